@@ -1,0 +1,10 @@
+// Registration of the subcommands; main.cpp calls each once.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace leanattn::cli {
+
+void add_plan_command(CLI::App& app);
+
+}  // namespace leanattn::cli

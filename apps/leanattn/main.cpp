@@ -1,0 +1,22 @@
+// `leanattn`: the command-line tool. Subcommands: plan (print a plan), and, as the engines land,
+// bench (time strategies against the memory-bandwidth limit) and check (random correctness).
+// Exit codes: 0 success, 1 a check failed or an internal error, 2 bad arguments.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"leanattn: LeanAttention decode attention (planner, engines, benchmarks)"};
+  app.require_subcommand(1);
+  leanattn::cli::add_plan_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {  // a subcommand finished with a non-zero status
+    return e.get_exit_code();
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);  // prints help, or the parse error with a hint
+    return rc == 0 ? 0 : 2;
+  }
+  return 0;
+}

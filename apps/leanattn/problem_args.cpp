@@ -1,0 +1,113 @@
+// Problem flags and error reporting for the CLI subcommands.
+#include "problem_args.hpp"
+
+#include <fmt/core.h>
+
+#include <limits>
+#include <map>
+
+#include "leanattn/error.hpp"
+
+namespace leanattn::cli {
+
+void ProblemArgs::add_shape_flags(CLI::App& app) {
+  app.add_option("--batch", batch, "requests in the batch (with --seq-len)");
+  app.add_option("--q-heads", q_heads, "query heads (default: --kv-heads)");
+  app.add_option("--kv-heads", kv_heads, "key/value heads");
+  app.add_option("--head-dim", head_dim, "head dimension (multiple of 16, up to 256)");
+  app.add_option("--seq-len", seq_len, "tokens per request (uniform batch)");
+  app.add_option("--seq-lens", seq_lens, "comma-separated tokens per request (ragged batch)")
+      ->delimiter(',');
+  app.add_option("--dtype", dtype, "element type of Q, K, V: f32, f16, bf16");
+  app.add_option("--page-size", page_size, "tokens per KV page; 0 = contiguous cache");
+}
+
+void ProblemArgs::add_plan_flags(CLI::App& app) {
+  app.add_option("--workers", workers, "persistent workers (threads); 0 = one per core");
+  app.add_option("--tile", tile, "lean-tile size in tokens; 0 = default for the head dim");
+  app.add_option("--splits", splits, "split strategy: splits per pair; 0 = FA2 heuristic");
+  app.add_flag("--batch-invariant", batch_invariant,
+               "lean strategy: fixed chunks per request (bitwise batch invariance)");
+  app.add_option("--chunk-tiles", chunk_tiles, "batch-invariant chunk size in tiles; 0 = default");
+}
+
+DecodeProblem ProblemArgs::problem() const {
+  DecodeProblem p;
+  p.kv_heads = kv_heads;
+  p.q_heads = q_heads == 0 ? kv_heads : q_heads;
+  p.head_dim = head_dim;
+  p.q_dtype = p.kv_dtype = parse_dtype(dtype, "dtype");
+  auto to_len = [](std::int64_t v) {
+    require(v >= 0 && v <= std::numeric_limits<std::int32_t>::max(), "seq_lens", [&] {
+      return "must be in [0, 2^31) tokens (got " + std::to_string(v) + ")";
+    });
+    return static_cast<std::int32_t>(v);
+  };
+  if (!seq_lens.empty()) {
+    for (std::int64_t v : seq_lens) p.seq_lens.push_back(to_len(v));
+  } else {
+    require(batch >= 1 && batch <= kMaxBatch, "batch", [&] {
+      return "must be in [1, " + std::to_string(kMaxBatch) + "] (got " + std::to_string(batch) +
+             ")";
+    });
+    require(seq_len >= 0, "seq_len",
+            [&] { return "must be >= 0 (got " + std::to_string(seq_len) + ")"; });
+    p.seq_lens.assign(static_cast<std::size_t>(batch), to_len(seq_len));
+  }
+  std::int32_t longest = 0;
+  std::int64_t pages = 0;
+  for (std::int32_t len : p.seq_lens) longest = std::max(longest, len);
+  require(page_size >= 0, "page_size",
+          [&] { return "must be >= 0 (0 = contiguous) (got " + std::to_string(page_size) + ")"; });
+  if (page_size == 0) {
+    p.layout = KvLayout::contiguous;
+    p.capacity = longest;
+  } else {
+    p.layout = KvLayout::paged;
+    p.page_size = page_size;
+    for (std::int32_t len : p.seq_lens) pages += (len + page_size - 1) / page_size;
+    p.max_pages = std::max(1, (longest + page_size - 1) / page_size);
+    p.num_pages = std::max<std::int64_t>(1, pages);
+  }
+  validate(p);
+  return p;
+}
+
+PlanOptions ProblemArgs::plan_options(Strategy strategy) const {
+  PlanOptions o;
+  o.strategy = strategy;
+  o.tile_tokens = tile;
+  o.splits = strategy == Strategy::split ? splits : 0;
+  o.batch_invariant = strategy == Strategy::lean && batch_invariant;
+  o.chunk_tiles = chunk_tiles;
+  return o;
+}
+
+std::string flag_name(const std::string& argument) {
+  static const std::map<std::string, std::string> kFlags = {
+      {"batch", "--batch"},         {"q_heads", "--q-heads"},
+      {"kv_heads", "--kv-heads"},   {"head_dim", "--head-dim"},
+      {"seq_len", "--seq-len"},     {"seq_lens", "--seq-lens"},
+      {"dtype", "--dtype"},         {"page_size", "--page-size"},
+      {"workers", "--workers"},     {"tile", "--tile"},
+      {"splits", "--splits"},       {"strategy", "--strategy"},
+      {"chunk_tiles", "--chunk-tiles"}, {"batch_invariant", "--batch-invariant"},
+      {"repeat", "--repeat"},       {"count", "--count"},
+      {"backend", "--backend"}};
+  const auto it = kFlags.find(argument);
+  return it == kFlags.end() ? argument : it->second;
+}
+
+int run_guarded(const char* command, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    fmt::print(stderr, "leanattn {}: error: {}: {}\n", command, flag_name(e.argument()), e.rule());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "leanattn {}: error: {}\n", command, e.what());
+    return 1;
+  }
+}
+
+}  // namespace leanattn::cli

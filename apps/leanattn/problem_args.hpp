@@ -1,0 +1,43 @@
+// The flags that describe a decode problem, shared by `plan`, `bench` and (for overrides)
+// `check`, and the mapping from leanattn::Error argument names to the flags a user typed.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "leanattn/planner.hpp"
+#include "leanattn/problem.hpp"
+
+namespace leanattn::cli {
+
+struct ProblemArgs {
+  std::int32_t batch = 1;
+  std::int32_t q_heads = 0;  // 0: same as kv_heads
+  std::int32_t kv_heads = 1;
+  std::int32_t head_dim = 128;
+  std::int64_t seq_len = 4096;              // uniform length (when seq_lens is empty)
+  std::vector<std::int64_t> seq_lens;       // ragged lengths (overrides batch and seq_len)
+  std::string dtype = "f16";
+  std::int32_t page_size = 0;  // 0: contiguous
+  std::int32_t workers = 0;    // 0: the executor's default
+  std::int32_t tile = 0;       // 0: default for head_dim
+  std::int32_t splits = 0;
+  bool batch_invariant = false;
+  std::int32_t chunk_tiles = 0;
+
+  void add_shape_flags(CLI::App& app);
+  void add_plan_flags(CLI::App& app);
+  // Builds and validates the problem (throws Error with the CLI flag names).
+  DecodeProblem problem() const;
+  PlanOptions plan_options(Strategy strategy) const;
+};
+
+// "seq_lens" -> "--seq-lens"; names that are not flags are returned unchanged.
+std::string flag_name(const std::string& argument);
+
+// Runs `body`, turning leanattn::Error into "leanattn <command>: error: --flag: rule" on stderr
+// and exit code 2. Other exceptions give exit code 1.
+int run_guarded(const char* command, const std::function<int()>& body);
+
+}  // namespace leanattn::cli

@@ -1,0 +1,12 @@
+# Decides whether the CUDA engine is built (LEANATTN_CUDA = ON | OFF | AUTO).
+set(LEANATTN_HAVE_CUDA OFF)
+if(LEANATTN_CUDA STREQUAL "ON" OR LEANATTN_CUDA STREQUAL "AUTO")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(LEANATTN_HAVE_CUDA ON)
+  elseif(LEANATTN_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "LEANATTN_CUDA=ON but no CUDA compiler was found")
+  endif()
+endif()
+message(STATUS "leanattn: CUDA engine ${LEANATTN_HAVE_CUDA}")

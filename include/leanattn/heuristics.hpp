@@ -1,0 +1,35 @@
+// The planner's tuning rules as small pure functions, each with a worked example. Used by
+// make_plan(); exposed so that tests, the CLI and users can see what the planner will pick.
+#pragma once
+
+#include <cstdint>
+
+namespace leanattn {
+
+// Default lean-tile size in tokens for a head dimension: the size that keeps one tile's K and V
+// at 64 KiB in 16-bit types (head_dim x tokens x 2 tensors x 2 bytes), as ONNX Runtime's
+// LeanAttention does (256 tokens for d <= 64, 128 for d <= 128), and 64 tokens above.
+//   head_dim 64 -> 256 tokens; 128 -> 128; 256 -> 64.
+// Smaller tiles balance better, larger ones amortise per-tile work; the CPU engine's inner loop
+// works in its own, smaller blocks, so this only sets the planner's granularity.
+std::int32_t default_tile_tokens(std::int32_t head_dim);
+
+// FlashAttention-2's split-KV heuristic (num_splits_heuristic in flash_api.cpp), used by the
+// `split` strategy: the smallest split count whose wave efficiency is within 85% of the best.
+//   units:      batch x kv_heads (work items before splitting)
+//   workers:    persistent workers (SMs on a GPU)
+//   max_tiles:  tiles of the longest request (FA2 sizes splits from max_seqlen_k)
+//   max_splits: upper bound (FA2 uses 128)
+// Rules: if units >= 0.8 x workers, one split (the machine is already nearly full). Otherwise,
+// for s = 1..min(max_splits, workers, max_tiles), skip s when it gives the same tiles per split
+// as s - 1, and score eff(s) = waves / ceil(waves) with waves = units x s / workers; return the
+// smallest s with eff(s) >= 0.85 x max eff.
+// Worked example: 1 request, 8 KV heads, 132 workers (an H100's SMs), 1024 tiles. units = 8 <
+// 0.8 x 132 = 105.6, so splitting helps. s = 16 gives 128 units = 0.970 of one wave; s = 49 gives
+// 392 units = 2.97 waves, eff 0.990, the best (s = 33, 66, 99 would fill whole waves but are not
+// eligible: 1024 tiles in 33 splits is 32 per split, as in 32 splits). The bar is 0.85 x 0.990 =
+// 0.841, and the smallest s above it is 14 (112 units, eff 0.848; s = 13 gives 0.788) -> 14.
+std::int32_t fa2_num_splits(std::int64_t units, std::int32_t workers, std::int64_t max_tiles,
+                            std::int32_t max_splits);
+
+}  // namespace leanattn

@@ -1,0 +1,112 @@
+// Plan: the schedule of one decode step as plain data. Made by make_plan() (planner.hpp), read
+// by every executor (the plan interpreter, the CPU engine, the CUDA engine), printed by
+// `leanattn plan`. See docs/design.md for the format and a worked example.
+//
+// Vocabulary. A *pair* is one (request, KV head); all query heads of a KV head (the GQA group)
+// are computed together, so a pair owns group_size output rows. A pair's KV tokens are cut into
+// *lean tiles* of tile_tokens tokens (the last one may be shorter). A *segment* is a contiguous
+// range of one pair's tiles done by one worker. A pair done by one segment is written directly;
+// otherwise every segment writes its softmax state to a workspace *slot*, and the pair's
+// *reduction* merges the slots in its fixed order (tile order) into the output.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace leanattn {
+
+enum class Strategy : std::uint8_t {
+  lean,   // stream-K: the line of all tiles of all pairs cut into equal ranges, one per worker
+  split,  // FlashDecoding: every pair cut into the same number of splits (FA2's heuristic)
+  head,   // one unit per pair (FlashAttention-2 decode without split-KV)
+};
+
+std::string_view strategy_name(Strategy s);
+Strategy parse_strategy(std::string_view text, const char* argument = "strategy");
+
+enum class SegmentKind : std::uint8_t {
+  direct,    // the whole pair: compute and write the output rows
+  finalise,  // the pair's first tiles: write state to `slot`; the worker that would wait and merge
+  partial,   // a later piece of the pair: write state to `slot`
+};
+
+std::string_view segment_kind_name(SegmentKind k);
+
+struct Segment {
+  std::int32_t request = 0;
+  std::int32_t kv_head = 0;
+  std::int32_t tile_begin = 0;  // first tile of the pair, inclusive
+  std::int32_t tile_end = 0;    // end exclusive; tile_begin == tile_end only for an empty pair
+  SegmentKind kind = SegmentKind::direct;
+  std::int32_t slot = -1;       // workspace slot (finalise and partial), -1 for direct
+  std::int32_t reduction = -1;  // index in Plan::reductions (finalise and partial), else -1
+};
+
+// A pair whose tiles are spread over several segments.
+struct Reduction {
+  std::int32_t request = 0;
+  std::int32_t kv_head = 0;
+  std::int32_t finaliser = 0;   // worker holding the pair's first tile (its finalise segment)
+  std::int32_t slot_begin = 0;  // its slots are [slot_begin, slot_begin + num_slots), merged in
+  std::int32_t num_slots = 0;   // this order: slot_begin + i holds the i-th piece in tile order
+};
+
+struct Plan {
+  // What the plan was made for.
+  Strategy strategy = Strategy::lean;
+  std::int32_t workers = 0;
+  std::int32_t tile_tokens = 0;
+  std::int32_t splits = 0;  // split: splits per pair; lean, head: 0
+  bool batch_invariant = false;
+  std::int32_t chunk_tiles = 0;  // batch-invariant lean: tiles per fixed chunk, else 0
+  std::int32_t kv_heads = 0;
+  std::int32_t group_size = 0;  // output rows per pair (query heads per KV head x q_len)
+  std::int32_t head_dim = 0;
+  std::vector<std::int32_t> seq_lens;  // [batch]
+
+  // The schedule.
+  std::vector<std::int64_t> worker_offsets;  // [workers + 1]: worker w's segments are
+  std::vector<Segment> segments;             //   segments[worker_offsets[w], worker_offsets[w+1])
+  std::vector<Reduction> reductions;         // in pair order
+  std::int32_t num_slots = 0;
+  std::int64_t total_tiles = 0;
+
+  std::int32_t batch() const { return static_cast<std::int32_t>(seq_lens.size()); }
+  std::int32_t tiles_of(std::int32_t request) const {
+    return static_cast<std::int32_t>((static_cast<std::int64_t>(seq_lens[request]) + tile_tokens -
+                                      1) / tile_tokens);
+  }
+  std::span<const Segment> worker_segments(std::int32_t worker) const {
+    const auto b = static_cast<std::size_t>(worker_offsets[worker]);
+    const auto e = static_cast<std::size_t>(worker_offsets[worker + 1]);
+    return std::span<const Segment>(segments).subspan(b, e - b);
+  }
+  // Tiles worker `worker` computes (its load).
+  std::int64_t worker_tiles(std::int32_t worker) const;
+};
+
+// Byte layout of the workspace an executor needs for `plan` (all arrays 64-byte aligned):
+//   o:        float [num_slots, group_size, head_dim]  unnormalised partial outputs
+//   m, l:     float [num_slots, group_size]            running max and running sum per row
+//   counters: uint32 [reductions]                      arrival counters (last arriver merges)
+// Its size is O(workers x group_size x head_dim) for lean (num_slots <= 2 x workers), and
+// O(splits x batch x kv_heads x group_size x head_dim) for split.
+struct WorkspaceLayout {
+  std::int64_t o_offset = 0;
+  std::int64_t m_offset = 0;
+  std::int64_t l_offset = 0;
+  std::int64_t counters_offset = 0;
+  std::int64_t bytes = 0;
+};
+
+WorkspaceLayout workspace_layout(const Plan& plan);
+
+// Checks every structural invariant of a plan and throws Error("plan", ...) naming the first one
+// broken: coverage of each pair's tiles exactly once, segment kinds consistent with the
+// reductions, slots used once, reductions in tile order. Executors call it on plans they did not
+// make; tests call it on every plan.
+void check_plan(const Plan& plan);
+
+}  // namespace leanattn

@@ -1,0 +1,37 @@
+// make_plan(): the pure host-side planner (no threads, no CUDA). Turns a decode problem and the
+// worker count into a Plan (plan.hpp). Called by the executors' convenience entry points, the
+// CLI and the Python bindings; the heuristics it uses are in heuristics.hpp.
+#pragma once
+
+#include <cstdint>
+
+#include "leanattn/hardware.hpp"
+#include "leanattn/plan.hpp"
+#include "leanattn/problem.hpp"
+
+namespace leanattn {
+
+struct PlanOptions {
+  Strategy strategy = Strategy::lean;
+  std::int32_t tile_tokens = 0;  // lean-tile size in tokens; 0: default_tile_tokens(head_dim)
+  std::int32_t splits = 0;       // split only: splits per pair; 0: FA2 wave-efficiency heuristic
+  // lean only: batch-invariant mode. Each request is cut into fixed chunks of chunk_tiles tiles
+  // (0: kDefaultChunkTiles) that depend on its own length alone; chunks are dealt to workers
+  // whole and merged in chunk order, so a request's output is bitwise identical whatever else is
+  // in the batch and whatever the worker count.
+  bool batch_invariant = false;
+  std::int32_t chunk_tiles = 0;
+};
+
+inline constexpr std::int32_t kMaxTileTokens = 1 << 16;
+inline constexpr std::int32_t kMaxSplits = 128;
+inline constexpr std::int32_t kDefaultChunkTiles = 16;
+
+// Validates `problem`, `hardware` and `options` (throws Error) and returns the plan.
+Plan make_plan(const DecodeProblem& problem, const Hardware& hardware,
+               const PlanOptions& options = {});
+
+// Throws Error("plan", ...) unless `plan` was made for `problem`'s shape and lengths.
+void check_plan_matches(const Plan& plan, const DecodeProblem& problem);
+
+}  // namespace leanattn

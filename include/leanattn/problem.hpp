@@ -1,0 +1,58 @@
+// DecodeProblem: one decode step of one attention layer, as the planner and every executor see
+// it. Shapes only, no data: the tensors travel separately (tensors.hpp). Built by the CLI, the
+// Python bindings and the tests; checked by validate().
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "leanattn/dtype.hpp"
+
+namespace leanattn {
+
+// Where the KV cache of a request lives.
+//   contiguous: k_cache, v_cache are [batch, capacity, kv_heads, head_dim]; request b's token t is
+//               at [b, t, :, :].
+//   paged:      k_cache, v_cache are [num_pages, page_size, kv_heads, head_dim] and an int32 block
+//               table [batch, max_pages] maps request b's token t to page block_table[b][t /
+//               page_size], row t % page_size (the flash_attn_with_kvcache layout).
+enum class KvLayout : std::uint8_t { contiguous, paged };
+
+struct DecodeProblem {
+  std::int32_t q_heads = 0;   // query heads; a multiple of kv_heads (GQA; MQA when kv_heads = 1)
+  std::int32_t kv_heads = 0;  // key/value heads
+  std::int32_t head_dim = 0;  // a multiple of 16, at most 256
+  std::int32_t q_len = 1;     // query tokens per request; only 1 (decode) is supported today
+  std::vector<std::int32_t> seq_lens;  // [batch] KV tokens per request; 0 allowed (empty output)
+
+  KvLayout layout = KvLayout::contiguous;
+  std::int64_t capacity = 0;   // contiguous: tokens per request slot (>= every seq_len)
+  std::int32_t page_size = 0;  // paged: tokens per page (>= 1)
+  std::int64_t num_pages = 0;  // paged: pages in the cache
+  std::int32_t max_pages = 0;  // paged: columns of the block table (>= pages any request needs)
+
+  DType q_dtype = DType::f16;   // Q and the output
+  DType kv_dtype = DType::f16;  // K and V
+  float scale = 0.0f;           // softmax scale; 0 means 1 / sqrt(head_dim)
+
+  std::int32_t batch() const { return static_cast<std::int32_t>(seq_lens.size()); }
+  std::int32_t group_size() const { return q_heads / kv_heads; }  // query heads per KV head
+  float softmax_scale() const;
+  std::int64_t total_tokens() const;  // sum of seq_lens
+  // Bytes of K and V that one decode step must read: total_tokens * kv_heads * head_dim * 2 *
+  // element size.
+  std::int64_t kv_bytes() const;
+};
+
+// Limits the validators enforce (see docs/validation.md for the full table).
+inline constexpr std::int32_t kMaxHeadDim = 256;
+inline constexpr std::int32_t kHeadDimMultiple = 16;
+inline constexpr std::int32_t kMaxHeads = 1 << 16;
+inline constexpr std::int32_t kMaxBatch = 1 << 20;
+
+// Throws Error naming the first field that breaks a rule: heads positive and q_heads a multiple
+// of kv_heads, head_dim a positive multiple of 16 up to 256, q_len 1, lengths >= 0 and within the
+// layout's capacity, layout sizes consistent, scale finite and >= 0.
+void validate(const DecodeProblem& problem);
+
+}  // namespace leanattn

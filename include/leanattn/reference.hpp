@@ -1,0 +1,31 @@
+// The checkers every executor is compared with, in fp64:
+//   naive_attention: two-pass softmax attention straight from the definition, independent of the
+//                    planner, the state header and the shared KV addressing;
+//   interpret_plan:  a scalar executor of any Plan built on core/softmax_state.hpp, which checks
+//                    the planner and the merge rules alone.
+// Used by the tests, `leanattn check` and `leanattn bench` (correctness of every timed run).
+#pragma once
+
+#include <vector>
+
+#include "leanattn/plan.hpp"
+#include "leanattn/problem.hpp"
+#include "leanattn/tensors.hpp"
+
+namespace leanattn::reference {
+
+struct Output {
+  std::vector<double> out;  // [batch, q_heads, head_dim]
+  std::vector<double> lse;  // [batch, q_heads], natural log; -inf for an empty sequence
+};
+
+// Reads q, k_cache, v_cache (and block_table) through `tensors`; writes nothing.
+Output naive_attention(const DecodeProblem& problem, const DecodeTensors& tensors);
+
+// Same result through `plan`: segments run worker by worker, then each reduction merges its
+// slots in order. Throws Error("plan", ...) if the plan is inconsistent (check_plan) or was
+// made for another problem.
+Output interpret_plan(const DecodeProblem& problem, const Plan& plan,
+                      const DecodeTensors& tensors);
+
+}  // namespace leanattn::reference

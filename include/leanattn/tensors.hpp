@@ -1,0 +1,54 @@
+// DecodeTensors: the data of one decode step as raw pointers plus element strides, so that
+// executors take views of the caller's memory (NumPy, PyTorch, an engine's KV cache) without
+// copies. The innermost (head_dim) dimension is always contiguous. Filled by the caller, usually
+// through dense_tensors(); checked by validate(problem, tensors).
+#pragma once
+
+#include <cstdint>
+
+#include "leanattn/problem.hpp"
+
+namespace leanattn {
+
+// Strides, in elements, of a K or V cache.
+//   contiguous [batch, capacity, kv_heads, head_dim]: outer = batch, token = capacity row.
+//   paged      [num_pages, page_size, kv_heads, head_dim]: outer = page, token = row in page.
+struct KvStrides {
+  std::int64_t outer = 0;
+  std::int64_t token = 0;
+  std::int64_t head = 0;
+};
+
+struct DecodeTensors {
+  const void* q = nullptr;  // [batch, q_heads, head_dim] in problem.q_dtype
+  std::int64_t q_stride_batch = 0;
+  std::int64_t q_stride_head = 0;
+
+  const void* k_cache = nullptr;  // see KvLayout, in problem.kv_dtype
+  const void* v_cache = nullptr;  // same shape as k_cache
+  KvStrides k_strides;
+  KvStrides v_strides;
+
+  const std::int32_t* block_table = nullptr;  // paged only: [batch, max_pages]
+  std::int64_t block_table_stride = 0;        // elements between rows
+
+  void* out = nullptr;  // [batch, q_heads, head_dim] in problem.q_dtype
+  std::int64_t out_stride_batch = 0;
+  std::int64_t out_stride_head = 0;
+
+  float* lse = nullptr;  // optional [batch, q_heads]: natural-log sum of exp(scaled scores)
+  std::int64_t lse_stride_batch = 0;
+};
+
+// Dense (packed, row-major) strides for every tensor of `problem`.
+DecodeTensors dense_tensors(const DecodeProblem& problem, const void* q, const void* k_cache,
+                            const void* v_cache, const std::int32_t* block_table, void* out,
+                            float* lse);
+
+// Throws Error naming the first tensor argument that breaks a rule: required pointers present,
+// strides >= 0 (0 broadcasts an input), output rows that do not overlap, pointers aligned to
+// the element size, block-table entries in [0, num_pages) for every page a request uses.
+// Repeated block-table entries are allowed (K and V are only read: prefix sharing).
+void validate(const DecodeProblem& problem, const DecodeTensors& tensors);
+
+}  // namespace leanattn

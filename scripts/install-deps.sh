@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages leanattn needs, only those missing. Called by scripts/main.sh and
+# scripts/test.sh; safe to run again. Groups: build (always), fuzz (clang + libFuzzer runtime),
+# python (headers and venv), peers (oneDNN for bench/peers).
+#   scripts/install-deps.sh [fuzz] [python] [peers]
+set -euo pipefail
+
+packages=(cmake ninja-build g++ make pkg-config libgtest-dev libhwy-dev libcli11-dev
+          nlohmann-json3-dev libfmt-dev)
+for group in "$@"; do
+  case "$group" in
+    fuzz) packages+=(clang libclang-rt-14-dev) ;;
+    python) packages+=(python3-dev python3-venv python3-pip) ;;
+    peers) packages+=(libdnnl-dev) ;;
+    *) echo "install-deps.sh: unknown group '$group' (fuzz, python, peers)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps.sh: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,17 @@
+// Parsing of dtype names for the CLI and bindings.
+#include "leanattn/dtype.hpp"
+
+#include <string>
+
+#include "leanattn/error.hpp"
+
+namespace leanattn {
+
+DType parse_dtype(std::string_view text, const char* argument) {
+  if (text == "f32" || text == "float32") return DType::f32;
+  if (text == "f16" || text == "float16") return DType::f16;
+  if (text == "bf16" || text == "bfloat16") return DType::bf16;
+  throw Error(argument, "must be one of f32, f16, bf16 (got '" + std::string(text) + "')");
+}
+
+}  // namespace leanattn

@@ -1,0 +1,88 @@
+// DecodeProblem helpers and its validator. Called by make_plan() and every executor before any
+// memory is touched.
+#include "leanattn/problem.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "leanattn/error.hpp"
+
+namespace leanattn {
+
+namespace {
+
+std::string got(std::int64_t v) { return " (got " + std::to_string(v) + ")"; }
+
+}  // namespace
+
+float DecodeProblem::softmax_scale() const {
+  return scale != 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+}
+
+std::int64_t DecodeProblem::total_tokens() const {
+  std::int64_t total = 0;
+  for (std::int32_t len : seq_lens) total += len;
+  return total;
+}
+
+std::int64_t DecodeProblem::kv_bytes() const {
+  return total_tokens() * kv_heads * head_dim * 2 * static_cast<std::int64_t>(dtype_size(kv_dtype));
+}
+
+void validate(const DecodeProblem& p) {
+  require(p.kv_heads >= 1 && p.kv_heads <= kMaxHeads, "kv_heads",
+          [&] { return "must be in [1, " + std::to_string(kMaxHeads) + "]" + got(p.kv_heads); });
+  require(p.q_heads >= 1 && p.q_heads <= kMaxHeads, "q_heads",
+          [&] { return "must be in [1, " + std::to_string(kMaxHeads) + "]" + got(p.q_heads); });
+  require(p.q_heads % p.kv_heads == 0, "q_heads", [&] {
+    return "must be a multiple of kv_heads = " + std::to_string(p.kv_heads) + got(p.q_heads);
+  });
+  require(p.head_dim >= kHeadDimMultiple && p.head_dim <= kMaxHeadDim &&
+              p.head_dim % kHeadDimMultiple == 0,
+          "head_dim", [&] {
+            return "must be a multiple of " + std::to_string(kHeadDimMultiple) + " in [" +
+                   std::to_string(kHeadDimMultiple) + ", " + std::to_string(kMaxHeadDim) + "]" +
+                   got(p.head_dim);
+          });
+  require(p.q_len == 1, "q_len", [&] { return "must be 1 (decode)" + got(p.q_len); });
+  require(!p.seq_lens.empty() && p.seq_lens.size() <= static_cast<std::size_t>(kMaxBatch),
+          "seq_lens", [&] {
+            return "must hold one length per request, 1 to " + std::to_string(kMaxBatch) +
+                   " requests" + got(static_cast<std::int64_t>(p.seq_lens.size()));
+          });
+  for (std::size_t b = 0; b < p.seq_lens.size(); ++b) {
+    require(p.seq_lens[b] >= 0, "seq_lens", [&] {
+      return "must be >= 0, but seq_lens[" + std::to_string(b) + "] = " +
+             std::to_string(p.seq_lens[b]);
+    });
+  }
+  require(std::isfinite(p.scale) && p.scale >= 0.0f, "scale", [&] {
+    return "must be finite and >= 0 (0 means 1/sqrt(head_dim)) (got " + std::to_string(p.scale) +
+           ")";
+  });
+  if (p.layout == KvLayout::contiguous) {
+    require(p.capacity >= 0, "capacity", [&] { return "must be >= 0" + got(p.capacity); });
+    for (std::size_t b = 0; b < p.seq_lens.size(); ++b) {
+      require(p.seq_lens[b] <= p.capacity, "seq_lens", [&] {
+        return "must be <= capacity = " + std::to_string(p.capacity) + ", but seq_lens[" +
+               std::to_string(b) + "] = " + std::to_string(p.seq_lens[b]);
+      });
+    }
+  } else {
+    require(p.page_size >= 1, "page_size", [&] { return "must be >= 1" + got(p.page_size); });
+    require(p.num_pages >= 1, "num_pages", [&] { return "must be >= 1" + got(p.num_pages); });
+    require(p.max_pages >= 1, "max_pages",
+            [&] { return "must be >= 1 (block_table columns)" + got(p.max_pages); });
+    for (std::size_t b = 0; b < p.seq_lens.size(); ++b) {
+      const std::int64_t need = (static_cast<std::int64_t>(p.seq_lens[b]) + p.page_size - 1) /
+                                p.page_size;
+      require(need <= p.max_pages, "seq_lens", [&] {
+        return "must fit in max_pages x page_size = " + std::to_string(p.max_pages) + " x " +
+               std::to_string(p.page_size) + " tokens, but seq_lens[" + std::to_string(b) +
+               "] = " + std::to_string(p.seq_lens[b]);
+      });
+    }
+  }
+}
+
+}  // namespace leanattn

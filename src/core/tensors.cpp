@@ -1,0 +1,124 @@
+// Dense strides and the tensor validator. Called by the executors before they read any input.
+#include "leanattn/tensors.hpp"
+
+#include <string>
+#include <utility>
+
+#include "leanattn/error.hpp"
+
+namespace leanattn {
+
+DecodeTensors dense_tensors(const DecodeProblem& p, const void* q, const void* k_cache,
+                            const void* v_cache, const std::int32_t* block_table, void* out,
+                            float* lse) {
+  DecodeTensors t;
+  const std::int64_t d = p.head_dim;
+  t.q = q;
+  t.q_stride_head = d;
+  t.q_stride_batch = static_cast<std::int64_t>(p.q_heads) * d;
+  t.k_cache = k_cache;
+  t.v_cache = v_cache;
+  KvStrides kv;
+  kv.head = d;
+  kv.token = static_cast<std::int64_t>(p.kv_heads) * d;
+  kv.outer = kv.token * (p.layout == KvLayout::contiguous ? p.capacity : p.page_size);
+  t.k_strides = kv;
+  t.v_strides = kv;
+  t.block_table = block_table;
+  t.block_table_stride = p.max_pages;
+  t.out = out;
+  t.out_stride_head = d;
+  t.out_stride_batch = static_cast<std::int64_t>(p.q_heads) * d;
+  t.lse = lse;
+  t.lse_stride_batch = p.q_heads;
+  return t;
+}
+
+namespace {
+
+void require_aligned(const void* ptr, std::size_t align, const char* argument) {
+  require(reinterpret_cast<std::uintptr_t>(ptr) % align == 0, argument, [&] {
+    return "must be aligned to " + std::to_string(align) + " bytes (its element size)";
+  });
+}
+
+void require_non_negative(std::int64_t stride, const char* argument) {
+  require(stride >= 0, argument,
+          [&] { return "must be >= 0 elements (got " + std::to_string(stride) + ")"; });
+}
+
+// Rows of `width` contiguous elements at b * s_outer + h * s_inner for b < n_outer, h < n_inner
+// must not overlap (outputs are written concurrently). Dimensions of extent 1 do not count.
+void require_disjoint_rows(std::int64_t width, std::int64_t n_outer, std::int64_t s_outer,
+                           std::int64_t n_inner, std::int64_t s_inner, const char* argument) {
+  struct Dim {
+    std::int64_t n, s;
+  };
+  Dim a{n_outer, s_outer}, b{n_inner, s_inner};
+  if (a.s > b.s) std::swap(a, b);
+  bool ok = true;
+  std::int64_t span = width;  // extent covered by the dimensions handled so far
+  for (const Dim& dim : {a, b}) {
+    if (dim.n <= 1) continue;
+    ok = ok && dim.s >= span;
+    span = dim.s * dim.n;
+  }
+  require(ok, argument, [&] {
+    return "strides (" + std::to_string(s_outer) + ", " + std::to_string(s_inner) +
+           ") make output rows overlap; each row needs " + std::to_string(width) + " elements";
+  });
+}
+
+}  // namespace
+
+void validate(const DecodeProblem& p, const DecodeTensors& t) {
+  require(t.q != nullptr, "q", [] { return "must not be null"; });
+  const bool reads_kv = p.total_tokens() > 0;
+  require(t.k_cache != nullptr || !reads_kv, "k_cache", [] { return "must not be null"; });
+  require(t.v_cache != nullptr || !reads_kv, "v_cache", [] { return "must not be null"; });
+  require(t.out != nullptr, "out", [] { return "must not be null"; });
+  const std::size_t qs = dtype_size(p.q_dtype);
+  const std::size_t ks = dtype_size(p.kv_dtype);
+  require_aligned(t.q, qs, "q");
+  require_aligned(t.out, qs, "out");
+  require_aligned(t.k_cache, ks, "k_cache");
+  require_aligned(t.v_cache, ks, "v_cache");
+  require_aligned(t.lse, alignof(float), "lse");
+  require_non_negative(t.q_stride_batch, "q_stride_batch");
+  require_non_negative(t.q_stride_head, "q_stride_head");
+  require_non_negative(t.k_strides.outer, "k_strides.outer");
+  require_non_negative(t.k_strides.token, "k_strides.token");
+  require_non_negative(t.k_strides.head, "k_strides.head");
+  require_non_negative(t.v_strides.outer, "v_strides.outer");
+  require_non_negative(t.v_strides.token, "v_strides.token");
+  require_non_negative(t.v_strides.head, "v_strides.head");
+  require_non_negative(t.out_stride_batch, "out_stride_batch");
+  require_non_negative(t.out_stride_head, "out_stride_head");
+  require_disjoint_rows(p.head_dim, p.batch(), t.out_stride_batch, p.q_heads, t.out_stride_head,
+                        "out");
+  if (t.lse != nullptr) {
+    require_non_negative(t.lse_stride_batch, "lse_stride_batch");
+    require_disjoint_rows(p.q_heads, p.batch(), t.lse_stride_batch, 1, 0, "lse");
+  }
+  if (p.layout != KvLayout::paged) return;
+  require(t.block_table != nullptr, "block_table",
+          [] { return "must not be null for the paged layout"; });
+  require(t.block_table_stride >= p.max_pages, "block_table_stride", [&] {
+    return "must be >= max_pages = " + std::to_string(p.max_pages) + " (got " +
+           std::to_string(t.block_table_stride) + ")";
+  });
+  for (std::int32_t b = 0; b < p.batch(); ++b) {
+    const std::int64_t pages =
+        (static_cast<std::int64_t>(p.seq_lens[b]) + p.page_size - 1) / p.page_size;
+    const std::int32_t* row = t.block_table + b * t.block_table_stride;
+    for (std::int64_t i = 0; i < pages; ++i) {
+      require(row[i] >= 0 && row[i] < p.num_pages, "block_table", [&] {
+        return "entries a request uses must be in [0, num_pages = " +
+               std::to_string(p.num_pages) + "), but block_table[" + std::to_string(b) + "][" +
+               std::to_string(i) + "] = " + std::to_string(row[i]);
+      });
+    }
+  }
+}
+
+}  // namespace leanattn

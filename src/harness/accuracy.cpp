@@ -1,0 +1,147 @@
+// The accuracy policy (see accuracy.hpp).
+#include "harness/accuracy.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "leanattn/core/float16.hpp"
+#include "leanattn/core/kv_addressing.hpp"
+
+namespace leanattn::harness {
+
+namespace {
+
+float read(const void* base, DType type, std::int64_t i) {
+  if (type == DType::f32) return static_cast<const float*>(base)[i];
+  const std::uint16_t h = static_cast<const std::uint16_t*>(base)[i];
+  return type == DType::f16 ? f16_bits_to_float(h) : bf16_bits_to_float(h);
+}
+
+float round_to(DType type, float f) {
+  switch (type) {
+    case DType::f32: return f;
+    case DType::f16: return round_to_f16(f);
+    case DType::bf16: return round_to_bf16(f);
+  }
+  return f;
+}
+
+// Unit roundoff of a dtype.
+double unit_roundoff(DType type) {
+  switch (type) {
+    case DType::f32: return std::ldexp(1.0, -24);
+    case DType::f16: return std::ldexp(1.0, -11);
+    case DType::bf16: return std::ldexp(1.0, -8);
+  }
+  return 0.0;
+}
+
+}  // namespace
+
+std::vector<double> naive_same_precision(const DecodeProblem& p, const DecodeTensors& t) {
+  const std::int32_t d = p.head_dim;
+  const std::int32_t group = p.group_size();
+  const DType qt = p.q_dtype;
+  KvAddressing k{t.k_strides.outer, t.k_strides.token, t.k_strides.head,
+                 p.layout == KvLayout::paged ? p.page_size : 0, t.block_table,
+                 t.block_table_stride};
+  KvAddressing v = k;
+  v.outer_stride = t.v_strides.outer;
+  v.token_stride = t.v_strides.token;
+  v.head_stride = t.v_strides.head;
+  std::vector<double> out(static_cast<std::size_t>(p.batch()) * p.q_heads * d, 0.0);
+  std::vector<float> s, acc(static_cast<std::size_t>(d));
+  for (std::int32_t b = 0; b < p.batch(); ++b) {
+    const std::int64_t n = p.seq_lens[b];
+    for (std::int32_t qh = 0; qh < p.q_heads; ++qh) {
+      if (n == 0) continue;
+      const std::int32_t h = qh / group;
+      s.assign(static_cast<std::size_t>(n), 0.0f);
+      float m = -std::numeric_limits<float>::infinity();
+      for (std::int64_t j = 0; j < n; ++j) {
+        float dot = 0.0f;
+        const std::int64_t kb = k.row(b, j, h);
+        for (std::int32_t i = 0; i < d; ++i) {
+          dot += read(t.q, qt, b * t.q_stride_batch + qh * t.q_stride_head + i) *
+                 read(t.k_cache, p.kv_dtype, kb + i);
+        }
+        s[static_cast<std::size_t>(j)] = round_to(qt, round_to(qt, dot) * p.softmax_scale());
+        m = std::max(m, s[static_cast<std::size_t>(j)]);
+      }
+      float l = 0.0f;
+      for (float& x : s) {
+        x = std::exp(x - m);
+        l += x;
+      }
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (std::int64_t j = 0; j < n; ++j) {
+        const float pj = round_to(qt, s[static_cast<std::size_t>(j)] / l);
+        const std::int64_t vb = v.row(b, j, h);
+        for (std::int32_t i = 0; i < d; ++i) {
+          acc[static_cast<std::size_t>(i)] += pj * read(t.v_cache, p.kv_dtype, vb + i);
+        }
+      }
+      for (std::int32_t i = 0; i < d; ++i) {
+        out[(static_cast<std::size_t>(b) * p.q_heads + qh) * d + i] =
+            round_to(qt, acc[static_cast<std::size_t>(i)]);
+      }
+    }
+  }
+  return out;
+}
+
+Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse,
+                        const std::vector<double>* naive) {
+  const DecodeProblem& p = c.problem;
+  std::vector<double> own_naive;
+  if (naive == nullptr) {
+    own_naive = naive_same_precision(p, c.tensors());
+    naive = &own_naive;
+  }
+  const std::vector<double> out = read_output(c);
+  Accuracy a;
+  double ref_max = 0.0;
+  for (std::size_t i = 0; i < ref.out.size(); ++i) {
+    const double r = ref.out[i];
+    if (std::isnan(r) != std::isnan(out[i]) || std::isinf(r) != std::isinf(out[i])) {
+      if (a.mismatches++ == 0) {
+        a.first_problem = "out[" + std::to_string(i) + "] = " + std::to_string(out[i]) +
+                          ", reference " + std::to_string(r);
+      }
+      continue;
+    }
+    if (!std::isfinite(r)) continue;
+    ref_max = std::max(ref_max, std::abs(r));
+    const double e = std::abs(out[i] - r);
+    if (e > a.max_abs_err) {
+      a.max_abs_err = e;
+      a.first_problem = "out[" + std::to_string(i) + "] = " + std::to_string(out[i]) +
+                        ", reference " + std::to_string(r);
+    }
+    if (std::isfinite((*naive)[i])) a.naive_err = std::max(a.naive_err, std::abs((*naive)[i] - r));
+  }
+  a.tolerance = 2.0 * a.naive_err + 8.0 * unit_roundoff(p.q_dtype) * std::max(1.0, ref_max);
+  a.lse_tolerance = 0.0;
+  if (with_lse) {
+    for (std::size_t i = 0; i < ref.lse.size(); ++i) {
+      const double r = ref.lse[i];
+      const double x = c.lse[i];
+      a.lse_tolerance = std::max(a.lse_tolerance, 1e-5 * std::max(1.0, std::abs(r)));
+      const bool same_class = std::isnan(r) == std::isnan(x) &&
+                              (std::isinf(r) ? x == r : !std::isinf(x));
+      if (!same_class) {
+        if (a.mismatches++ == 0) {
+          a.first_problem = "lse[" + std::to_string(i) + "] = " + std::to_string(x) +
+                            ", reference " + std::to_string(r);
+        }
+        continue;
+      }
+      if (std::isfinite(r)) a.max_lse_err = std::max(a.max_lse_err, std::abs(x - r));
+    }
+    if (a.lse_tolerance == 0.0) a.lse_tolerance = 1e-5;
+  }
+  return a;
+}
+
+}  // namespace leanattn::harness

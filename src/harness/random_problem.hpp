@@ -1,0 +1,33 @@
+// Random decode problems for property tests, `leanattn check` and the fuzzer's seeds: GQA
+// ratios (powers of two and not), ragged and empty lengths around the tile size, contiguous and
+// paged layouts with small and large pages, every dtype.
+#pragma once
+
+#include <cstdint>
+#include <random>
+
+#include "leanattn/planner.hpp"
+#include "leanattn/problem.hpp"
+
+namespace leanattn::harness {
+
+struct RandomLimits {
+  std::int32_t max_batch = 6;
+  std::int32_t max_kv_heads = 4;
+  std::int32_t max_group = 16;
+  std::int32_t max_len = 700;   // longest request, in tokens
+  std::int32_t max_workers = 300;
+  bool any_head_dim = false;    // false: 16..128 only (keeps fp64 checks fast)
+};
+
+struct RandomCase {
+  DecodeProblem problem;
+  Hardware hardware;
+  PlanOptions options;
+};
+
+// Draws a problem, a worker count and plan options. The tile size is drawn first and lengths
+// are drawn around it (0, 1, tile - 1, tile, tile + 1, 97, multiples, random).
+RandomCase random_case(std::mt19937_64& rng, const RandomLimits& limits = {});
+
+}  // namespace leanattn::harness

@@ -1,0 +1,43 @@
+// The planner's tuning rules (see heuristics.hpp for the worked examples).
+#include "leanattn/heuristics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace leanattn {
+
+std::int32_t default_tile_tokens(std::int32_t head_dim) {
+  if (head_dim <= 64) return 256;
+  if (head_dim <= 128) return 128;
+  return 64;
+}
+
+std::int32_t fa2_num_splits(std::int64_t units, std::int32_t workers, std::int64_t max_tiles,
+                            std::int32_t max_splits) {
+  if (static_cast<double>(units) >= 0.8 * workers) return 1;
+  const std::int64_t limit = std::min<std::int64_t>({max_splits, workers, max_tiles});
+  if (limit <= 1) return 1;
+  auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+  // A split count is eligible only if it changes the tiles per split: with 64 tiles, 11 splits
+  // give 6 tiles per split and 12 splits would too (the 12th split would be empty).
+  auto eligible = [&](std::int64_t s) {
+    return s == 1 || ceil_div(max_tiles, s) != ceil_div(max_tiles, s - 1);
+  };
+  std::vector<double> efficiency(static_cast<std::size_t>(limit) + 1, 0.0);
+  double best = 0.0;
+  for (std::int64_t s = 1; s <= limit; ++s) {
+    if (!eligible(s)) continue;
+    const double waves = static_cast<double>(units * s) / workers;
+    efficiency[static_cast<std::size_t>(s)] = waves / std::ceil(waves);
+    best = std::max(best, efficiency[static_cast<std::size_t>(s)]);
+  }
+  for (std::int64_t s = 1; s <= limit; ++s) {
+    if (eligible(s) && efficiency[static_cast<std::size_t>(s)] >= 0.85 * best) {
+      return static_cast<std::int32_t>(s);
+    }
+  }
+  return 1;
+}
+
+}  // namespace leanattn

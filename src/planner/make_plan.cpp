@@ -1,0 +1,98 @@
+// make_plan(): validates the inputs, picks the tile size and the split count, deals the tiles
+// with the chosen strategy and assembles the plan.
+#include <algorithm>
+#include <string>
+
+#include "leanattn/error.hpp"
+#include "leanattn/heuristics.hpp"
+#include "leanattn/planner.hpp"
+#include "pieces.hpp"
+
+namespace leanattn {
+
+namespace {
+
+void validate_options(const Hardware& hw, const PlanOptions& opt) {
+  require(hw.workers >= 1 && hw.workers <= kMaxWorkers, "workers", [&] {
+    return "must be in [1, " + std::to_string(kMaxWorkers) + "] (got " +
+           std::to_string(hw.workers) + ")";
+  });
+  require(opt.tile_tokens >= 0 && opt.tile_tokens <= kMaxTileTokens, "tile", [&] {
+    return "must be in [1, " + std::to_string(kMaxTileTokens) + "] tokens, or 0 for the default (got " +
+           std::to_string(opt.tile_tokens) + ")";
+  });
+  require(opt.splits >= 0 && opt.splits <= kMaxSplits, "splits", [&] {
+    return "must be in [1, " + std::to_string(kMaxSplits) + "], or 0 for the heuristic (got " +
+           std::to_string(opt.splits) + ")";
+  });
+  require(opt.splits == 0 || opt.strategy == Strategy::split, "splits",
+          [] { return "applies to the split strategy only"; });
+  require(opt.chunk_tiles >= 0 && opt.chunk_tiles <= kMaxTileTokens, "chunk_tiles", [&] {
+    return "must be in [1, " + std::to_string(kMaxTileTokens) + "], or 0 for the default (got " +
+           std::to_string(opt.chunk_tiles) + ")";
+  });
+  require(!opt.batch_invariant || opt.strategy == Strategy::lean, "batch_invariant",
+          [] { return "applies to the lean strategy only"; });
+}
+
+}  // namespace
+
+Plan make_plan(const DecodeProblem& problem, const Hardware& hardware, const PlanOptions& options) {
+  validate(problem);
+  validate_options(hardware, options);
+
+  Plan plan;
+  plan.strategy = options.strategy;
+  plan.workers = hardware.workers;
+  plan.tile_tokens =
+      options.tile_tokens > 0 ? options.tile_tokens : default_tile_tokens(problem.head_dim);
+  plan.kv_heads = problem.kv_heads;
+  plan.group_size = problem.group_size() * problem.q_len;
+  plan.head_dim = problem.head_dim;
+  plan.seq_lens = problem.seq_lens;
+
+  const planner::PairLine line =
+      planner::make_pair_line(problem.seq_lens, problem.kv_heads, plan.tile_tokens);
+  plan.total_tiles = line.total();
+  const std::int64_t max_tiles =
+      line.tiles.empty() ? 0 : *std::max_element(line.tiles.begin(), line.tiles.end());
+
+  planner::WorkerPieces pieces;
+  switch (options.strategy) {
+    case Strategy::lean:
+      if (options.batch_invariant) {
+        plan.batch_invariant = true;
+        plan.chunk_tiles = options.chunk_tiles > 0 ? options.chunk_tiles : kDefaultChunkTiles;
+        pieces = planner::chunked_partition(line, plan.workers, plan.chunk_tiles);
+      } else {
+        pieces = planner::lean_partition(line, plan.workers);
+      }
+      break;
+    case Strategy::split: {
+      plan.splits = options.splits > 0
+                        ? options.splits
+                        : fa2_num_splits(line.pairs(), plan.workers, max_tiles, kMaxSplits);
+      // FA2 sizes every split from the longest request: ceil(max_tiles / splits) tiles each.
+      const std::int64_t chunk = std::max<std::int64_t>(1, (max_tiles + plan.splits - 1) /
+                                                               plan.splits);
+      pieces = planner::list_schedule(line, plan.workers, chunk);
+      break;
+    }
+    case Strategy::head:
+      pieces = planner::list_schedule(line, plan.workers, std::max<std::int64_t>(1, max_tiles));
+      break;
+  }
+  planner::assemble_plan(plan, pieces);
+  return plan;
+}
+
+void check_plan_matches(const Plan& plan, const DecodeProblem& problem) {
+  require(plan.kv_heads == problem.kv_heads &&
+              plan.group_size == problem.group_size() * problem.q_len &&
+              plan.head_dim == problem.head_dim,
+          "plan", [] { return "was made for other head counts or head_dim than this problem"; });
+  require(plan.seq_lens == problem.seq_lens, "plan",
+          [] { return "was made for other seq_lens than this problem"; });
+}
+
+}  // namespace leanattn

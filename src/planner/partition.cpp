@@ -1,0 +1,116 @@
+// The three ways of dealing tiles to workers (see pieces.hpp). Pure functions of the pair line.
+#include <algorithm>
+#include <queue>
+#include <utility>
+
+#include "pieces.hpp"
+
+namespace leanattn::planner {
+
+PairLine make_pair_line(const std::vector<std::int32_t>& seq_lens, std::int32_t kv_heads,
+                        std::int32_t tile_tokens) {
+  PairLine line;
+  const std::size_t pairs = seq_lens.size() * static_cast<std::size_t>(kv_heads);
+  line.tiles.reserve(pairs);
+  line.prefix.reserve(pairs + 1);
+  line.prefix.push_back(0);
+  for (std::int32_t len : seq_lens) {
+    const auto n = static_cast<std::int32_t>((static_cast<std::int64_t>(len) + tile_tokens - 1) /
+                                             tile_tokens);
+    for (std::int32_t h = 0; h < kv_heads; ++h) {
+      line.tiles.push_back(n);
+      line.prefix.push_back(line.prefix.back() + n);
+    }
+  }
+  return line;
+}
+
+namespace {
+
+// Worker whose lean range [floor(w T / G), floor((w + 1) T / G)) holds line position x < T: the
+// largest w with floor(w T / G) <= x, i.e. ceil((x + 1) G / T) - 1.
+std::int32_t lean_owner(std::int64_t x, std::int64_t total, std::int32_t workers) {
+  return static_cast<std::int32_t>(((x + 1) * workers - 1) / total);
+}
+
+std::int64_t lean_begin(std::int32_t w, std::int64_t total, std::int32_t workers) {
+  return w * total / workers;
+}
+
+// Worker that writes an empty pair's output: the one holding the next tile on the line (the
+// last tile when nothing follows), so that it sits between its neighbours in pair order.
+std::int32_t empty_owner(std::int64_t position, std::int64_t total, std::int32_t workers) {
+  if (total == 0) return 0;
+  return lean_owner(std::min(position, total - 1), total, workers);
+}
+
+}  // namespace
+
+WorkerPieces lean_partition(const PairLine& line, std::int32_t workers) {
+  WorkerPieces out(static_cast<std::size_t>(workers));
+  const std::int64_t total = line.total();
+  for (std::int64_t p = 0; p < line.pairs(); ++p) {
+    const std::int64_t begin = line.prefix[p];
+    const std::int64_t end = line.prefix[p + 1];
+    if (begin == end) {
+      out[empty_owner(begin, total, workers)].push_back({p, 0, 0});
+      continue;
+    }
+    const std::int32_t first = lean_owner(begin, total, workers);
+    const std::int32_t last = lean_owner(end - 1, total, workers);
+    for (std::int32_t w = first; w <= last; ++w) {
+      const std::int64_t lo = std::max(begin, lean_begin(w, total, workers));
+      const std::int64_t hi = std::min(end, lean_begin(w + 1, total, workers));
+      if (lo == hi) continue;  // a worker with an empty range (more workers than tiles)
+      out[w].push_back({p, static_cast<std::int32_t>(lo - begin),
+                        static_cast<std::int32_t>(hi - begin)});
+    }
+  }
+  return out;
+}
+
+WorkerPieces chunked_partition(const PairLine& line, std::int32_t workers,
+                               std::int32_t chunk_tiles) {
+  WorkerPieces out(static_cast<std::size_t>(workers));
+  const std::int64_t total = line.total();
+  for (std::int64_t p = 0; p < line.pairs(); ++p) {
+    const std::int32_t n = line.tiles[p];
+    if (n == 0) {
+      out[empty_owner(line.prefix[p], total, workers)].push_back({p, 0, 0});
+      continue;
+    }
+    for (std::int32_t t = 0; t < n; t += chunk_tiles) {
+      const std::int32_t w = lean_owner(line.prefix[p] + t, total, workers);
+      out[w].push_back({p, t, std::min(n, t + chunk_tiles)});
+    }
+  }
+  return out;
+}
+
+WorkerPieces list_schedule(const PairLine& line, std::int32_t workers, std::int64_t chunk_tiles) {
+  WorkerPieces out(static_cast<std::size_t>(workers));
+  // (load in tiles, worker): the smallest load is free first; ties go to the lower worker.
+  using Slot = std::pair<std::int64_t, std::int32_t>;
+  std::priority_queue<Slot, std::vector<Slot>, std::greater<>> free_at;
+  for (std::int32_t w = 0; w < workers; ++w) free_at.push({0, w});
+  auto deal = [&](std::int64_t pair, std::int32_t b, std::int32_t e) {
+    auto [load, w] = free_at.top();
+    free_at.pop();
+    out[w].push_back({pair, b, e});
+    free_at.push({load + (e - b), w});
+  };
+  for (std::int64_t p = 0; p < line.pairs(); ++p) {
+    const std::int32_t n = line.tiles[p];
+    if (n == 0) {
+      deal(p, 0, 0);
+      continue;
+    }
+    for (std::int64_t t = 0; t < n; t += chunk_tiles) {
+      deal(p, static_cast<std::int32_t>(t), static_cast<std::int32_t>(std::min<std::int64_t>(
+                                                n, t + chunk_tiles)));
+    }
+  }
+  return out;
+}
+
+}  // namespace leanattn::planner

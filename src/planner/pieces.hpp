@@ -1,0 +1,51 @@
+// Internal to the planner: the strategies first deal *pieces* (a tile range of one pair) to
+// workers; assemble_plan() then turns the pieces into segments, reductions and slots, the same
+// way for every strategy.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "leanattn/plan.hpp"
+
+namespace leanattn::planner {
+
+struct Piece {
+  std::int64_t pair = 0;  // request * kv_heads + kv_head
+  std::int32_t tile_begin = 0;
+  std::int32_t tile_end = 0;
+};
+
+// pieces[w]: worker w's pieces in the order it runs them.
+using WorkerPieces = std::vector<std::vector<Piece>>;
+
+// Tiles of each pair and their running sum, over the actual lengths: pair p = (request b, head h)
+// with p = b * kv_heads + h has tiles[p] = ceil(seq_lens[b] / tile_tokens) and starts at
+// position prefix[p] on the line of all tiles; prefix has pairs + 1 entries.
+struct PairLine {
+  std::vector<std::int32_t> tiles;
+  std::vector<std::int64_t> prefix;
+  std::int64_t pairs() const { return static_cast<std::int64_t>(tiles.size()); }
+  std::int64_t total() const { return prefix.back(); }
+};
+
+PairLine make_pair_line(const std::vector<std::int32_t>& seq_lens, std::int32_t kv_heads,
+                        std::int32_t tile_tokens);
+
+// lean: cut the line into `workers` contiguous ranges [floor(w T / G), floor((w + 1) T / G)).
+WorkerPieces lean_partition(const PairLine& line, std::int32_t workers);
+
+// batch-invariant lean: cut each pair into chunks of chunk_tiles tiles; deal each chunk whole to
+// the worker whose lean range holds its first tile.
+WorkerPieces chunked_partition(const PairLine& line, std::int32_t workers,
+                               std::int32_t chunk_tiles);
+
+// split / head: cut each pair into chunks of chunk_tiles tiles (head: one chunk per pair) and
+// deal them in pair order to the worker that becomes free first (greedy list scheduling: what a
+// GPU's block scheduler does with a grid of independent blocks).
+WorkerPieces list_schedule(const PairLine& line, std::int32_t workers, std::int64_t chunk_tiles);
+
+// Segments, reductions and slots from dealt pieces (see plan.hpp).
+void assemble_plan(Plan& plan, const WorkerPieces& pieces);
+
+}  // namespace leanattn::planner

@@ -1,0 +1,160 @@
+// The plan interpreter: executes any Plan one segment at a time in double precision, using the
+// softmax-state rules of core/softmax_state.hpp and the shared KV addressing. Slots and outputs
+// are tracked so that a plan which writes an output twice, reads a slot before it is written or
+// leaves an output unwritten is reported instead of producing numbers.
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "leanattn/core/kv_addressing.hpp"
+#include "leanattn/core/softmax_state.hpp"
+#include "leanattn/error.hpp"
+#include "leanattn/planner.hpp"
+#include "leanattn/reference.hpp"
+#include "read_element.hpp"
+
+namespace leanattn::reference {
+
+namespace {
+
+// State of the group_size rows of one pair: stats [rows], o [rows, head_dim].
+struct PairState {
+  std::vector<SoftmaxStats<double>> stats;
+  std::vector<double> o;
+  PairState(std::int32_t rows, std::int32_t dim)
+      : stats(static_cast<std::size_t>(rows), empty_stats<double>()),
+        o(static_cast<std::size_t>(rows) * dim, 0.0) {}
+};
+
+class Interpreter {
+ public:
+  Interpreter(const DecodeProblem& p, const Plan& plan, const DecodeTensors& t)
+      : p_(p), plan_(plan), t_(t), group_(p.group_size()), d_(p.head_dim) {
+    k_ = {t.k_strides.outer, t.k_strides.token, t.k_strides.head,
+          p.layout == KvLayout::paged ? p.page_size : 0, t.block_table, t.block_table_stride};
+    v_ = k_;
+    v_.outer_stride = t.v_strides.outer;
+    v_.token_stride = t.v_strides.token;
+    v_.head_stride = t.v_strides.head;
+    out_.out.assign(static_cast<std::size_t>(p.batch()) * p.q_heads * d_,
+                    std::numeric_limits<double>::quiet_NaN());
+    out_.lse.assign(static_cast<std::size_t>(p.batch()) * p.q_heads,
+                    std::numeric_limits<double>::quiet_NaN());
+    written_.assign(static_cast<std::size_t>(p.batch()) * p.kv_heads, 0);
+    slots_.assign(static_cast<std::size_t>(plan.num_slots), PairState(0, 0));
+    slot_written_.assign(static_cast<std::size_t>(plan.num_slots), 0);
+  }
+
+  Output run() {
+    for (std::int32_t w = 0; w < plan_.workers; ++w) {
+      for (const Segment& s : plan_.worker_segments(w)) run_segment(s);
+    }
+    for (const Reduction& r : plan_.reductions) reduce(r);
+    for (std::size_t i = 0; i < written_.size(); ++i) {
+      if (written_[i] != 1) {
+        throw Error("plan", "writes the output of pair " + std::to_string(i) + " " +
+                                std::to_string(written_[i]) + " times (must be once)");
+      }
+    }
+    return std::move(out_);
+  }
+
+ private:
+  void run_segment(const Segment& s) {
+    PairState st(group_, d_);
+    const std::int64_t len = p_.seq_lens[s.request];
+    const double scale = p_.softmax_scale();
+    std::vector<double> scores, probs;
+    for (std::int32_t tile = s.tile_begin; tile < s.tile_end; ++tile) {
+      const std::int64_t t0 = static_cast<std::int64_t>(tile) * plan_.tile_tokens;
+      const std::int64_t t1 = std::min<std::int64_t>(t0 + plan_.tile_tokens, len);
+      const auto n = static_cast<std::size_t>(t1 - t0);
+      scores.resize(n);
+      probs.resize(n);
+      for (std::int32_t r = 0; r < group_; ++r) {
+        const std::int32_t qh = s.kv_head * group_ + r;
+        for (std::int64_t j = t0; j < t1; ++j) {
+          const std::int64_t kb = k_.row(s.request, j, s.kv_head);
+          double dot = 0.0;
+          for (std::int32_t i = 0; i < d_; ++i) {
+            dot += read_element(t_.q, p_.q_dtype,
+                                s.request * t_.q_stride_batch + qh * t_.q_stride_head + i) *
+                   read_element(t_.k_cache, p_.kv_dtype, kb + i);
+          }
+          scores[static_cast<std::size_t>(j - t0)] = dot * scale;
+        }
+        const double rescale = update_with_block(st.stats[static_cast<std::size_t>(r)],
+                                                 scores.data(), probs.data(), static_cast<int>(n));
+        double* o = &st.o[static_cast<std::size_t>(r) * d_];
+        for (std::int32_t i = 0; i < d_; ++i) o[i] *= rescale;
+        for (std::int64_t j = t0; j < t1; ++j) {
+          const std::int64_t vb = v_.row(s.request, j, s.kv_head);
+          const double pj = probs[static_cast<std::size_t>(j - t0)];
+          for (std::int32_t i = 0; i < d_; ++i) {
+            o[i] += pj * read_element(t_.v_cache, p_.kv_dtype, vb + i);
+          }
+        }
+      }
+    }
+    if (s.kind == SegmentKind::direct) {
+      write_output(s.request, s.kv_head, st);
+      return;
+    }
+    if (slot_written_[static_cast<std::size_t>(s.slot)]++) {
+      throw Error("plan", "writes slot " + std::to_string(s.slot) + " twice");
+    }
+    slots_[static_cast<std::size_t>(s.slot)] = std::move(st);
+  }
+
+  void reduce(const Reduction& r) {
+    PairState acc(group_, d_);  // the empty state: merging into it is exact
+    for (std::int32_t k = 0; k < r.num_slots; ++k) {
+      const auto slot = static_cast<std::size_t>(r.slot_begin + k);
+      if (!slot_written_[slot]) {
+        throw Error("plan", "reads slot " + std::to_string(slot) + " that no segment writes");
+      }
+      for (std::int32_t row = 0; row < group_; ++row) {
+        merge_into(acc.stats[static_cast<std::size_t>(row)], &acc.o[static_cast<std::size_t>(row) * d_],
+                   slots_[slot].stats[static_cast<std::size_t>(row)],
+                   &slots_[slot].o[static_cast<std::size_t>(row) * d_], d_);
+      }
+    }
+    write_output(r.request, r.kv_head, acc);
+  }
+
+  void write_output(std::int32_t request, std::int32_t kv_head, const PairState& st) {
+    ++written_[static_cast<std::size_t>(request) * p_.kv_heads + kv_head];
+    for (std::int32_t r = 0; r < group_; ++r) {
+      const std::int32_t qh = kv_head * group_ + r;
+      const Finalized<double> f = finalize(st.stats[static_cast<std::size_t>(r)]);
+      const std::size_t row = static_cast<std::size_t>(request) * p_.q_heads + qh;
+      for (std::int32_t i = 0; i < d_; ++i) {
+        out_.out[row * d_ + i] = st.o[static_cast<std::size_t>(r) * d_ + i] * f.inv_l;
+      }
+      out_.lse[row] = f.lse;
+    }
+  }
+
+  const DecodeProblem& p_;
+  const Plan& plan_;
+  const DecodeTensors& t_;
+  std::int32_t group_, d_;
+  KvAddressing k_{}, v_{};
+  Output out_;
+  std::vector<int> written_;
+  std::vector<PairState> slots_;
+  std::vector<char> slot_written_;
+};
+
+}  // namespace
+
+Output interpret_plan(const DecodeProblem& problem, const Plan& plan,
+                      const DecodeTensors& tensors) {
+  validate(problem);
+  validate(problem, tensors);
+  check_plan_matches(plan, problem);
+  check_plan(plan);
+  return Interpreter(problem, plan, tensors).run();
+}
+
+}  // namespace leanattn::reference

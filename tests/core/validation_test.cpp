@@ -1,0 +1,147 @@
+// Every validation rule of DecodeProblem, DecodeTensors and the plan options throws an Error that
+// names the argument it is about.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "harness/host_case.hpp"
+#include "leanattn/error.hpp"
+#include "leanattn/planner.hpp"
+#include "leanattn/problem.hpp"
+#include "leanattn/tensors.hpp"
+
+namespace leanattn {
+namespace {
+
+DecodeProblem good_problem() {
+  DecodeProblem p;
+  p.q_heads = 8;
+  p.kv_heads = 2;
+  p.head_dim = 64;
+  p.seq_lens = {5, 0, 17};
+  p.capacity = 20;
+  return p;
+}
+
+// Expects `fn` to throw Error whose argument is `argument` and whose message contains `words`.
+void expect_error(const std::function<void()>& fn, const std::string& argument,
+                  const std::string& words) {
+  try {
+    fn();
+    ADD_FAILURE() << "no error for " << argument;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.argument(), argument) << e.what();
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  }
+}
+
+void expect_problem_error(const std::function<void(DecodeProblem&)>& edit,
+                          const std::string& argument, const std::string& words) {
+  DecodeProblem p = good_problem();
+  edit(p);
+  expect_error([&] { validate(p); }, argument, words);
+}
+
+TEST(Validation, GoodProblemPasses) { EXPECT_NO_THROW(validate(good_problem())); }
+
+TEST(Validation, ProblemRules) {
+  expect_problem_error([](auto& p) { p.kv_heads = 0; }, "kv_heads", "must be in [1");
+  expect_problem_error([](auto& p) { p.q_heads = -1; }, "q_heads", "must be in [1");
+  expect_problem_error([](auto& p) { p.q_heads = 7; }, "q_heads", "multiple of kv_heads");
+  expect_problem_error([](auto& p) { p.head_dim = 0; }, "head_dim", "multiple of 16");
+  expect_problem_error([](auto& p) { p.head_dim = 72; }, "head_dim", "(got 72)");
+  expect_problem_error([](auto& p) { p.head_dim = 272; }, "head_dim", "(got 272)");
+  expect_problem_error([](auto& p) { p.q_len = 2; }, "q_len", "must be 1");
+  expect_problem_error([](auto& p) { p.seq_lens.clear(); }, "seq_lens", "one length per request");
+  expect_problem_error([](auto& p) { p.seq_lens[1] = -3; }, "seq_lens", "seq_lens[1] = -3");
+  expect_problem_error([](auto& p) { p.seq_lens[2] = 21; }, "seq_lens", "capacity = 20");
+  expect_problem_error([](auto& p) { p.scale = -1.0f; }, "scale", "finite and >= 0");
+  expect_problem_error([](auto& p) { p.scale = std::nanf(""); }, "scale", "finite");
+  expect_problem_error(
+      [](auto& p) {
+        p.layout = KvLayout::paged;
+        p.page_size = 0;
+        p.num_pages = 4;
+        p.max_pages = 4;
+      },
+      "page_size", ">= 1");
+  expect_problem_error(
+      [](auto& p) {
+        p.layout = KvLayout::paged;
+        p.page_size = 4;
+        p.num_pages = 0;
+        p.max_pages = 4;
+      },
+      "num_pages", ">= 1");
+  expect_problem_error(
+      [](auto& p) {
+        p.layout = KvLayout::paged;
+        p.page_size = 4;
+        p.num_pages = 10;
+        p.max_pages = 4;  // 17 tokens need 5 pages
+      },
+      "seq_lens", "max_pages x page_size");
+}
+
+TEST(Validation, PlanOptionRules) {
+  const DecodeProblem p = good_problem();
+  expect_error([&] { make_plan(p, {0}); }, "workers", "(got 0)");
+  expect_error([&] { make_plan(p, {kMaxWorkers + 1}); }, "workers", "must be in [1");
+  expect_error([&] { make_plan(p, {2}, {.tile_tokens = -1}); }, "tile", "(got -1)");
+  expect_error([&] { make_plan(p, {2}, {.strategy = Strategy::split, .splits = 500}); }, "splits",
+               "(got 500)");
+  expect_error([&] { make_plan(p, {2}, {.strategy = Strategy::lean, .splits = 2}); }, "splits",
+               "split strategy only");
+  expect_error(
+      [&] { make_plan(p, {2}, {.strategy = Strategy::head, .batch_invariant = true}); },
+      "batch_invariant", "lean strategy only");
+  expect_error([&] { parse_strategy("fast"); }, "strategy", "lean, split, head");
+  expect_error([&] { parse_dtype("f8"); }, "dtype", "f32, f16, bf16");
+}
+
+TEST(Validation, TensorRules) {
+  DecodeProblem p = good_problem();
+  harness::HostCase c = harness::make_case(p, 1);
+  DecodeTensors t = c.tensors();
+  EXPECT_NO_THROW(validate(c.problem, t));
+  auto with = [&](const std::function<void(DecodeTensors&)>& edit, const std::string& argument,
+                  const std::string& words) {
+    DecodeTensors bad = t;
+    edit(bad);
+    expect_error([&] { validate(c.problem, bad); }, argument, words);
+  };
+  with([](auto& x) { x.q = nullptr; }, "q", "must not be null");
+  with([](auto& x) { x.k_cache = nullptr; }, "k_cache", "must not be null");
+  with([](auto& x) { x.v_cache = nullptr; }, "v_cache", "must not be null");
+  with([](auto& x) { x.out = nullptr; }, "out", "must not be null");
+  with([](auto& x) { x.q = static_cast<const char*>(x.q) + 1; }, "q", "aligned to 2 bytes");
+  with([](auto& x) { x.k_strides.token = -1; }, "k_strides.token", ">= 0");
+  with([](auto& x) { x.out_stride_head = -4; }, "out_stride_head", ">= 0");
+  with([](auto& x) { x.out_stride_head = 32; }, "out", "overlap");   // rows of 64 overlap
+  with([](auto& x) { x.out_stride_batch = 64; }, "out", "overlap");  // batches overlap heads
+  DecodeTensors transposed = t;  // [q_heads, batch, head_dim] storage is fine
+  transposed.out_stride_batch = 64;
+  transposed.out_stride_head = 3 * 64;
+  EXPECT_NO_THROW(validate(c.problem, transposed));
+}
+
+TEST(Validation, BlockTableEntriesMustBeInRange) {
+  DecodeProblem p = good_problem();
+  p.layout = KvLayout::paged;
+  p.page_size = 4;
+  harness::HostCase c = harness::make_case(p, 2);
+  EXPECT_NO_THROW(validate(c.problem, c.tensors()));
+  c.block_table[static_cast<std::size_t>(2 * c.problem.max_pages + 1)] =
+      static_cast<std::int32_t>(c.problem.num_pages);
+  expect_error([&] { validate(c.problem, c.tensors()); }, "block_table", "block_table[2][1]");
+  c.block_table[static_cast<std::size_t>(2 * c.problem.max_pages + 1)] = -1;
+  expect_error([&] { validate(c.problem, c.tensors()); }, "block_table", "[0, num_pages");
+  DecodeTensors t = c.tensors();
+  t.block_table = nullptr;
+  expect_error([&] { validate(c.problem, t); }, "block_table", "must not be null");
+}
+
+}  // namespace
+}  // namespace leanattn

@@ -1,0 +1,178 @@
+// Properties of every plan the planner makes, on thousands of random problems: exact coverage,
+// lean balance within one tile, at most one continued and one left-over pair per lean worker,
+// determinism, the workspace bound, and batch invariance of the chunked mode.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <tuple>
+
+#include "harness/random_problem.hpp"
+#include "leanattn/plan.hpp"
+#include "leanattn/planner.hpp"
+
+namespace leanattn {
+namespace {
+
+bool same_plan(const Plan& a, const Plan& b) {
+  auto seg = [](const Segment& s) {
+    return std::tie(s.request, s.kv_head, s.tile_begin, s.tile_end, s.kind, s.slot, s.reduction);
+  };
+  if (a.segments.size() != b.segments.size() || a.worker_offsets != b.worker_offsets ||
+      a.reductions.size() != b.reductions.size() || a.num_slots != b.num_slots) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.segments.size(); ++i) {
+    if (seg(a.segments[i]) != seg(b.segments[i])) return false;
+  }
+  return true;
+}
+
+void expect_lean_shape(const Plan& plan) {
+  std::int64_t lo = plan.total_tiles, hi = 0;
+  for (std::int32_t w = 0; w < plan.workers; ++w) {
+    lo = std::min(lo, plan.worker_tiles(w));
+    hi = std::max(hi, plan.worker_tiles(w));
+    // Only the first non-empty segment may continue a pair started by another worker, and only
+    // the last may leave tiles of its pair to another worker.
+    std::vector<const Segment*> segs;
+    for (const Segment& s : plan.worker_segments(w)) {
+      if (s.tile_end > s.tile_begin) segs.push_back(&s);
+    }
+    for (std::size_t i = 0; i < segs.size(); ++i) {
+      const Segment& s = *segs[i];
+      const bool continues = s.tile_begin > 0;
+      const bool leaves = s.tile_end < plan.tiles_of(s.request);
+      EXPECT_TRUE(!continues || i == 0) << "worker " << w << " continues a pair mid-range";
+      EXPECT_TRUE(!leaves || i + 1 == segs.size()) << "worker " << w << " leaves a pair mid-range";
+    }
+  }
+  EXPECT_LE(hi - lo, 1) << "lean loads must differ by at most one tile";
+  EXPECT_LE(plan.num_slots, 2 * plan.workers);
+  const WorkspaceLayout ws = workspace_layout(plan);
+  const std::int64_t bound = 2LL * plan.workers * plan.group_size * (plan.head_dim + 2) * 4 +
+                             static_cast<std::int64_t>(plan.reductions.size()) * 4 + 4 * 64;
+  EXPECT_LE(ws.bytes, bound);
+}
+
+TEST(PlannerProperties, RandomProblemsAllStrategies) {
+  std::mt19937_64 rng(20261129);
+  harness::RandomLimits lim;
+  lim.max_batch = 40;
+  lim.max_kv_heads = 8;
+  lim.max_len = 5000;
+  for (int trial = 0; trial < 3000; ++trial) {
+    harness::RandomCase c = harness::random_case(rng, lim);
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const Plan plan = make_plan(c.problem, c.hardware, c.options);
+    ASSERT_NO_THROW(check_plan(plan));
+    EXPECT_TRUE(same_plan(plan, make_plan(c.problem, c.hardware, c.options)));
+    if (c.options.strategy == Strategy::lean && !c.options.batch_invariant) {
+      expect_lean_shape(plan);
+    }
+    if (c.options.strategy == Strategy::head) {
+      EXPECT_TRUE(plan.reductions.empty());
+    }
+    if (c.options.strategy == Strategy::split) {
+      for (const Reduction& r : plan.reductions) EXPECT_LE(r.num_slots, plan.splits);
+    }
+  }
+}
+
+TEST(PlannerProperties, IssueExamplePlanIsBalanced) {
+  DecodeProblem p;
+  p.q_heads = 2;
+  p.kv_heads = 2;
+  p.head_dim = 128;
+  p.seq_lens = {5000, 300, 17};
+  p.capacity = 5000;
+  const Plan plan = make_plan(p, {5}, {.tile_tokens = 128});
+  // Tiles per pair: 40, 40, 3, 3, 1, 1 = 88; ranges start at floor(w * 88 / 5).
+  EXPECT_EQ(plan.total_tiles, 88);
+  const std::int64_t want[5] = {17, 18, 17, 18, 18};
+  for (int w = 0; w < 5; ++w) EXPECT_EQ(plan.worker_tiles(w), want[w]) << w;
+  // Request 0 head 0 spans workers 0..2: finalised by worker 0, merged from 3 slots.
+  ASSERT_FALSE(plan.reductions.empty());
+  EXPECT_EQ(plan.reductions[0].request, 0);
+  EXPECT_EQ(plan.reductions[0].kv_head, 0);
+  EXPECT_EQ(plan.reductions[0].finaliser, 0);
+  EXPECT_EQ(plan.reductions[0].num_slots, 3);
+}
+
+TEST(PlannerProperties, EmptySequencesGetOneDirectSegment) {
+  DecodeProblem p;
+  p.q_heads = 4;
+  p.kv_heads = 2;
+  p.head_dim = 64;
+  p.seq_lens = {0, 300, 0, 0};
+  p.capacity = 300;
+  for (Strategy s : {Strategy::lean, Strategy::split, Strategy::head}) {
+    for (std::int32_t workers : {1, 3, 64}) {
+      const Plan plan = make_plan(p, {workers}, {.strategy = s, .tile_tokens = 16});
+      check_plan(plan);
+      int empty = 0;
+      for (const Segment& seg : plan.segments) {
+        if (seg.tile_begin == seg.tile_end) {
+          ++empty;
+          EXPECT_EQ(seg.kind, SegmentKind::direct);
+        }
+      }
+      EXPECT_EQ(empty, 6);  // 3 empty requests x 2 KV heads
+    }
+  }
+  p.seq_lens = {0};
+  const Plan all_empty = make_plan(p, {4});
+  check_plan(all_empty);
+  EXPECT_EQ(all_empty.total_tiles, 0);
+}
+
+TEST(PlannerProperties, WorkersBeyondTilesLeaveIdleWorkers) {
+  DecodeProblem p;
+  p.q_heads = 1;
+  p.kv_heads = 1;
+  p.head_dim = 64;
+  p.seq_lens = {3};
+  p.capacity = 3;
+  const Plan plan = make_plan(p, {300}, {.tile_tokens = 1});
+  check_plan(plan);
+  int busy = 0;
+  for (int w = 0; w < 300; ++w) busy += plan.worker_tiles(w) > 0;
+  EXPECT_EQ(busy, 3);
+  ASSERT_EQ(plan.reductions.size(), 1u);
+  EXPECT_EQ(plan.reductions[0].num_slots, 3);
+}
+
+// A request's pieces in batch-invariant mode depend only on its own length.
+TEST(PlannerProperties, BatchInvariantPiecesDependOnOwnLengthOnly) {
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 300; ++trial) {
+    DecodeProblem p;
+    p.kv_heads = 1 + static_cast<std::int32_t>(rng() % 3);
+    p.q_heads = p.kv_heads * 2;
+    p.head_dim = 64;
+    const std::int32_t mine = static_cast<std::int32_t>(rng() % 3000);
+    p.seq_lens = {mine};
+    for (int b = 0; b < static_cast<int>(rng() % 6); ++b) {
+      p.seq_lens.push_back(static_cast<std::int32_t>(rng() % 3000));
+    }
+    std::shuffle(p.seq_lens.begin(), p.seq_lens.end(), rng);
+    const auto at = std::find(p.seq_lens.begin(), p.seq_lens.end(), mine) - p.seq_lens.begin();
+    p.capacity = 3000;
+    PlanOptions opt{.tile_tokens = 32, .batch_invariant = true, .chunk_tiles = 4};
+    const Plan plan = make_plan(p, {1 + static_cast<std::int32_t>(rng() % 20)}, opt);
+    check_plan(plan);
+    std::vector<std::pair<std::int32_t, std::int32_t>> pieces;
+    for (const Segment& s : plan.segments) {
+      if (s.request == at && s.kv_head == 0) pieces.emplace_back(s.tile_begin, s.tile_end);
+    }
+    std::sort(pieces.begin(), pieces.end());
+    const std::int32_t tiles = (mine + 31) / 32;
+    std::vector<std::pair<std::int32_t, std::int32_t>> want;
+    for (std::int32_t t = 0; t < tiles; t += 4) want.emplace_back(t, std::min(tiles, t + 4));
+    if (tiles == 0) want.emplace_back(0, 0);
+    EXPECT_EQ(pieces, want);
+  }
+}
+
+}  // namespace
+}  // namespace leanattn
