@@ -6,5 +6,6 @@
 namespace leanattn::cli {
 
 void add_plan_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace leanattn::cli

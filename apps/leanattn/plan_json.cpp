@@ -7,6 +7,7 @@ nlohmann::ordered_json plan_to_json(const Plan& plan) {
   nlohmann::ordered_json j;
   j["format_version"] = 1;
   j["strategy"] = std::string(strategy_name(plan.strategy));
+  j["order"] = std::string(line_order_name(plan.order));
   j["num_workers"] = plan.workers;
   j["tile_tokens"] = plan.tile_tokens;
   j["splits"] = plan.splits;

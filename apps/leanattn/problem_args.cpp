@@ -29,6 +29,8 @@ void ProblemArgs::add_plan_flags(CLI::App& app) {
   app.add_flag("--batch-invariant", batch_invariant,
                "lean strategy: fixed chunks per request (bitwise batch invariance)");
   app.add_option("--chunk-tiles", chunk_tiles, "batch-invariant chunk size in tiles; 0 = default");
+  app.add_option("--order", order,
+                 "lean line order: automatic, head_major (paper), token_major (whole token rows)");
 }
 
 DecodeProblem ProblemArgs::problem() const {
@@ -80,6 +82,7 @@ PlanOptions ProblemArgs::plan_options(Strategy strategy) const {
   o.splits = strategy == Strategy::split ? splits : 0;
   o.batch_invariant = strategy == Strategy::lean && batch_invariant;
   o.chunk_tiles = chunk_tiles;
+  o.order = strategy == Strategy::lean ? parse_line_order(order, "order") : LineOrder::automatic;
   return o;
 }
 
@@ -93,7 +96,7 @@ std::string flag_name(const std::string& argument) {
       {"splits", "--splits"},       {"strategy", "--strategy"},
       {"chunk_tiles", "--chunk-tiles"}, {"batch_invariant", "--batch-invariant"},
       {"repeat", "--repeat"},       {"count", "--count"},
-      {"backend", "--backend"}};
+      {"backend", "--backend"},     {"order", "--order"}};
   const auto it = kFlags.find(argument);
   return it == kFlags.end() ? argument : it->second;
 }

@@ -25,6 +25,7 @@ struct ProblemArgs {
   std::int32_t splits = 0;
   bool batch_invariant = false;
   std::int32_t chunk_tiles = 0;
+  std::string order = "automatic";
 
   void add_shape_flags(CLI::App& app);
   void add_plan_flags(CLI::App& app);

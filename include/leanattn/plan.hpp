@@ -26,6 +26,21 @@ enum class Strategy : std::uint8_t {
 std::string_view strategy_name(Strategy s);
 Strategy parse_strategy(std::string_view text, const char* argument = "strategy");
 
+// The order in which lean numbers the tiles before cutting the line into equal ranges.
+enum class LineOrder : std::uint8_t {
+  automatic,    // the executor's choice: head_major for make_plan, token_major for the CPU engine
+  head_major,   // request -> KV head -> tile (the paper's order): a worker's range crosses at most
+                //   one split pair at each end; what a GPU block, working on one pair at a time,
+                //   wants
+  token_major,  // request -> tile -> all KV heads: ranges are cut at whole tile rows, so a worker
+                //   owns whole token rows of the cache (every KV head of a token is adjacent in
+                //   memory) and streams memory contiguously; balance is within one row (kv_heads
+                //   tiles), and a worker may split one pair per KV head at each end
+};
+
+std::string_view line_order_name(LineOrder o);
+LineOrder parse_line_order(std::string_view text, const char* argument = "order");
+
 enum class SegmentKind : std::uint8_t {
   direct,    // the whole pair: compute and write the output rows
   finalise,  // the pair's first tiles: write state to `slot`; the worker that would wait and merge
@@ -56,6 +71,7 @@ struct Reduction {
 struct Plan {
   // What the plan was made for.
   Strategy strategy = Strategy::lean;
+  LineOrder order = LineOrder::head_major;  // lean: how the line was numbered
   std::int32_t workers = 0;
   std::int32_t tile_tokens = 0;
   std::int32_t splits = 0;  // split: splits per pair; lean, head: 0

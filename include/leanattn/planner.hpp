@@ -13,6 +13,7 @@ namespace leanattn {
 
 struct PlanOptions {
   Strategy strategy = Strategy::lean;
+  LineOrder order = LineOrder::automatic;  // lean only (automatic = head_major here)
   std::int32_t tile_tokens = 0;  // lean-tile size in tokens; 0: default_tile_tokens(head_dim)
   std::int32_t splits = 0;       // split only: splits per pair; 0: FA2 wave-efficiency heuristic
   // lean only: batch-invariant mode. Each request is cut into fixed chunks of chunk_tiles tiles

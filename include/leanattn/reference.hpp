@@ -6,6 +6,7 @@
 // Used by the tests, `leanattn check` and `leanattn bench` (correctness of every timed run).
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "leanattn/plan.hpp"
@@ -21,6 +22,17 @@ struct Output {
 
 // Reads q, k_cache, v_cache (and block_table) through `tensors`; writes nothing.
 Output naive_attention(const DecodeProblem& problem, const DecodeTensors& tensors);
+
+// One output row: (request, query head).
+struct RowId {
+  std::int32_t request = 0;
+  std::int32_t q_head = 0;
+};
+
+// The listed rows only (a sample of a large problem): out is [rows.size(), head_dim] and lse is
+// [rows.size()], in the order of `rows`.
+Output naive_attention_rows(const DecodeProblem& problem, const DecodeTensors& tensors,
+                            std::span<const RowId> rows);
 
 // Same result through `plan`: segments run worker by worker, then each reduction merges its
 // slots in order. Throws Error("plan", ...) if the plan is inconsistent (check_plan) or was

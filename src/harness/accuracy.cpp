@@ -39,7 +39,35 @@ double unit_roundoff(DType type) {
 
 }  // namespace
 
+std::vector<reference::RowId> all_rows(const DecodeProblem& p) {
+  std::vector<reference::RowId> rows;
+  for (std::int32_t b = 0; b < p.batch(); ++b) {
+    for (std::int32_t qh = 0; qh < p.q_heads; ++qh) rows.push_back({b, qh});
+  }
+  return rows;
+}
+
+std::vector<reference::RowId> sample_rows(const DecodeProblem& p, std::int32_t count) {
+  const std::int64_t total = static_cast<std::int64_t>(p.batch()) * p.q_heads;
+  if (total <= count) return all_rows(p);
+  std::vector<reference::RowId> rows;
+  const auto longest = static_cast<std::int32_t>(
+      std::max_element(p.seq_lens.begin(), p.seq_lens.end()) - p.seq_lens.begin());
+  rows.push_back({longest, p.q_heads - 1});
+  for (std::int32_t i = 0; i + 1 < count; ++i) {
+    const std::int64_t k = i * (total - 1) / std::max(1, count - 2);
+    rows.push_back({static_cast<std::int32_t>(k / p.q_heads), static_cast<std::int32_t>(k % p.q_heads)});
+  }
+  return rows;
+}
+
 std::vector<double> naive_same_precision(const DecodeProblem& p, const DecodeTensors& t) {
+  const auto rows = all_rows(p);
+  return naive_same_precision(p, t, rows);
+}
+
+std::vector<double> naive_same_precision(const DecodeProblem& p, const DecodeTensors& t,
+                                         std::span<const reference::RowId> rows) {
   const std::int32_t d = p.head_dim;
   const std::int32_t group = p.group_size();
   const DType qt = p.q_dtype;
@@ -50,42 +78,41 @@ std::vector<double> naive_same_precision(const DecodeProblem& p, const DecodeTen
   v.outer_stride = t.v_strides.outer;
   v.token_stride = t.v_strides.token;
   v.head_stride = t.v_strides.head;
-  std::vector<double> out(static_cast<std::size_t>(p.batch()) * p.q_heads * d, 0.0);
+  std::vector<double> out(rows.size() * static_cast<std::size_t>(d), 0.0);
   std::vector<float> s, acc(static_cast<std::size_t>(d));
-  for (std::int32_t b = 0; b < p.batch(); ++b) {
+  for (std::size_t row = 0; row < rows.size(); ++row) {
+    const std::int32_t b = rows[row].request, qh = rows[row].q_head;
     const std::int64_t n = p.seq_lens[b];
-    for (std::int32_t qh = 0; qh < p.q_heads; ++qh) {
-      if (n == 0) continue;
-      const std::int32_t h = qh / group;
-      s.assign(static_cast<std::size_t>(n), 0.0f);
-      float m = -std::numeric_limits<float>::infinity();
-      for (std::int64_t j = 0; j < n; ++j) {
-        float dot = 0.0f;
-        const std::int64_t kb = k.row(b, j, h);
-        for (std::int32_t i = 0; i < d; ++i) {
-          dot += read(t.q, qt, b * t.q_stride_batch + qh * t.q_stride_head + i) *
-                 read(t.k_cache, p.kv_dtype, kb + i);
-        }
-        s[static_cast<std::size_t>(j)] = round_to(qt, round_to(qt, dot) * p.softmax_scale());
-        m = std::max(m, s[static_cast<std::size_t>(j)]);
-      }
-      float l = 0.0f;
-      for (float& x : s) {
-        x = std::exp(x - m);
-        l += x;
-      }
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (std::int64_t j = 0; j < n; ++j) {
-        const float pj = round_to(qt, s[static_cast<std::size_t>(j)] / l);
-        const std::int64_t vb = v.row(b, j, h);
-        for (std::int32_t i = 0; i < d; ++i) {
-          acc[static_cast<std::size_t>(i)] += pj * read(t.v_cache, p.kv_dtype, vb + i);
-        }
-      }
+    if (n == 0) continue;
+    const std::int32_t h = qh / group;
+    s.assign(static_cast<std::size_t>(n), 0.0f);
+    float m = -std::numeric_limits<float>::infinity();
+    for (std::int64_t j = 0; j < n; ++j) {
+      float dot = 0.0f;
+      const std::int64_t kb = k.row(b, j, h);
       for (std::int32_t i = 0; i < d; ++i) {
-        out[(static_cast<std::size_t>(b) * p.q_heads + qh) * d + i] =
-            round_to(qt, acc[static_cast<std::size_t>(i)]);
+        dot += read(t.q, qt, b * t.q_stride_batch + qh * t.q_stride_head + i) *
+               read(t.k_cache, p.kv_dtype, kb + i);
       }
+      s[static_cast<std::size_t>(j)] = round_to(qt, round_to(qt, dot) * p.softmax_scale());
+      m = std::max(m, s[static_cast<std::size_t>(j)]);
+    }
+    float l = 0.0f;
+    for (float& x : s) {
+      x = std::exp(x - m);
+      l += x;
+    }
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    for (std::int64_t j = 0; j < n; ++j) {
+      const float pj = round_to(qt, s[static_cast<std::size_t>(j)] / l);
+      const std::int64_t vb = v.row(b, j, h);
+      for (std::int32_t i = 0; i < d; ++i) {
+        acc[static_cast<std::size_t>(i)] += pj * read(t.v_cache, p.kv_dtype, vb + i);
+      }
+    }
+    for (std::int32_t i = 0; i < d; ++i) {
+      out[row * static_cast<std::size_t>(d) + static_cast<std::size_t>(i)] =
+          round_to(qt, acc[static_cast<std::size_t>(i)]);
     }
   }
   return out;
@@ -93,53 +120,66 @@ std::vector<double> naive_same_precision(const DecodeProblem& p, const DecodeTen
 
 Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse,
                         const std::vector<double>* naive) {
+  const auto rows = all_rows(c.problem);
+  if (naive != nullptr) return check_accuracy(c, ref, with_lse, *naive, rows);
+  const std::vector<double> own = naive_same_precision(c.problem, c.tensors(), rows);
+  return check_accuracy(c, ref, with_lse, own, rows);
+}
+
+Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse,
+                        const std::vector<double>& naive, std::span<const reference::RowId> rows) {
   const DecodeProblem& p = c.problem;
-  std::vector<double> own_naive;
-  if (naive == nullptr) {
-    own_naive = naive_same_precision(p, c.tensors());
-    naive = &own_naive;
-  }
-  const std::vector<double> out = read_output(c);
+  const std::size_t d = static_cast<std::size_t>(p.head_dim);
+  const std::vector<double> all = read_output(c);
   Accuracy a;
   double ref_max = 0.0;
-  for (std::size_t i = 0; i < ref.out.size(); ++i) {
-    const double r = ref.out[i];
-    if (std::isnan(r) != std::isnan(out[i]) || std::isinf(r) != std::isinf(out[i])) {
-      if (a.mismatches++ == 0) {
-        a.first_problem = "out[" + std::to_string(i) + "] = " + std::to_string(out[i]) +
-                          ", reference " + std::to_string(r);
+  for (std::size_t row = 0; row < rows.size(); ++row) {
+    const std::size_t at =
+        (static_cast<std::size_t>(rows[row].request) * p.q_heads + rows[row].q_head) * d;
+    for (std::size_t i = 0; i < d; ++i) {
+      const double r = ref.out[row * d + i];
+      const double x = all[at + i];
+      auto where = [&] {
+        return "out[" + std::to_string(rows[row].request) + "][" +
+               std::to_string(rows[row].q_head) + "][" + std::to_string(i) + "] = " +
+               std::to_string(x) + ", reference " + std::to_string(r);
+      };
+      if (std::isnan(r) != std::isnan(x) || std::isinf(r) != std::isinf(x)) {
+        if (a.mismatches++ == 0) a.first_problem = where();
+        continue;
       }
-      continue;
+      if (!std::isfinite(r)) continue;
+      ref_max = std::max(ref_max, std::abs(r));
+      const double e = std::abs(x - r);
+      if (e > a.max_abs_err) {
+        a.max_abs_err = e;
+        if (a.mismatches == 0) a.first_problem = where();
+      }
+      if (std::isfinite(naive[row * d + i])) {
+        a.naive_err = std::max(a.naive_err, std::abs(naive[row * d + i] - r));
+      }
     }
-    if (!std::isfinite(r)) continue;
-    ref_max = std::max(ref_max, std::abs(r));
-    const double e = std::abs(out[i] - r);
-    if (e > a.max_abs_err) {
-      a.max_abs_err = e;
-      a.first_problem = "out[" + std::to_string(i) + "] = " + std::to_string(out[i]) +
-                        ", reference " + std::to_string(r);
-    }
-    if (std::isfinite((*naive)[i])) a.naive_err = std::max(a.naive_err, std::abs((*naive)[i] - r));
   }
   a.tolerance = 2.0 * a.naive_err + 8.0 * unit_roundoff(p.q_dtype) * std::max(1.0, ref_max);
-  a.lse_tolerance = 0.0;
+  a.lse_tolerance = 1e-5;
   if (with_lse) {
-    for (std::size_t i = 0; i < ref.lse.size(); ++i) {
-      const double r = ref.lse[i];
-      const double x = c.lse[i];
+    for (std::size_t row = 0; row < rows.size(); ++row) {
+      const double r = ref.lse[row];
+      const double x = c.lse[static_cast<std::size_t>(rows[row].request) * p.q_heads +
+                             rows[row].q_head];
       a.lse_tolerance = std::max(a.lse_tolerance, 1e-5 * std::max(1.0, std::abs(r)));
-      const bool same_class = std::isnan(r) == std::isnan(x) &&
-                              (std::isinf(r) ? x == r : !std::isinf(x));
+      const bool same_class =
+          std::isnan(r) == std::isnan(x) && (std::isinf(r) ? x == r : !std::isinf(x));
       if (!same_class) {
         if (a.mismatches++ == 0) {
-          a.first_problem = "lse[" + std::to_string(i) + "] = " + std::to_string(x) +
+          a.first_problem = "lse[" + std::to_string(rows[row].request) + "][" +
+                            std::to_string(rows[row].q_head) + "] = " + std::to_string(x) +
                             ", reference " + std::to_string(r);
         }
         continue;
       }
       if (std::isfinite(r)) a.max_lse_err = std::max(a.max_lse_err, std::abs(x - r));
     }
-    if (a.lse_tolerance == 0.0) a.lse_tolerance = 1e-5;
   }
   return a;
 }

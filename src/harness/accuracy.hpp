@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,13 +29,25 @@ struct Accuracy {
 
 // What a straightforward implementation computes in the dtype of the problem: scores
 // q.k rounded to q_dtype, softmax in float rounded to q_dtype, P.V accumulated in float and
-// rounded to q_dtype. [batch, q_heads, head_dim]
+// rounded to q_dtype. [batch, q_heads, head_dim], or [rows.size(), head_dim] for a sample.
 std::vector<double> naive_same_precision(const DecodeProblem& problem,
                                          const DecodeTensors& tensors);
+std::vector<double> naive_same_precision(const DecodeProblem& problem,
+                                         const DecodeTensors& tensors,
+                                         std::span<const reference::RowId> rows);
 
 // Compares c.out (and c.lse when with_lse) with `ref`. `naive` (from naive_same_precision) may be
 // passed when already computed; otherwise it is computed here.
 Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse,
                         const std::vector<double>* naive = nullptr);
+
+// Same for a sample: ref and naive hold the listed rows only (reference::naive_attention_rows).
+Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse,
+                        const std::vector<double>& naive, std::span<const reference::RowId> rows);
+
+// Every row of c's problem, in [batch, q_heads] order; and a spread sample of at most `count`
+// rows (first and last request, the longest request, and evenly spaced others).
+std::vector<reference::RowId> all_rows(const DecodeProblem& problem);
+std::vector<reference::RowId> sample_rows(const DecodeProblem& problem, std::int32_t count);
 
 }  // namespace leanattn::harness

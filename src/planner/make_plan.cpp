@@ -33,6 +33,8 @@ void validate_options(const Hardware& hw, const PlanOptions& opt) {
   });
   require(!opt.batch_invariant || opt.strategy == Strategy::lean, "batch_invariant",
           [] { return "applies to the lean strategy only"; });
+  require(opt.order == LineOrder::automatic || opt.strategy == Strategy::lean, "order",
+          [] { return "applies to the lean strategy only"; });
 }
 
 }  // namespace
@@ -59,15 +61,24 @@ Plan make_plan(const DecodeProblem& problem, const Hardware& hardware, const Pla
 
   planner::WorkerPieces pieces;
   switch (options.strategy) {
-    case Strategy::lean:
+    case Strategy::lean: {
+      plan.order = options.order == LineOrder::token_major ? LineOrder::token_major
+                                                            : LineOrder::head_major;
+      const bool rows = plan.order == LineOrder::token_major;
       if (options.batch_invariant) {
         plan.batch_invariant = true;
         plan.chunk_tiles = options.chunk_tiles > 0 ? options.chunk_tiles : kDefaultChunkTiles;
-        pieces = planner::chunked_partition(line, plan.workers, plan.chunk_tiles);
+        pieces = rows ? planner::chunked_partition_rows(problem.seq_lens, problem.kv_heads,
+                                                        plan.tile_tokens, plan.workers,
+                                                        plan.chunk_tiles)
+                      : planner::chunked_partition(line, plan.workers, plan.chunk_tiles);
       } else {
-        pieces = planner::lean_partition(line, plan.workers);
+        pieces = rows ? planner::lean_partition_rows(problem.seq_lens, problem.kv_heads,
+                                                     plan.tile_tokens, plan.workers)
+                      : planner::lean_partition(line, plan.workers);
       }
       break;
+    }
     case Strategy::split: {
       plan.splits = options.splits > 0
                         ? options.splits

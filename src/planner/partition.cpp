@@ -87,6 +87,38 @@ WorkerPieces chunked_partition(const PairLine& line, std::int32_t workers,
   return out;
 }
 
+WorkerPieces lean_partition_rows(const std::vector<std::int32_t>& seq_lens, std::int32_t kv_heads,
+                                 std::int32_t tile_tokens, std::int32_t workers) {
+  // One "pair" per request on the row line: its tiles are the request's tile rows.
+  const PairLine rows = make_pair_line(seq_lens, 1, tile_tokens);
+  const WorkerPieces by_request = lean_partition(rows, workers);
+  WorkerPieces out(static_cast<std::size_t>(workers));
+  for (std::int32_t w = 0; w < workers; ++w) {
+    for (const Piece& pc : by_request[w]) {
+      for (std::int32_t h = 0; h < kv_heads; ++h) {
+        out[w].push_back({pc.pair * kv_heads + h, pc.tile_begin, pc.tile_end});
+      }
+    }
+  }
+  return out;
+}
+
+WorkerPieces chunked_partition_rows(const std::vector<std::int32_t>& seq_lens,
+                                    std::int32_t kv_heads, std::int32_t tile_tokens,
+                                    std::int32_t workers, std::int32_t chunk_tiles) {
+  const PairLine rows = make_pair_line(seq_lens, 1, tile_tokens);
+  const WorkerPieces by_request = chunked_partition(rows, workers, chunk_tiles);
+  WorkerPieces out(static_cast<std::size_t>(workers));
+  for (std::int32_t w = 0; w < workers; ++w) {
+    for (const Piece& pc : by_request[w]) {
+      for (std::int32_t h = 0; h < kv_heads; ++h) {
+        out[w].push_back({pc.pair * kv_heads + h, pc.tile_begin, pc.tile_end});
+      }
+    }
+  }
+  return out;
+}
+
 WorkerPieces list_schedule(const PairLine& line, std::int32_t workers, std::int64_t chunk_tiles) {
   WorkerPieces out(static_cast<std::size_t>(workers));
   // (load in tiles, worker): the smallest load is free first; ties go to the lower worker.

@@ -32,13 +32,24 @@ struct PairLine {
 PairLine make_pair_line(const std::vector<std::int32_t>& seq_lens, std::int32_t kv_heads,
                         std::int32_t tile_tokens);
 
-// lean: cut the line into `workers` contiguous ranges [floor(w T / G), floor((w + 1) T / G)).
+// lean, head_major: cut the line into `workers` contiguous ranges [floor(w T / G),
+// floor((w + 1) T / G)).
 WorkerPieces lean_partition(const PairLine& line, std::int32_t workers);
 
+// lean, token_major: the line of tile rows (request, tile), each row holding the tile of every
+// KV head, cut into `workers` ranges of rows the same way; a worker gets one piece per KV head
+// of every request its rows touch, all with the same tile range.
+WorkerPieces lean_partition_rows(const std::vector<std::int32_t>& seq_lens, std::int32_t kv_heads,
+                                 std::int32_t tile_tokens, std::int32_t workers);
+
 // batch-invariant lean: cut each pair into chunks of chunk_tiles tiles; deal each chunk whole to
-// the worker whose lean range holds its first tile.
+// the worker whose lean range holds its first tile (head_major), or each chunk row (all heads of
+// those tiles) to the worker whose row range holds its first row (token_major).
 WorkerPieces chunked_partition(const PairLine& line, std::int32_t workers,
                                std::int32_t chunk_tiles);
+WorkerPieces chunked_partition_rows(const std::vector<std::int32_t>& seq_lens,
+                                    std::int32_t kv_heads, std::int32_t tile_tokens,
+                                    std::int32_t workers, std::int32_t chunk_tiles);
 
 // split / head: cut each pair into chunks of chunk_tiles tiles (head: one chunk per pair) and
 // deal them in pair order to the worker that becomes free first (greedy list scheduling: what a

@@ -24,6 +24,23 @@ Strategy parse_strategy(std::string_view text, const char* argument) {
   throw Error(argument, "must be one of lean, split, head (got '" + std::string(text) + "')");
 }
 
+std::string_view line_order_name(LineOrder o) {
+  switch (o) {
+    case LineOrder::automatic: return "automatic";
+    case LineOrder::head_major: return "head_major";
+    case LineOrder::token_major: return "token_major";
+  }
+  return "?";
+}
+
+LineOrder parse_line_order(std::string_view text, const char* argument) {
+  if (text == "automatic" || text == "auto") return LineOrder::automatic;
+  if (text == "head_major" || text == "head-major") return LineOrder::head_major;
+  if (text == "token_major" || text == "token-major") return LineOrder::token_major;
+  throw Error(argument, "must be one of automatic, head_major, token_major (got '" +
+                            std::string(text) + "')");
+}
+
 std::string_view segment_kind_name(SegmentKind k) {
   switch (k) {
     case SegmentKind::direct: return "direct";

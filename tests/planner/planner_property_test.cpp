@@ -28,30 +28,49 @@ bool same_plan(const Plan& a, const Plan& b) {
   return true;
 }
 
+// Lean shape. head_major: loads within one tile, and only a worker's first non-empty segment
+// may continue a pair started by another worker, only its last may leave tiles to another.
+// token_major: the same per KV head (whole tile rows are cut), loads within one row (kv_heads
+// tiles), and every segment of a worker in one request covers the same tiles.
 void expect_lean_shape(const Plan& plan) {
+  const bool rows = plan.order == LineOrder::token_major;
+  const std::int32_t per_pair_ends = rows ? plan.kv_heads : 1;
   std::int64_t lo = plan.total_tiles, hi = 0;
   for (std::int32_t w = 0; w < plan.workers; ++w) {
     lo = std::min(lo, plan.worker_tiles(w));
     hi = std::max(hi, plan.worker_tiles(w));
-    // Only the first non-empty segment may continue a pair started by another worker, and only
-    // the last may leave tiles of its pair to another worker.
-    std::vector<const Segment*> segs;
-    for (const Segment& s : plan.worker_segments(w)) {
-      if (s.tile_end > s.tile_begin) segs.push_back(&s);
+    for (std::int32_t h = 0; h < per_pair_ends; ++h) {
+      std::vector<const Segment*> segs;
+      for (const Segment& s : plan.worker_segments(w)) {
+        if (s.tile_end > s.tile_begin && (!rows || s.kv_head == h)) segs.push_back(&s);
+      }
+      for (std::size_t i = 0; i < segs.size(); ++i) {
+        const Segment& s = *segs[i];
+        const bool continues = s.tile_begin > 0;
+        const bool leaves = s.tile_end < plan.tiles_of(s.request);
+        EXPECT_TRUE(!continues || i == 0) << "worker " << w << " continues a pair mid-range";
+        EXPECT_TRUE(!leaves || i + 1 == segs.size())
+            << "worker " << w << " leaves a pair mid-range";
+      }
     }
-    for (std::size_t i = 0; i < segs.size(); ++i) {
-      const Segment& s = *segs[i];
-      const bool continues = s.tile_begin > 0;
-      const bool leaves = s.tile_end < plan.tiles_of(s.request);
-      EXPECT_TRUE(!continues || i == 0) << "worker " << w << " continues a pair mid-range";
-      EXPECT_TRUE(!leaves || i + 1 == segs.size()) << "worker " << w << " leaves a pair mid-range";
+    if (rows) {
+      const auto segs = plan.worker_segments(w);
+      for (std::size_t i = 1; i < segs.size(); ++i) {
+        if (segs[i].request == segs[i - 1].request) {
+          EXPECT_EQ(segs[i].tile_begin, segs[i - 1].tile_begin);
+          EXPECT_EQ(segs[i].tile_end, segs[i - 1].tile_end);
+          EXPECT_EQ(segs[i].kv_head, segs[i - 1].kv_head + 1);
+        }
+      }
     }
   }
-  EXPECT_LE(hi - lo, 1) << "lean loads must differ by at most one tile";
-  EXPECT_LE(plan.num_slots, 2 * plan.workers);
+  EXPECT_LE(hi - lo, rows ? plan.kv_heads : 1) << "lean loads must differ by at most one "
+                                               << (rows ? "tile row" : "tile");
+  EXPECT_LE(plan.num_slots, 2 * plan.workers * per_pair_ends);
   const WorkspaceLayout ws = workspace_layout(plan);
-  const std::int64_t bound = 2LL * plan.workers * plan.group_size * (plan.head_dim + 2) * 4 +
-                             static_cast<std::int64_t>(plan.reductions.size()) * 4 + 4 * 64;
+  const std::int64_t bound =
+      2LL * plan.workers * per_pair_ends * plan.group_size * (plan.head_dim + 2) * 4 +
+      static_cast<std::int64_t>(plan.reductions.size()) * 4 + 4 * 64;
   EXPECT_LE(ws.bytes, bound);
 }
 
@@ -99,6 +118,25 @@ TEST(PlannerProperties, IssueExamplePlanIsBalanced) {
   EXPECT_EQ(plan.reductions[0].num_slots, 3);
 }
 
+TEST(PlannerProperties, TokenMajorGivesWholeTileRows) {
+  DecodeProblem p;
+  p.q_heads = 32;
+  p.kv_heads = 8;
+  p.head_dim = 128;
+  p.seq_lens = {262144};
+  p.capacity = 262144;
+  const Plan plan = make_plan(p, {2}, {.order = LineOrder::token_major});
+  check_plan(plan);
+  expect_lean_shape(plan);
+  // Two workers, 2048 tile rows: worker 0 takes rows [0, 1024) of every head, worker 1 the rest.
+  ASSERT_EQ(plan.worker_segments(0).size(), 8u);
+  for (const Segment& s : plan.worker_segments(0)) {
+    EXPECT_EQ(s.tile_begin, 0);
+    EXPECT_EQ(s.tile_end, 1024);
+  }
+  EXPECT_EQ(plan.reductions.size(), 8u);
+}
+
 TEST(PlannerProperties, EmptySequencesGetOneDirectSegment) {
   DecodeProblem p;
   p.q_heads = 4;
@@ -106,9 +144,13 @@ TEST(PlannerProperties, EmptySequencesGetOneDirectSegment) {
   p.head_dim = 64;
   p.seq_lens = {0, 300, 0, 0};
   p.capacity = 300;
-  for (Strategy s : {Strategy::lean, Strategy::split, Strategy::head}) {
+  for (auto [s, order] : {std::pair{Strategy::lean, LineOrder::head_major},
+                          std::pair{Strategy::lean, LineOrder::token_major},
+                          std::pair{Strategy::split, LineOrder::automatic},
+                          std::pair{Strategy::head, LineOrder::automatic}}) {
     for (std::int32_t workers : {1, 3, 64}) {
-      const Plan plan = make_plan(p, {workers}, {.strategy = s, .tile_tokens = 16});
+      const Plan plan =
+          make_plan(p, {workers}, {.strategy = s, .order = order, .tile_tokens = 16});
       check_plan(plan);
       int empty = 0;
       for (const Segment& seg : plan.segments) {

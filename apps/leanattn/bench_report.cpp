@@ -1,0 +1,167 @@
+// Tables, JSON and CSV for `leanattn bench` (see bench_report.hpp).
+#include "bench_report.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <sstream>
+
+namespace leanattn::cli {
+
+namespace {
+
+const bench::StrategyResult* find(const bench::CaseResult& c, const std::string& name) {
+  for (const auto& r : c.results) {
+    if (r.strategy == name) return &r;
+  }
+  return nullptr;
+}
+
+// Speedup of r over the strategy `base` (time ratio), or 0 when base was not run.
+double speedup(const bench::CaseResult& c, const bench::StrategyResult& r, const char* base) {
+  const bench::StrategyResult* b = find(c, base);
+  return b ? b->median_us / r.median_us : 0.0;
+}
+
+std::string lengths_text(const std::vector<std::int32_t>& lens) {
+  bool uniform = std::all_of(lens.begin(), lens.end(), [&](std::int32_t x) { return x == lens[0]; });
+  if (uniform) return fmt::format("{} x {}", lens.size(), lens[0]);
+  std::string s;
+  for (std::size_t i = 0; i < lens.size() && i < 6; ++i) s += (i ? "," : "") + std::to_string(lens[i]);
+  if (lens.size() > 6) s += fmt::format(",... ({} requests)", lens.size());
+  return s;
+}
+
+std::string ratio(double x) { return x > 0 ? fmt::format("{:.2f}", x) : "-"; }
+
+}  // namespace
+
+std::string describe_problem(const DecodeProblem& p) {
+  std::string layout = p.layout == KvLayout::contiguous
+                           ? "contiguous"
+                           : fmt::format("paged {}", p.page_size);
+  return fmt::format("heads {}/{} d {} {} seq_lens {} ({})", p.q_heads, p.kv_heads, p.head_dim,
+                     dtype_name(p.kv_dtype), lengths_text(p.seq_lens), layout);
+}
+
+std::string format_case(const LabelledCase& lc, double probe_gbps) {
+  const bench::CaseResult& c = lc.result;
+  std::ostringstream os;
+  os << fmt::format("{}: {}\n", lc.label, describe_problem(c.problem));
+  os << fmt::format("  KV {:.1f} MiB{}, {} workers, SIMD {}, probe {:.1f} GB/s\n",
+                    static_cast<double>(c.kv_bytes) / (1 << 20),
+                    c.kv_copies > 1 ? fmt::format(" (x{} rotated copies)", c.kv_copies) : "",
+                    c.workers, c.simd, probe_gbps);
+  os << fmt::format("  {:<8} {:>12} {:>8} {:>9} {:>8} {:>9} {:>10}  {}\n", "strategy",
+                    "median_us", "GB/s", "of_probe", "vs_head", "vs_split", "max_err", "check");
+  for (const auto& r : c.results) {
+    os << fmt::format("  {:<8} {:>12.1f} {:>8.2f} {:>9.2f} {:>8} {:>9} {:>10.2e}  {}\n",
+                      r.strategy + (r.strategy == "split" ? fmt::format("/{}", r.splits) : ""),
+                      r.median_us, r.gbps, r.probe_fraction, ratio(speedup(c, r, "head")),
+                      ratio(speedup(c, r, "split")), r.max_abs_err, r.ok ? "ok" : "FAIL");
+  }
+  return os.str();
+}
+
+std::string format_summary(const BenchRun& run) {
+  std::ostringstream os;
+  os << fmt::format("summary ({} backend, probe {:.1f} GB/s read with {} threads, {} MiB)\n",
+                    run.backend, run.probe.median_gbps, run.probe.threads,
+                    run.probe.bytes >> 20);
+  os << fmt::format("  {:<12} {:<44} {:>9} {:>8} {:>8} {:>8} {:>9}  {}\n", "case", "problem",
+                    "lean_ms", "GB/s", "of_probe", "vs_head", "vs_split", "check");
+  for (const auto& lc : run.cases) {
+    const bench::CaseResult& c = lc.result;
+    const bench::StrategyResult* lean = find(c, "lean");
+    const bench::StrategyResult* r = lean ? lean : &c.results.front();
+    bool ok = std::all_of(c.results.begin(), c.results.end(), [](const auto& x) { return x.ok; });
+    std::string problem = fmt::format("{}/{} d{} {} {}", c.problem.q_heads, c.problem.kv_heads,
+                                      c.problem.head_dim, dtype_name(c.problem.kv_dtype),
+                                      lengths_text(c.problem.seq_lens));
+    if (problem.size() > 44) problem = problem.substr(0, 41) + "...";
+    os << fmt::format("  {:<12} {:<44} {:>9.2f} {:>8.2f} {:>8.2f} {:>8} {:>9}  {}\n", lc.label,
+                      problem, r->median_us / 1000.0, r->gbps, r->probe_fraction,
+                      ratio(speedup(c, *r, "head")), ratio(speedup(c, *r, "split")),
+                      ok ? "ok" : "FAIL");
+  }
+  return os.str();
+}
+
+nlohmann::ordered_json to_json(const BenchRun& run) {
+  nlohmann::ordered_json j;
+  j["machine"] = {{"cpu", run.machine.cpu},
+                  {"cores", run.machine.cores},
+                  {"date", run.machine.date},
+                  {"commit", run.machine.commit}};
+  j["probe_read_gbps"] = run.probe.median_gbps;
+  j["probe_best_gbps"] = run.probe.best_gbps;
+  j["probe_bytes"] = run.probe.bytes;
+  j["probe_threads"] = run.probe.threads;
+  nlohmann::ordered_json results = nlohmann::ordered_json::array();
+  for (const auto& lc : run.cases) {
+    const bench::CaseResult& c = lc.result;
+    const DecodeProblem& p = c.problem;
+    for (const auto& r : c.results) {
+      results.push_back({{"case", lc.label},
+                         {"backend", run.backend},
+                         {"simd", c.simd},
+                         {"strategy", r.strategy},
+                         {"batch", p.batch()},
+                         {"q_heads", p.q_heads},
+                         {"kv_heads", p.kv_heads},
+                         {"head_dim", p.head_dim},
+                         {"seq_lens", p.seq_lens},
+                         {"dtype", std::string(dtype_name(p.kv_dtype))},
+                         {"page_size", p.layout == KvLayout::paged ? p.page_size : 0},
+                         {"workers", r.workers},
+                         {"splits", r.splits},
+                         {"median_us", r.median_us},
+                         {"min_us", r.min_us},
+                         {"kv_bytes", c.kv_bytes},
+                         {"gbps", r.gbps},
+                         {"probe_fraction", r.probe_fraction},
+                         {"speedup_vs_head", speedup(c, r, "head")},
+                         {"speedup_vs_split", speedup(c, r, "split")},
+                         {"max_abs_err", r.max_abs_err},
+                         {"tolerance", r.tolerance},
+                         {"ok", r.ok}});
+    }
+  }
+  j["results"] = std::move(results);
+  return j;
+}
+
+std::string to_csv(const BenchRun& run) {
+  std::ostringstream os;
+  os << "date,commit,cpu,cores,backend,simd,case,strategy,batch,q_heads,kv_heads,head_dim,dtype,"
+        "page_size,total_tokens,max_seq_len,workers,splits,median_us,min_us,kv_bytes,gbps,"
+        "probe_gbps,probe_fraction,speedup_vs_head,speedup_vs_split,max_abs_err,ok\n";
+  for (const auto& lc : run.cases) {
+    const bench::CaseResult& c = lc.result;
+    const DecodeProblem& p = c.problem;
+    const std::int32_t longest = *std::max_element(p.seq_lens.begin(), p.seq_lens.end());
+    for (const auto& r : c.results) {
+      os << fmt::format(
+          "{},{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.2f},{:.2f},{},{:.3f},{:.3f},"
+          "{:.4f},{:.3f},{:.3f},{:.3e},{}\n",
+          run.machine.date, run.machine.commit, run.machine.cpu, run.machine.cores, run.backend,
+          c.simd, lc.label, r.strategy, p.batch(), p.q_heads, p.kv_heads, p.head_dim,
+          dtype_name(p.kv_dtype), p.layout == KvLayout::paged ? p.page_size : 0,
+          p.total_tokens(), longest, r.workers, r.splits, r.median_us, r.min_us, c.kv_bytes,
+          r.gbps, run.probe.median_gbps, r.probe_fraction, speedup(c, r, "head"),
+          speedup(c, r, "split"), r.max_abs_err, r.ok ? 1 : 0);
+    }
+  }
+  return os.str();
+}
+
+bool all_ok(const BenchRun& run) {
+  for (const auto& lc : run.cases) {
+    for (const auto& r : lc.result.results) {
+      if (!r.ok) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace leanattn::cli

@@ -1,0 +1,59 @@
+// The default sweep of `leanattn bench` (see default_sweep.hpp).
+#include "default_sweep.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace leanattn::cli {
+
+namespace {
+
+DecodeProblem gqa(std::int32_t q_heads, std::int32_t kv_heads, std::int32_t d,
+                  std::vector<std::int32_t> lens) {
+  DecodeProblem p;
+  p.q_heads = q_heads;
+  p.kv_heads = kv_heads;
+  p.head_dim = d;
+  p.seq_lens = std::move(lens);
+  p.capacity = *std::max_element(p.seq_lens.begin(), p.seq_lens.end());
+  p.q_dtype = p.kv_dtype = DType::f16;
+  return p;
+}
+
+}  // namespace
+
+std::vector<SweepCase> default_sweep(std::int64_t memory_bytes) {
+  std::vector<SweepCase> all;
+  for (std::int32_t ctx : {4096, 32768, 131072, 524288}) {
+    all.push_back({"llama3-8b", gqa(32, 8, 128, {ctx})});
+  }
+  all.push_back({"llama3-b4", gqa(32, 8, 128, {16384, 16384, 16384, 16384})});
+  for (std::int32_t ctx : {32768, 524288}) all.push_back({"mqa", gqa(8, 1, 128, {ctx})});
+  for (std::int32_t ctx : {4096, 32768}) all.push_back({"mha-d64", gqa(32, 32, 64, {ctx})});
+  all.push_back({"mixed-mqa", gqa(8, 1, 128, {262144, 4096, 4096, 4096, 4096, 4096, 4096, 4096})});
+  all.push_back({"mixed-gqa", gqa(32, 8, 128, {65536, 1024, 2048, 512, 8192, 300, 4096, 100})});
+
+  std::vector<SweepCase> fit;
+  for (auto& c : all) {
+    // K and V, their working copies and a probe buffer of the same size must fit in half of the
+    // available memory.
+    if (3 * c.problem.kv_bytes() <= memory_bytes / 2) fit.push_back(std::move(c));
+  }
+  return fit;
+}
+
+std::int64_t available_memory() {
+  std::ifstream in("/proc/meminfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("MemAvailable:", 0) == 0) {
+      std::istringstream is(line.substr(13));
+      std::int64_t kib = 0;
+      is >> kib;
+      if (kib > 0) return kib * 1024;
+    }
+  }
+  return 8ll << 30;
+}
+
+}  // namespace leanattn::cli

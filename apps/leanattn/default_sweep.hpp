@@ -1,0 +1,25 @@
+// The representative decode sweep `leanattn bench` runs with no shape flags: Llama-3-8B-like
+// GQA (32 query / 8 KV heads, d 128), MQA (8 / 1), MHA (32 / 32, d 64) and mixed-length batches,
+// at contexts from 4k to 512k tokens where memory allows, f16 KV.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "leanattn/problem.hpp"
+
+namespace leanattn::cli {
+
+struct SweepCase {
+  std::string label;
+  DecodeProblem problem;
+};
+
+// Cases whose K and V fit comfortably in `memory_bytes` (rotated copies and the probe buffer
+// included).
+std::vector<SweepCase> default_sweep(std::int64_t memory_bytes);
+
+// MemAvailable from /proc/meminfo (bytes), or 8 GiB when it cannot be read.
+std::int64_t available_memory();
+
+}  // namespace leanattn::cli

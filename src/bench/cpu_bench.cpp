@@ -1,0 +1,108 @@
+// run_cpu_case(): timing and checking of every strategy on one problem (see cpu_bench.hpp).
+#include "bench/cpu_bench.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "harness/accuracy.hpp"
+#include "harness/host_case.hpp"
+#include "leanattn/cpu_engine.hpp"
+#include "leanattn/reference.hpp"
+
+namespace leanattn::bench {
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, double probe_gbps,
+                        const std::function<void(const std::string&)>& progress) {
+  auto say = [&](const std::string& s) {
+    if (progress) progress(s);
+  };
+  validate(problem);
+  cpu::Engine engine({.workers = cfg.workers, .simd = cfg.simd, .pin_threads = cfg.pin_threads});
+
+  say("filling " + std::to_string(problem.kv_bytes() >> 20) + " MiB of K and V");
+  harness::HostCase c = harness::make_case(problem, 2026);
+  CaseResult result;
+  result.problem = c.problem;
+  result.simd = engine.simd_target();
+  result.workers = engine.workers();
+  result.kv_bytes = c.problem.kv_bytes();
+
+  // Rotated copies of K and V so that small caches are read from memory, not from the CPU caches.
+  const std::int64_t buffer_bytes = static_cast<std::int64_t>(c.k.size() + c.v.size());
+  const auto copies = static_cast<std::int32_t>(std::clamp<std::int64_t>(
+      buffer_bytes > 0 ? (cfg.rotate_bytes + buffer_bytes - 1) / buffer_bytes : 1, 1, 64));
+  result.kv_copies = copies;
+  std::vector<std::vector<std::byte>> k_copies(static_cast<std::size_t>(copies - 1), c.k);
+  std::vector<std::vector<std::byte>> v_copies(static_cast<std::size_t>(copies - 1), c.v);
+  std::vector<DecodeTensors> tensors;
+  tensors.push_back(c.tensors());
+  for (std::int32_t i = 0; i + 1 < copies; ++i) {
+    DecodeTensors t = c.tensors();
+    t.k_cache = k_copies[static_cast<std::size_t>(i)].data();
+    t.v_cache = v_copies[static_cast<std::size_t>(i)].data();
+    tensors.push_back(t);
+  }
+
+  std::vector<Plan> plans;
+  for (Strategy s : cfg.strategies) {
+    PlanOptions o;
+    o.strategy = s;
+    o.tile_tokens = cfg.tile;
+    o.splits = s == Strategy::split ? cfg.splits : 0;
+    o.batch_invariant = s == Strategy::lean && cfg.batch_invariant;
+    o.chunk_tiles = cfg.chunk_tiles;
+    o.order = s == Strategy::lean ? cfg.order : LineOrder::automatic;
+    plans.push_back(engine.plan(c.problem, o));
+  }
+
+  say("timing " + std::to_string(cfg.strategies.size()) + " strategies x " +
+      std::to_string(cfg.repeat) + " runs");
+  std::vector<std::vector<double>> us(plans.size());
+  std::size_t next = 0;
+  for (std::int32_t rep = -1; rep < cfg.repeat; ++rep) {  // rep -1 warms up
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      const DecodeTensors& t = tensors[next++ % tensors.size()];
+      const auto t0 = std::chrono::steady_clock::now();
+      engine.run(c.problem, plans[i], t);
+      const double dt =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      if (rep >= 0) us[i].push_back(dt);
+    }
+  }
+
+  say("checking against the fp64 reference");
+  const auto rows = harness::sample_rows(c.problem, cfg.sample_rows);
+  const auto ref = reference::naive_attention_rows(c.problem, c.tensors(), rows);
+  const auto naive = harness::naive_same_precision(c.problem, c.tensors(), rows);
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    harness::poison_outputs(c);
+    engine.run(c.problem, plans[i], c.tensors());
+    const harness::Accuracy a = harness::check_accuracy(c, ref, true, naive, rows);
+    StrategyResult r;
+    r.strategy = std::string(strategy_name(cfg.strategies[i]));
+    r.median_us = median(us[i]);
+    r.min_us = *std::min_element(us[i].begin(), us[i].end());
+    r.gbps = static_cast<double>(result.kv_bytes) / (r.median_us * 1e-6) / 1e9;
+    r.probe_fraction = probe_gbps > 0 ? r.gbps / probe_gbps : 0.0;
+    r.max_abs_err = a.max_abs_err;
+    r.tolerance = a.tolerance;
+    r.ok = a.ok();
+    r.workers = plans[i].workers;
+    r.splits = plans[i].splits;
+    result.results.push_back(r);
+  }
+  return result;
+}
+
+}  // namespace leanattn::bench

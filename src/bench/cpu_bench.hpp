@@ -1,0 +1,59 @@
+// Benchmark of one decode problem on the CPU engine: every strategy timed in the same run,
+// round-robin (so drifts hit all of them alike), with KV buffers rotated when the cache is small
+// enough to stay in the CPU caches, and each strategy's output checked against the fp64
+// reference on a sample of rows. Used by `leanattn bench --backend cpu`.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "leanattn/planner.hpp"
+#include "leanattn/problem.hpp"
+
+namespace leanattn::bench {
+
+struct BenchConfig {
+  std::vector<Strategy> strategies = {Strategy::lean, Strategy::split, Strategy::head};
+  std::int32_t repeat = 10;      // timed runs per strategy (median reported)
+  std::int32_t workers = 0;      // 0: one per core
+  std::string simd;              // "" = best
+  std::int32_t tile = 0;
+  std::int32_t splits = 0;
+  LineOrder order = LineOrder::automatic;  // lean only
+  bool batch_invariant = false;  // lean only
+  std::int32_t chunk_tiles = 0;
+  std::int32_t sample_rows = 8;  // rows checked against the reference
+  bool pin_threads = true;
+  std::int64_t rotate_bytes = 512ll << 20;  // rotate KV copies until at least this much is cycled
+};
+
+struct StrategyResult {
+  std::string strategy;
+  double median_us = 0.0;
+  double min_us = 0.0;
+  double gbps = 0.0;            // KV bytes / median time
+  double probe_fraction = 0.0;  // gbps / probe
+  double max_abs_err = 0.0;
+  double tolerance = 0.0;
+  bool ok = false;              // within tolerance on the sample
+  std::int32_t workers = 0;
+  std::int32_t splits = 0;      // split: chosen splits per pair
+};
+
+struct CaseResult {
+  DecodeProblem problem;
+  std::string simd;
+  std::int32_t workers = 0;
+  std::int64_t kv_bytes = 0;
+  std::int32_t kv_copies = 1;   // rotated copies
+  std::vector<StrategyResult> results;
+};
+
+// Runs `problem` with every configured strategy. probe_gbps fills probe_fraction.
+// progress(text) is called before each phase.
+CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& config, double probe_gbps,
+                        const std::function<void(const std::string&)>& progress = {});
+
+}  // namespace leanattn::bench

@@ -1,0 +1,313 @@
+// cpu::Engine: validation, workspace, and the per-worker driver around the SIMD segment kernel:
+// load the group's query rows, run the kernel over the segment's tokens, then write the output
+// (direct) or the slot (split pair) and, for the last piece to arrive, merge the slots in order.
+#include "leanattn/cpu_engine.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <thread>
+
+#include "cpu/segment_kernel.hpp"
+#include "cpu/thread_pool.hpp"
+#include "cpu/tensor_io.hpp"
+#include "leanattn/core/softmax_state.hpp"
+#include "leanattn/error.hpp"
+
+namespace leanattn::cpu {
+
+namespace {
+
+struct AlignedFree {
+  void operator()(void* p) const { std::free(p); }
+};
+using AlignedBuffer = std::unique_ptr<std::byte[], AlignedFree>;
+
+AlignedBuffer aligned_bytes(std::size_t bytes) {
+  const std::size_t rounded = (std::max<std::size_t>(bytes, 64) + 63) / 64 * 64;
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
+  if (p == nullptr) throw std::bad_alloc();
+  return AlignedBuffer(p);
+}
+
+// Per-thread scratch for a group of up to `n` segments: their query rows, and the state of the
+// direct ones (split pieces keep their state in their workspace slot).
+struct Scratch {
+  std::vector<float> q, o, m, l;
+  std::vector<SegmentJob> jobs;
+  std::vector<const char*> spans;  // prefetch spans of the current group
+  void reserve(std::size_t n, std::int32_t rows, std::int32_t d) {
+    const std::size_t qo = n * static_cast<std::size_t>(rows) * d;
+    const std::size_t ml = n * static_cast<std::size_t>(rows);
+    if (q.size() < qo) q.resize(qo), o.resize(qo);
+    if (m.size() < ml) m.resize(ml), l.resize(ml);
+    if (jobs.size() < n) jobs.resize(n);
+    const std::size_t span_count = 2 * n * kKernelBlockTokens;
+    if (spans.size() < span_count) spans.resize(span_count);
+  }
+};
+
+// Everything one run needs, shared read-only by the threads (counters excepted).
+struct RunContext {
+  const DecodeProblem& problem;
+  const Plan& plan;
+  const DecodeTensors& tensors;
+  SegmentKernelFn kernel;
+  KvAddressing k, v;
+  float* slot_o;
+  float* slot_m;
+  float* slot_l;
+  std::uint32_t* counters;
+};
+
+void set_empty(float* o, float* m, float* l, std::int32_t rows, std::int32_t d) {
+  std::fill(o, o + static_cast<std::ptrdiff_t>(rows) * d, 0.0f);
+  std::fill(m, m + rows, -std::numeric_limits<float>::infinity());
+  std::fill(l, l + rows, 0.0f);
+}
+
+// Merges the slots of reduction r in order and writes the output (scratch state 0 holds it).
+void merge_reduction(const RunContext& cx, const Reduction& r, Scratch& sc) {
+  const std::int32_t g = cx.plan.group_size, d = cx.plan.head_dim;
+  const std::size_t stride = static_cast<std::size_t>(g) * d;
+  float* o = sc.o.data();
+  float* m = sc.m.data();
+  float* l = sc.l.data();
+  set_empty(o, m, l, g, d);
+  for (std::int32_t k = 0; k < r.num_slots; ++k) {
+    const auto slot = static_cast<std::size_t>(r.slot_begin + k);
+    for (std::int32_t row = 0; row < g; ++row) {
+      SoftmaxStats<float> acc{m[row], l[row]};
+      merge_into(acc, o + static_cast<std::size_t>(row) * d,
+                 SoftmaxStats<float>{cx.slot_m[slot * g + row], cx.slot_l[slot * g + row]},
+                 cx.slot_o + slot * stride + static_cast<std::size_t>(row) * d, d);
+      m[row] = acc.m;
+      l[row] = acc.l;
+    }
+  }
+  write_output(cx.problem, cx.tensors, r.request, r.kv_head, o, m, l);
+}
+
+// A group: consecutive segments of one worker with the same request and tile range (with a
+// token-major plan, every KV head of the request). They run block by block in lockstep, so the
+// worker reads whole token rows while each segment keeps its own softmax state.
+void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc) {
+  const std::int32_t g = cx.plan.group_size, d = cx.plan.head_dim;
+  const std::size_t stride = static_cast<std::size_t>(g) * d;
+  const Segment& first = group.front();
+  const std::int64_t len = cx.problem.seq_lens[first.request];
+  const std::int64_t tb = static_cast<std::int64_t>(first.tile_begin) * cx.plan.tile_tokens;
+  const std::int64_t te =
+      std::min<std::int64_t>(static_cast<std::int64_t>(first.tile_end) * cx.plan.tile_tokens, len);
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    const Segment& s = group[i];
+    SegmentJob& job = sc.jobs[i];
+    if (s.kind == SegmentKind::direct) {
+      job.o = sc.o.data() + i * stride;
+      job.m = sc.m.data() + i * static_cast<std::size_t>(g);
+      job.l = sc.l.data() + i * static_cast<std::size_t>(g);
+    } else {
+      job.o = cx.slot_o + static_cast<std::size_t>(s.slot) * stride;
+      job.m = cx.slot_m + static_cast<std::size_t>(s.slot) * g;
+      job.l = cx.slot_l + static_cast<std::size_t>(s.slot) * g;
+    }
+    set_empty(job.o, job.m, job.l, g, d);
+    job.q = sc.q.data() + i * stride;
+    if (te > tb) load_scaled_q(cx.problem, cx.tensors, s.request, s.kv_head, sc.q.data() + i * stride);
+    job.rows = g;
+    job.head_dim = d;
+    job.k_cache = cx.tensors.k_cache;
+    job.v_cache = cx.tensors.v_cache;
+    job.kv_dtype = cx.problem.kv_dtype;
+    job.k = cx.k;
+    job.v = cx.v;
+    job.request = s.request;
+    job.kv_head = s.kv_head;
+  }
+  // Prefetch plan: `ahead` blocks ahead, about 32 KiB per stream. With adjacent heads (a
+  // token-major plan) every token's K and V rows of all heads form one span, and the group's calls
+  // share the target block's tokens; otherwise each call prefetches its own head's rows.
+  const std::int64_t n = static_cast<std::int64_t>(group.size());
+  const std::int32_t h0 = group.front().kv_head, h1 = group.back().kv_head;
+  const bool adjacent = h1 - h0 + 1 == n && cx.k.head_stride == d && cx.v.head_stride == d;
+  const std::int64_t row_bytes = d * static_cast<std::int64_t>(dtype_size(cx.problem.kv_dtype));
+  const std::int64_t ahead = std::clamp<std::int64_t>(
+      (32 << 10) / (kKernelBlockTokens * n * row_bytes), 1, 8);
+  const char* kb = static_cast<const char*>(cx.tensors.k_cache);
+  const char* vb = static_cast<const char*>(cx.tensors.v_cache);
+  for (std::int64_t t = tb; t < te; t += kKernelBlockTokens) {
+    const std::int64_t next = std::min<std::int64_t>(t + kKernelBlockTokens, te);
+    const std::int64_t p0 = std::min(t + ahead * kKernelBlockTokens, te);
+    const std::int64_t p1 = std::min(p0 + kKernelBlockTokens, te);
+    for (std::int64_t i = 0; i < n; ++i) {
+      SegmentJob& job = sc.jobs[static_cast<std::size_t>(i)];
+      job.token_begin = t;
+      job.token_end = next;
+      std::int32_t count = 0;
+      const char** spans = sc.spans.data();
+      if (adjacent) {
+        for (std::int64_t u = p0 + (p1 - p0) * i / n; u < p0 + (p1 - p0) * (i + 1) / n; ++u) {
+          spans[count++] = kb + cx.k.row(first.request, u, h0) * row_bytes / d;
+          spans[count++] = vb + cx.v.row(first.request, u, h0) * row_bytes / d;
+        }
+        job.prefetch_bytes = static_cast<std::int32_t>(n * row_bytes);
+      } else {
+        for (std::int64_t u = p0; u < p1; ++u) {
+          spans[count++] = kb + cx.k.row(first.request, u, job.kv_head) * row_bytes / d;
+          spans[count++] = vb + cx.v.row(first.request, u, job.kv_head) * row_bytes / d;
+        }
+        job.prefetch_bytes = static_cast<std::int32_t>(row_bytes);
+      }
+      job.prefetch = spans;
+      job.prefetch_count = count;
+      cx.kernel(job);
+    }
+  }
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    const Segment& s = group[i];
+    const SegmentJob& job = sc.jobs[i];
+    if (s.kind == SegmentKind::direct) {
+      write_output(cx.problem, cx.tensors, s.request, s.kv_head, job.o, job.m, job.l);
+      continue;
+    }
+    // The last piece to arrive merges: release our slot, acquire everyone else's.
+    const Reduction& r = cx.plan.reductions[static_cast<std::size_t>(s.reduction)];
+    std::atomic_ref<std::uint32_t> arrived(cx.counters[s.reduction]);
+    if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 ==
+        static_cast<std::uint32_t>(r.num_slots)) {
+      merge_reduction(cx, r, sc);  // scratch state 0 is free again: its output is written
+    }
+  }
+}
+
+// Splits a worker's segments into groups (see run_group) and runs them.
+void run_worker(const RunContext& cx, std::span<const Segment> segs, Scratch& sc) {
+  std::size_t i = 0;
+  while (i < segs.size()) {
+    std::size_t j = i + 1;
+    while (j < segs.size() && segs[j].request == segs[i].request &&
+           segs[j].tile_begin == segs[i].tile_begin && segs[j].tile_end == segs[i].tile_end &&
+           segs[j].kv_head > segs[j - 1].kv_head) {
+      ++j;
+    }
+    run_group(cx, segs.subspan(i, j - i), sc);
+    i = j;
+  }
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  SimdKernel kernel;
+  ThreadPool pool;
+  AlignedBuffer workspace;
+  std::size_t workspace_bytes = 0;
+  std::vector<Scratch> scratch;
+
+  Impl(const SimdKernel& k, std::int32_t threads, bool spin, bool pin)
+      : kernel(k), pool(threads, spin, pin), scratch(static_cast<std::size_t>(threads)) {}
+};
+
+namespace {
+
+std::int32_t resolve_workers(std::int32_t requested) {
+  require(requested >= 0 && requested <= kMaxWorkers, "workers", [&] {
+    return "must be in [0, " + std::to_string(kMaxWorkers) + "] (0 = one per core) (got " +
+           std::to_string(requested) + ")";
+  });
+  if (requested > 0) return requested;
+  return static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+}  // namespace
+
+Engine::Engine(const EngineOptions& options) {
+  const std::int32_t threads = resolve_workers(options.workers);
+  const auto cores = static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  impl_ = std::make_unique<Impl>(find_simd_kernel(options.simd), threads, threads <= cores,
+                                 options.pin_threads);
+}
+
+Engine::~Engine() = default;
+
+std::int32_t Engine::workers() const { return impl_->pool.size(); }
+
+const std::string& Engine::simd_target() const { return impl_->kernel.name; }
+
+Plan Engine::plan(const DecodeProblem& problem, const PlanOptions& options) const {
+  PlanOptions o = options;
+  // Whole token rows per worker: the CPU's prefetchers stream them (docs/cpu-engine.md).
+  if (o.strategy == Strategy::lean && o.order == LineOrder::automatic) {
+    o.order = LineOrder::token_major;
+  }
+  return make_plan(problem, hardware(), o);
+}
+
+void Engine::decode(const DecodeProblem& problem, const DecodeTensors& tensors,
+                    const PlanOptions& options) {
+  run(problem, plan(problem, options), tensors);
+}
+
+void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors) {
+  const auto need = static_cast<std::size_t>(workspace_layout(plan).bytes);
+  if (impl_->workspace_bytes < need) {
+    impl_->workspace = aligned_bytes(need);
+    impl_->workspace_bytes = need;
+  }
+  run(problem, plan, tensors, std::span<std::byte>(impl_->workspace.get(), impl_->workspace_bytes));
+}
+
+void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
+                 std::span<std::byte> workspace) {
+  validate(problem);
+  validate(problem, tensors);
+  check_plan_matches(plan, problem);
+  check_plan(plan);
+  const WorkspaceLayout layout = workspace_layout(plan);
+  require(static_cast<std::int64_t>(workspace.size()) >= layout.bytes, "workspace", [&] {
+    return "must hold at least " + std::to_string(layout.bytes) + " bytes for this plan (got " +
+           std::to_string(workspace.size()) + ")";
+  });
+  require(reinterpret_cast<std::uintptr_t>(workspace.data()) % 64 == 0, "workspace",
+          [] { return "must be 64-byte aligned"; });
+
+  std::byte* ws = workspace.data();
+  auto kv = [&](const KvStrides& st) {
+    return KvAddressing{st.outer, st.token, st.head,
+                        problem.layout == KvLayout::paged ? problem.page_size : 0,
+                        tensors.block_table, tensors.block_table_stride};
+  };
+  const RunContext cx{problem,
+                      plan,
+                      tensors,
+                      impl_->kernel.compute,
+                      kv(tensors.k_strides),
+                      kv(tensors.v_strides),
+                      reinterpret_cast<float*>(ws + layout.o_offset),
+                      reinterpret_cast<float*>(ws + layout.m_offset),
+                      reinterpret_cast<float*>(ws + layout.l_offset),
+                      reinterpret_cast<std::uint32_t*>(ws + layout.counters_offset)};
+  std::memset(cx.counters, 0, plan.reductions.size() * sizeof(std::uint32_t));
+  for (Scratch& sc : impl_->scratch) {
+    sc.reserve(static_cast<std::size_t>(plan.kv_heads), plan.group_size, plan.head_dim);
+  }
+
+  const std::int32_t threads = impl_->pool.size();
+  impl_->pool.run([&](std::int32_t thread) {
+    Scratch& sc = impl_->scratch[static_cast<std::size_t>(thread)];
+    for (std::int32_t w = thread; w < plan.workers; w += threads) {
+      run_worker(cx, plan.worker_segments(w), sc);
+    }
+  });
+}
+
+std::vector<std::string> simd_targets() {
+  std::vector<std::string> names;
+  for (const SimdKernel& k : supported_simd_kernels()) names.push_back(k.name);
+  return names;
+}
+
+}  // namespace leanattn::cpu

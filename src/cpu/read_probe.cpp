@@ -1,0 +1,88 @@
+// measure_read_bandwidth(): the read-bandwidth probe (see bandwidth_probe.hpp). The sum kernel
+// is compiled for every SIMD target (Highway) with four independent accumulators, so the loop is
+// limited by memory, not by add latency.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/read_probe.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+// Must come after foreach_target.h.
+#include <hwy/highway.h>
+
+#include <cstddef>
+
+HWY_BEFORE_NAMESPACE();
+namespace leanattn::cpu::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Sum of x[0, n); n is a multiple of 4 x lanes.
+float sum_floats(const float* HWY_RESTRICT x, std::size_t n) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  for (std::size_t i = 0; i + 4 * lanes <= n; i += 4 * lanes) {
+    a0 = hn::Add(a0, hn::LoadU(d, x + i));
+    a1 = hn::Add(a1, hn::LoadU(d, x + i + lanes));
+    a2 = hn::Add(a2, hn::LoadU(d, x + i + 2 * lanes));
+    a3 = hn::Add(a3, hn::LoadU(d, x + i + 3 * lanes));
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+}
+
+}  // namespace leanattn::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "cpu/thread_pool.hpp"
+#include "leanattn/bandwidth_probe.hpp"
+
+namespace leanattn::cpu {
+
+HWY_EXPORT(sum_floats);
+
+ProbeResult measure_read_bandwidth(std::int64_t bytes, std::int32_t threads, std::int32_t passes,
+                                   bool pin_threads) {
+  constexpr std::size_t kChunk = 4096;  // floats: a multiple of 4 x lanes for every target
+  const std::size_t n = std::max<std::size_t>(kChunk, static_cast<std::size_t>(bytes) / 4 / kChunk * kChunk);
+  std::unique_ptr<float[], void (*)(void*)> buf(
+      static_cast<float*>(std::aligned_alloc(64, n * sizeof(float))), std::free);
+  if (!buf) throw std::bad_alloc();
+  ThreadPool pool(threads, true, pin_threads);
+  const std::size_t chunks = n / kChunk;
+  auto share = [&](std::int32_t t) {
+    const std::size_t b = chunks * static_cast<std::size_t>(t) / static_cast<std::size_t>(threads);
+    const std::size_t e = chunks * static_cast<std::size_t>(t + 1) / static_cast<std::size_t>(threads);
+    return std::pair<std::size_t, std::size_t>{b * kChunk, e * kChunk};
+  };
+  pool.run([&](std::int32_t t) {  // each thread writes (first-touches) the part it will read
+    auto [b, e] = share(t);
+    for (std::size_t i = b; i < e; ++i) buf[i] = static_cast<float>(i & 1023) * 1e-3f;
+  });
+  std::vector<float> sums(static_cast<std::size_t>(threads));
+  std::vector<double> gbps;
+  for (std::int32_t pass = 0; pass < passes + 1; ++pass) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.run([&](std::int32_t t) {
+      auto [b, e] = share(t);
+      sums[static_cast<std::size_t>(t)] = HWY_DYNAMIC_DISPATCH(sum_floats)(buf.get() + b, e - b);
+    });
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (pass > 0) gbps.push_back(static_cast<double>(n) * 4.0 / s / 1e9);  // pass 0 warms up
+  }
+  volatile float sink = 0.0f;
+  for (float x : sums) sink = sink + x;
+  std::sort(gbps.begin(), gbps.end());
+  ProbeResult r;
+  r.bytes = static_cast<std::int64_t>(n * 4);
+  r.threads = threads;
+  r.median_gbps = gbps[gbps.size() / 2];
+  r.best_gbps = gbps.back();
+  return r;
+}
+
+}  // namespace leanattn::cpu
+#endif  // HWY_ONCE

@@ -1,0 +1,387 @@
+// The CPU engine's inner loop, written once with Google Highway and compiled for every SIMD
+// target (foreach_target re-includes this file once per target; see segment_kernel.hpp).
+//
+// A segment is processed in blocks of kBlock tokens. For each block and each pass of R query
+// rows (R a power of two, chosen so that R rows' accumulators fit the register file):
+//   1. scores  S[t][r] = q_r . k_t             (qk_block: R x U dot products at once, reduced
+//                                                four at a time by a transpose tree)
+//   2. softmax m, l update and P = exp(S - m)  (softmax_block, the state header's rules)
+//   3. values  o_r = o_r * rescale_r + sum_t P[t][r] v_t   (pv_block: R rows x C vectors of o
+//                                                          stay in registers over the block)
+// K and V rows are converted from f16/bf16 to f32 in registers. The layout of S and P is
+// [token][row], so one block of K (or V) is read from L1 once per pass of R rows.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/segment_kernel.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+// Must come after foreach_target.h.
+#include <hwy/cache_control.h>
+#include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "cpu/segment_kernel.hpp"
+#include "leanattn/core/float16.hpp"
+#include "leanattn/core/softmax_state.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace leanattn::cpu::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if HWY_TARGET == HWY_SCALAR
+// The portable fallback (Highway's HWY_SCALAR target, used where no SIMD target is supported):
+// the same algorithm one token and one row at a time, with the state header's scalar rules.
+template <class KvT>
+HWY_INLINE float to_float(KvT x) {
+  if constexpr (std::is_same_v<KvT, float>) {
+    return x;
+  } else {
+    std::uint16_t bits;
+    std::memcpy(&bits, &x, 2);
+    return std::is_same_v<KvT, hwy::float16_t> ? f16_bits_to_float(bits) : bf16_bits_to_float(bits);
+  }
+}
+
+template <class KvT>
+void compute_typed(const SegmentJob& job) {
+  constexpr int kBlock = 32;
+  const auto* kbase = static_cast<const KvT*>(job.k_cache);
+  const auto* vbase = static_cast<const KvT*>(job.v_cache);
+  const std::int32_t d = job.head_dim;
+  float s[kBlock], p[kBlock];
+  for (std::int64_t t0 = job.token_begin; t0 < job.token_end; t0 += kBlock) {
+    const auto n = static_cast<int>(std::min<std::int64_t>(kBlock, job.token_end - t0));
+    for (std::int32_t r = 0; r < job.rows; ++r) {
+      const float* q = job.q + static_cast<std::ptrdiff_t>(r) * d;
+      for (int j = 0; j < n; ++j) {
+        const KvT* k = kbase + job.k.row(job.request, t0 + j, job.kv_head);
+        float dot = 0.0f;
+        for (std::int32_t i = 0; i < d; ++i) dot += q[i] * to_float(k[i]);
+        s[j] = dot;
+      }
+      SoftmaxStats<float> st{job.m[r], job.l[r]};
+      const float rescale = update_with_block(st, s, p, n);
+      job.m[r] = st.m;
+      job.l[r] = st.l;
+      float* o = job.o + static_cast<std::ptrdiff_t>(r) * d;
+      for (std::int32_t i = 0; i < d; ++i) o[i] *= rescale;
+      for (int j = 0; j < n; ++j) {
+        const KvT* v = vbase + job.v.row(job.request, t0 + j, job.kv_head);
+        for (std::int32_t i = 0; i < d; ++i) o[i] += p[j] * to_float(v[i]);
+      }
+    }
+  }
+}
+
+#else  // SIMD targets
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// Accumulator registers a micro-kernel may use: half of the vector register file (32 registers
+// with AVX-512, 16 otherwise).
+constexpr int kAccumulators = (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) ? 16 : 8;
+constexpr int kBlock = kKernelBlockTokens;  // tokens per block
+constexpr int kMaxRows = 16;  // bound for buffers sized by rows per pass
+
+template <class KvT>
+HWY_INLINE VF load_row(DF df, const KvT* HWY_RESTRICT p) {
+  if constexpr (std::is_same_v<KvT, float>) {
+    return hn::LoadU(df, p);
+  } else {
+    const hn::Rebind<KvT, DF> dh;
+    return hn::PromoteTo(df, hn::LoadU(dh, p));
+  }
+}
+
+// exp(x) with NaN kept (Highway's Exp maps NaN to 0; the NaN rule needs it to reach l).
+HWY_INLINE VF exp_keep_nan(DF df, VF x) { return hn::IfThenElse(hn::Ne(x, x), x, hn::Exp(df, x)); }
+
+// Stores the lane sums of a, b, c, d to dst[0..3]. Within each 128-bit block, two interleave
+// rounds transpose the four vectors so one add gives [a, b, c, d] partial sums; the blocks are
+// then folded by halving.
+template <class D>
+HWY_INLINE void store_fold(D d, hn::Vec<D> v, float* HWY_RESTRICT dst) {
+  if constexpr (hn::MaxLanes(D()) > 4) {
+    const hn::Half<D> dh;
+    store_fold(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)), dst);
+  } else {
+    hn::StoreU(v, d, dst);
+  }
+}
+
+HWY_INLINE void store_sums4(DF df, VF a, VF b, VF c, VF d, float* HWY_RESTRICT dst) {
+  const VF ab = hn::Add(hn::InterleaveLower(df, a, b), hn::InterleaveUpper(df, a, b));
+  const VF cd = hn::Add(hn::InterleaveLower(df, c, d), hn::InterleaveUpper(df, c, d));
+  const hn::Repartition<uint64_t, DF> du;
+  const auto ab64 = hn::BitCast(du, ab);
+  const auto cd64 = hn::BitCast(du, cd);
+  const VF sum = hn::Add(hn::BitCast(df, hn::InterleaveLower(du, ab64, cd64)),
+                         hn::BitCast(df, hn::InterleaveUpper(du, ab64, cd64)));
+  store_fold(df, sum, dst);
+}
+
+// S[t * R + r] = q[r] . k[t] for t in [0, tokens_padded), tokens_padded a multiple of U.
+// q: [R, d] float; krow[t]: the K row of token t.
+// Spreads prefetches of job.prefetch over the steps of one loop: call with the fraction of the
+// loop done; prefetches the spans up to that fraction not yet issued.
+struct PrefetchSpreader {
+  const char* const* spans;
+  std::int32_t count, bytes, issued = 0;
+  HWY_INLINE void upto(std::int32_t done, std::int32_t total) {
+    const std::int32_t want = static_cast<std::int32_t>(static_cast<std::int64_t>(done) * count / total);
+    for (; issued < want; ++issued) {
+      // Into L2 (locality 2 = prefetcht1): the spans are tens of KiB, more than L1 holds.
+      for (std::int32_t b = 0; b < bytes; b += 64) __builtin_prefetch(spans[issued] + b, 0, 2);
+    }
+  }
+};
+
+template <int R, class KvT>
+HWY_NOINLINE void qk_block(const float* HWY_RESTRICT q, const KvT* const* krow,
+                           std::int32_t tokens_padded, std::int32_t d, float* HWY_RESTRICT s,
+                           PrefetchSpreader& prefetch) {
+  constexpr int U = kAccumulators / R;  // tokens per step
+  static_assert(R * U % 4 == 0);
+  const DF df;
+  const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
+  for (std::int32_t t = 0; t < tokens_padded; t += U) {
+    prefetch.upto(t + U, tokens_padded);
+    VF acc[R * U];
+    for (int a = 0; a < R * U; ++a) acc[a] = hn::Zero(df);
+    for (std::int32_t i = 0; i < d; i += n) {
+      VF k[U];
+      for (int u = 0; u < U; ++u) k[u] = load_row(df, krow[t + u] + i);
+      for (int r = 0; r < R; ++r) {
+        const VF qv = hn::LoadU(df, q + r * d + i);
+        for (int u = 0; u < U; ++u) acc[u * R + r] = hn::MulAdd(qv, k[u], acc[u * R + r]);
+      }
+    }
+    for (int a = 0; a < R * U; a += 4) {
+      store_sums4(df, acc[a], acc[a + 1], acc[a + 2], acc[a + 3], s + t * R + a);
+    }
+  }
+}
+
+// Per-row reduction (max or sum) of S[t * R + r] over t, for `count` = tokens * R entries padded
+// to a multiple of max(R, lanes) with neutral values. out[r] for r < R.
+template <int R, bool kMax>
+HWY_INLINE void reduce_rows(const float* HWY_RESTRICT s, std::int32_t count, float* out) {
+  const DF df;
+  const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
+  const std::int32_t period = std::max<std::int32_t>(R, n);
+  const float neutral = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+  VF acc[kMaxRows / 4];  // period / n <= kMaxRows / 4 since n >= 4
+  const std::int32_t vecs = period / n;
+  for (std::int32_t j = 0; j < vecs; ++j) acc[j] = hn::Set(df, neutral);
+  for (std::int32_t c = 0; c < count; c += period) {
+    for (std::int32_t j = 0; j < vecs; ++j) {
+      const VF x = hn::LoadU(df, s + c + j * n);
+      acc[j] = kMax ? hn::Max(acc[j], x) : hn::Add(acc[j], x);
+    }
+  }
+  HWY_ALIGN float tmp[kMaxRows > 16 ? kMaxRows : 16];
+  for (std::int32_t j = 0; j < vecs; ++j) hn::StoreU(acc[j], df, tmp + j * n);
+  for (int r = 0; r < R; ++r) out[r] = neutral;
+  for (std::int32_t i = 0; i < period; ++i) {
+    const int r = static_cast<int>(i % R);
+    out[r] = kMax ? std::max(out[r], tmp[i]) : out[r] + tmp[i];
+  }
+}
+
+// Online-softmax step for R rows over a block: turns S into P in place and updates m, l. Returns
+// the per-row rescale factors of o in `rescale`. `count` = padded entries (see reduce_rows).
+template <int R>
+HWY_INLINE void softmax_block(float* HWY_RESTRICT s, std::int32_t count, float* m, float* l,
+                              float* rescale) {
+  const DF df;
+  const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
+  const std::int32_t period = std::max<std::int32_t>(R, n);
+  float block_max[R];
+  reduce_rows<R, true>(s, count, block_max);
+  HWY_ALIGN float shift[16];  // one period: max(R, lanes) <= 16
+  for (int r = 0; r < R; ++r) {
+    const float m_new = std::max(m[r], block_max[r]);
+    rescale[r] = rescale_factor(m[r], m_new);
+    m[r] = m_new;
+  }
+  for (std::int32_t i = 0; i < period; ++i) shift[i] = exp_shift(m[i % R]);
+  for (std::int32_t c = 0; c < count; c += period) {
+    for (std::int32_t j = 0; j < period; j += n) {
+      const VF x = hn::Sub(hn::LoadU(df, s + c + j), hn::Load(df, shift + j));
+      hn::StoreU(exp_keep_nan(df, x), df, s + c + j);
+    }
+  }
+  float block_sum[R];
+  reduce_rows<R, false>(s, count, block_sum);
+  for (int r = 0; r < R; ++r) l[r] = l[r] * rescale[r] + block_sum[r];
+}
+
+// o[r] = o[r] * rescale[r] + sum_t P[t * R + r] v_t for the R rows, tokens t < tokens.
+template <int R, int C, class KvT>
+HWY_NOINLINE void pv_block(const float* HWY_RESTRICT p, const KvT* const* vrow,
+                           std::int32_t tokens, std::int32_t d, const float* rescale,
+                           float* HWY_RESTRICT o) {
+  const DF df;
+  const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
+  for (std::int32_t i = 0; i < d; i += C * n) {
+    VF acc[R * C];
+    for (int r = 0; r < R; ++r) {
+      const VF sc = hn::Set(df, rescale[r]);
+      for (int c = 0; c < C; ++c) acc[r * C + c] = hn::Mul(sc, hn::LoadU(df, o + r * d + i + c * n));
+    }
+    for (std::int32_t t = 0; t < tokens; ++t) {
+      VF v[C];
+      for (int c = 0; c < C; ++c) v[c] = load_row(df, vrow[t] + i + c * n);
+      for (int r = 0; r < R; ++r) {
+        const VF pr = hn::Set(df, p[t * R + r]);
+        for (int c = 0; c < C; ++c) acc[r * C + c] = hn::MulAdd(pr, v[c], acc[r * C + c]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int c = 0; c < C; ++c) hn::StoreU(acc[r * C + c], df, o + r * d + i + c * n);
+    }
+  }
+}
+
+// Largest C (vectors of o per row) with R * C <= kAccumulators and C * lanes dividing d.
+template <int R, class KvT>
+HWY_INLINE void pv_dispatch(const float* p, const KvT* const* vrow, std::int32_t tokens,
+                            std::int32_t d, const float* rescale, float* o) {
+  const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(DF()));
+  constexpr int kMaxC = kAccumulators / R;
+  if constexpr (kMaxC >= 4) {
+    if (d % (4 * n) == 0) return pv_block<R, 4>(p, vrow, tokens, d, rescale, o);
+  }
+  if constexpr (kMaxC >= 2) {
+    if (d % (2 * n) == 0) return pv_block<R, 2>(p, vrow, tokens, d, rescale, o);
+  }
+  pv_block<R, 1>(p, vrow, tokens, d, rescale, o);
+}
+
+// One pass of R rows (starting at row r0) over one block of `tokens` K/V rows.
+template <int R, class KvT>
+HWY_INLINE void rows_pass(const SegmentJob& job, std::int32_t r0, const KvT* const* krow,
+                          const KvT* const* vrow, std::int32_t tokens,
+                          PrefetchSpreader& prefetch) {
+  constexpr int U = kAccumulators / R;
+  const std::int32_t d = job.head_dim;
+  const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(DF()));
+  const std::int32_t padded_tokens = (tokens + U - 1) / U * U;
+  const std::int32_t period = std::max<std::int32_t>(R, n);
+  const std::int32_t count = (tokens * R + period - 1) / period * period;
+  HWY_ALIGN float s[(kBlock + 16) * kMaxRows + 64];
+  qk_block<R>(job.q + r0 * d, krow, padded_tokens, d, s, prefetch);
+  for (std::int32_t i = tokens * R; i < count; ++i) s[i] = -std::numeric_limits<float>::infinity();
+  float rescale[R];
+  softmax_block<R>(s, count, job.m + r0, job.l + r0, rescale);
+  pv_dispatch<R>(s, vrow, tokens, d, rescale, job.o + r0 * d);
+}
+
+template <class KvT>
+void compute_typed(const SegmentJob& job) {
+  const auto* kbase = static_cast<const KvT*>(job.k_cache);
+  const auto* vbase = static_cast<const KvT*>(job.v_cache);
+  const KvT* krow[kBlock + 16];
+  const KvT* vrow[kBlock + 16];
+  for (std::int64_t t0 = job.token_begin; t0 < job.token_end; t0 += kBlock) {
+    const auto tokens = static_cast<std::int32_t>(std::min<std::int64_t>(kBlock, job.token_end - t0));
+    for (std::int32_t j = 0; j < tokens; ++j) {
+      krow[j] = kbase + job.k.row(job.request, t0 + j, job.kv_head);
+      vrow[j] = vbase + job.v.row(job.request, t0 + j, job.kv_head);
+    }
+    for (std::int32_t j = tokens; j < kBlock + 16; ++j) krow[j] = krow[tokens - 1];
+    // Passes of R rows: R = kAccumulators / 2 at most (4 with 16 registers, 8 with 32), which
+    // keeps a broadcast per two FMAs in pv_block; wider passes read K and V once but spend more
+    // on broadcasts and reductions than they save (measured: 8 rows in one AVX2 pass cost 1.8x
+    // two passes of 4).
+    PrefetchSpreader prefetch{job.prefetch, job.prefetch_count, job.prefetch_bytes};
+    std::int32_t r0 = 0;
+    while (r0 < job.rows) {
+      const std::int32_t left = job.rows - r0;
+      if (kAccumulators >= 16 && left >= 8) {
+        rows_pass<8>(job, r0, krow, vrow, tokens, prefetch);
+        r0 += 8;
+      } else if (left >= 4) {
+        rows_pass<4>(job, r0, krow, vrow, tokens, prefetch);
+        r0 += 4;
+      } else if (left >= 2) {
+        rows_pass<2>(job, r0, krow, vrow, tokens, prefetch);
+        r0 += 2;
+      } else {
+        rows_pass<1>(job, r0, krow, vrow, tokens, prefetch);
+        r0 += 1;
+      }
+    }
+  }
+}
+
+#endif  // HWY_TARGET == HWY_SCALAR
+
+void compute_segment(const SegmentJob& job) {
+  switch (job.kv_dtype) {
+    case DType::f32: return compute_typed<float>(job);
+    case DType::f16: return compute_typed<hwy::float16_t>(job);
+    case DType::bf16: return compute_typed<hwy::bfloat16_t>(job);
+  }
+}
+
+// Registers this target's kernel when the program starts.
+[[maybe_unused]] static const int kRegistered =
+    register_simd_kernel(hwy::TargetName(HWY_TARGET), HWY_TARGET, &compute_segment);
+
+}  // namespace leanattn::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+// The registry lives in this file so that linking the engine pulls in every target's kernel.
+#include <hwy/targets.h>
+
+#include <string>
+
+#include "leanattn/error.hpp"
+
+namespace leanattn::cpu {
+
+namespace {
+std::vector<SimdKernel>& registry() {
+  static std::vector<SimdKernel> kernels;
+  return kernels;
+}
+}  // namespace
+
+int register_simd_kernel(const char* name, std::int64_t target, SegmentKernelFn fn) {
+  registry().push_back({name, target, fn});
+  return 0;
+}
+
+std::vector<SimdKernel> supported_simd_kernels() {
+  std::vector<SimdKernel> out;
+  const std::int64_t supported = hwy::SupportedTargets();
+  for (const SimdKernel& k : registry()) {
+    if (supported & k.target) out.push_back(k);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const SimdKernel& a, const SimdKernel& b) { return a.target < b.target; });
+  return out;
+}
+
+SimdKernel find_simd_kernel(std::string_view name) {
+  const std::vector<SimdKernel> kernels = supported_simd_kernels();
+  if (kernels.empty()) throw Error("simd", "no SIMD kernel was compiled for this CPU");
+  if (name.empty()) return kernels.front();
+  std::string names;
+  for (const SimdKernel& k : kernels) {
+    if (k.name == name) return k;
+    names += (names.empty() ? "" : ", ") + k.name;
+  }
+  throw Error("simd", "must be one of the targets compiled and supported here (" + names +
+                          ") (got '" + std::string(name) + "')");
+}
+
+}  // namespace leanattn::cpu
+#endif  // HWY_ONCE

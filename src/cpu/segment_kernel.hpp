@@ -1,0 +1,65 @@
+// The CPU engine's inner loop, as seen from the (SIMD-free) engine: one call computes the
+// softmax state of a group of query rows over a token range of one (request, KV head).
+// Implemented once in segment_kernel.cpp and compiled for every SIMD target Highway offers
+// (runtime dispatch); the registry below lists the compiled targets this CPU supports.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "leanattn/core/kv_addressing.hpp"
+#include "leanattn/dtype.hpp"
+
+namespace leanattn::cpu {
+
+struct SegmentJob {
+  const float* q = nullptr;  // [rows, head_dim] float, already multiplied by the softmax scale
+  std::int32_t rows = 0;     // query rows (the GQA group)
+  std::int32_t head_dim = 0;
+  const void* k_cache = nullptr;  // element type kv_dtype, addressed by `k`
+  const void* v_cache = nullptr;
+  DType kv_dtype = DType::f16;
+  KvAddressing k{};
+  KvAddressing v{};
+  std::int32_t request = 0;
+  std::int32_t kv_head = 0;
+  std::int64_t token_begin = 0;  // tokens [token_begin, token_end) of the request
+  std::int64_t token_end = 0;
+  // State, updated in place: o [rows, head_dim] unnormalised, m and l [rows]. On entry it may be
+  // the empty state (o = 0, m = -inf, l = 0) or any earlier state of the same rows.
+  float* o = nullptr;
+  float* m = nullptr;
+  float* l = nullptr;
+  // Memory the engine will need a few blocks from now: the kernel spreads prefetches of these
+  // spans over its compute, which keeps enough cache misses in flight to stream from DRAM (a
+  // burst of prefetches, or the hardware prefetchers alone, reach about half the bandwidth).
+  const char* const* prefetch = nullptr;  // [prefetch_count] span starts
+  std::int32_t prefetch_count = 0;
+  std::int32_t prefetch_bytes = 0;        // bytes per span
+};
+
+using SegmentKernelFn = void (*)(const SegmentJob&);
+
+// Tokens the kernel processes per block; the engine hands it ranges of at most this many tokens
+// when it interleaves several KV heads of one request.
+inline constexpr std::int32_t kKernelBlockTokens = 32;
+
+struct SimdKernel {
+  std::string name;          // Highway's target name: "AVX3", "AVX2", "SSE4", "EMU128", ...
+  std::int64_t target = 0;   // Highway target bit (lower is better)
+  SegmentKernelFn compute = nullptr;
+};
+
+// Called once per compiled target during static initialisation (segment_kernel.cpp).
+int register_simd_kernel(const char* name, std::int64_t target, SegmentKernelFn fn);
+
+// Compiled targets that this CPU supports, best first.
+std::vector<SimdKernel> supported_simd_kernels();
+
+// The kernel for `name` ("" = best supported); throws Error("simd", ...) if it is not compiled or
+// this CPU lacks it.
+SimdKernel find_simd_kernel(std::string_view name);
+
+}  // namespace leanattn::cpu

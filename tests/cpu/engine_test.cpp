@@ -1,0 +1,194 @@
+// The CPU engine against the fp64 reference for every SIMD target compiled in and supported
+// here, with the accuracy policy of harness/accuracy.hpp. Outputs are poisoned before each run;
+// workers {1, 2, 3, 7, 64} and several tile sizes make pieces cross request and head
+// boundaries; lengths include 0, 1, tile-1, tile, tile+1, 97 and one long request among short
+// ones; paged layouts use shuffled block tables.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "harness/accuracy.hpp"
+#include "harness/host_case.hpp"
+#include "harness/random_problem.hpp"
+#include "leanattn/cpu_engine.hpp"
+#include "leanattn/error.hpp"
+#include "leanattn/reference.hpp"
+
+namespace leanattn {
+namespace {
+
+class EngineTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  cpu::Engine& engine(std::int32_t workers) {
+    auto& e = engines_[workers];
+    if (!e) e = std::make_unique<cpu::Engine>(cpu::EngineOptions{.workers = workers, .simd = GetParam()});
+    return *e;
+  }
+
+  // Runs every strategy on `c` with `workers` threads and checks each against `ref`.
+  void check_all_strategies(harness::HostCase& c, const reference::Output& ref,
+                            const std::vector<double>& naive, std::int32_t workers,
+                            std::int32_t tile, const std::string& what) {
+    for (Strategy s : {Strategy::lean, Strategy::split, Strategy::head}) {
+      harness::poison_outputs(c);
+      cpu::Engine& e = engine(workers);
+      const Plan plan = e.plan(c.problem, {.strategy = s, .tile_tokens = tile});
+      e.run(c.problem, plan, c.tensors());
+      const harness::Accuracy a = harness::check_accuracy(c, ref, true, &naive);
+      ASSERT_TRUE(a.ok()) << what << " strategy " << strategy_name(s) << " workers " << workers
+                          << " tile " << tile << ": err " << a.max_abs_err << " > tol "
+                          << a.tolerance << ", lse err " << a.max_lse_err << ", mismatches "
+                          << a.mismatches << " (" << a.first_problem << ")";
+    }
+  }
+
+  std::map<std::int32_t, std::unique_ptr<cpu::Engine>> engines_;
+};
+
+DecodeProblem make_problem(std::vector<std::int32_t> lens, std::int32_t q_heads,
+                           std::int32_t kv_heads, std::int32_t d, DType dtype) {
+  DecodeProblem p;
+  p.q_heads = q_heads;
+  p.kv_heads = kv_heads;
+  p.head_dim = d;
+  p.seq_lens = std::move(lens);
+  p.q_dtype = p.kv_dtype = dtype;
+  return p;
+}
+
+TEST_P(EngineTest, SweepsWorkersTilesAndOddLengths) {
+  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+    DecodeProblem p = make_problem({97, 0, 1, 63, 64, 65, 1000, 5}, 8, 2, 64, dt);
+    harness::HostCase c = harness::make_case(p, 1);
+    const auto ref = reference::naive_attention(c.problem, c.tensors());
+    const auto naive = harness::naive_same_precision(c.problem, c.tensors());
+    for (std::int32_t workers : {1, 2, 3, 7, 64}) {
+      for (std::int32_t tile : {1, 16, 64, 0}) {
+        check_all_strategies(c, ref, naive, workers, tile, std::string(dtype_name(dt)));
+      }
+    }
+  }
+}
+
+TEST_P(EngineTest, HeadDimsAndGroupSizes) {
+  for (std::int32_t d : {16, 48, 64, 128, 192, 256}) {
+    for (std::int32_t group : {1, 2, 3, 4, 5, 8, 16}) {
+      DecodeProblem p = make_problem({130, 33}, 2 * group, 2, d, DType::f16);
+      harness::HostCase c = harness::make_case(p, static_cast<std::uint64_t>(d * 100 + group));
+      const auto ref = reference::naive_attention(c.problem, c.tensors());
+      const auto naive = harness::naive_same_precision(c.problem, c.tensors());
+      check_all_strategies(c, ref, naive, 3, 32,
+                           "d " + std::to_string(d) + " group " + std::to_string(group));
+    }
+  }
+}
+
+TEST_P(EngineTest, OneLongRequestAmongManyShortOnesPaged) {
+  for (std::int32_t page : {1, 3, 16, 128}) {
+    std::vector<std::int32_t> lens = {4000};
+    for (int i = 0; i < 15; ++i) lens.push_back(1 + i * 7);
+    lens.push_back(0);
+    DecodeProblem p = make_problem(lens, 8, 1, 128, DType::bf16);
+    p.layout = KvLayout::paged;
+    p.page_size = page;
+    harness::HostCase c = harness::make_case(p, static_cast<std::uint64_t>(page));
+    const auto ref = reference::naive_attention(c.problem, c.tensors());
+    const auto naive = harness::naive_same_precision(c.problem, c.tensors());
+    for (std::int32_t workers : {2, 7, 64}) {
+      check_all_strategies(c, ref, naive, workers, 0, "page " + std::to_string(page));
+    }
+  }
+}
+
+TEST_P(EngineTest, RandomProblems) {
+  std::mt19937_64 rng(99);
+  harness::RandomLimits lim;
+  lim.max_len = 600;
+  lim.max_workers = 64;
+  lim.any_head_dim = true;
+  for (int trial = 0; trial < 150; ++trial) {
+    harness::RandomCase rc = harness::random_case(rng, lim);
+    harness::HostCase c = harness::make_case(rc.problem, static_cast<std::uint64_t>(trial) + 1000);
+    const auto ref = reference::naive_attention(c.problem, c.tensors());
+    cpu::Engine& e = engine(rc.hardware.workers);
+    e.run(c.problem, make_plan(c.problem, rc.hardware, rc.options), c.tensors());
+    const harness::Accuracy a = harness::check_accuracy(c, ref, true);
+    ASSERT_TRUE(a.ok()) << "trial " << trial << " err " << a.max_abs_err << " tol " << a.tolerance
+                        << " lse " << a.max_lse_err << " (" << a.first_problem << ")";
+  }
+}
+
+TEST_P(EngineTest, RepeatedRunsAreBitwiseIdentical) {
+  DecodeProblem p = make_problem({3000, 17, 900}, 16, 4, 128, DType::f16);
+  harness::HostCase c = harness::make_case(p, 5);
+  cpu::Engine& e = engine(7);
+  const Plan plan = e.plan(c.problem, {.tile_tokens = 16});
+  e.run(c.problem, plan, c.tensors());
+  const std::vector<std::byte> first = c.out;
+  const std::vector<float> first_lse = c.lse;
+  for (int i = 0; i < 20; ++i) {
+    harness::poison_outputs(c);
+    e.run(c.problem, plan, c.tensors());
+    ASSERT_EQ(std::memcmp(first.data(), c.out.data(), first.size()), 0) << "run " << i;
+    ASSERT_EQ(std::memcmp(first_lse.data(), c.lse.data(), first_lse.size() * 4), 0);
+  }
+}
+
+TEST_P(EngineTest, StridedTensorsAreReadAndWrittenInPlace) {
+  DecodeProblem p = make_problem({50, 0, 77}, 4, 2, 32, DType::f32);
+  harness::HostCase c = harness::make_case(p, 6);
+  const auto ref = reference::naive_attention(c.problem, c.tensors());
+  // Output stored [q_heads, batch, head_dim] with a gap of 8 between rows; lse with a gap too.
+  const std::int64_t row = 32 + 8;
+  std::vector<float> out(static_cast<std::size_t>(4 * 3 * row), -1.0f);
+  std::vector<float> lse(3 * 6, -1.0f);
+  DecodeTensors t = c.tensors();
+  t.out = out.data();
+  t.out_stride_batch = row;
+  t.out_stride_head = 3 * row;
+  t.lse = lse.data();
+  t.lse_stride_batch = 6;
+  engine(3).decode(c.problem, t, {.tile_tokens = 8});
+  for (std::int32_t b = 0; b < 3; ++b) {
+    for (std::int32_t h = 0; h < 4; ++h) {
+      for (std::int32_t i = 0; i < 32; ++i) {
+        const double want = ref.out[(static_cast<std::size_t>(b) * 4 + h) * 32 + i];
+        EXPECT_NEAR(out[static_cast<std::size_t>(h * 3 * row + b * row + i)], want, 1e-5);
+      }
+      EXPECT_EQ(out[static_cast<std::size_t>(h * 3 * row + b * row + 32)], -1.0f);  // gap kept
+      const double want_lse = ref.lse[static_cast<std::size_t>(b) * 4 + h];
+      if (std::isinf(want_lse)) {
+        EXPECT_EQ(lse[static_cast<std::size_t>(b * 6 + h)], want_lse);
+      } else {
+        EXPECT_NEAR(lse[static_cast<std::size_t>(b * 6 + h)], want_lse, 1e-4);
+      }
+    }
+  }
+}
+
+TEST_P(EngineTest, RejectsMismatchedPlansAndSmallWorkspaces) {
+  DecodeProblem p = make_problem({100, 20}, 2, 1, 64, DType::f32);
+  harness::HostCase c = harness::make_case(p, 7);
+  cpu::Engine& e = engine(2);
+  DecodeProblem other = c.problem;
+  other.seq_lens = {100, 21};
+  other.capacity = 100;
+  const Plan wrong = e.plan(other);
+  EXPECT_THROW(e.run(c.problem, wrong, c.tensors()), Error);
+  const Plan plan = e.plan(c.problem, {.tile_tokens = 16});
+  alignas(64) std::byte tiny[64];
+  EXPECT_THROW(e.run(c.problem, plan, c.tensors(), std::span<std::byte>(tiny, 64)), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(SimdTargets, EngineTest, ::testing::ValuesIn(cpu::simd_targets()),
+                         [](const auto& param_info) { return param_info.param; });
+
+TEST(SimdTargets, AtLeastOneIsSupportedAndUnknownNamesAreRejected) {
+  EXPECT_FALSE(cpu::simd_targets().empty());
+  EXPECT_THROW(cpu::Engine({.simd = "NEON9000"}), Error);
+  EXPECT_THROW(cpu::Engine({.workers = -1}), Error);
+}
+
+}  // namespace
+}  // namespace leanattn
