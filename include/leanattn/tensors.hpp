@@ -45,10 +45,16 @@ DecodeTensors dense_tensors(const DecodeProblem& problem, const void* q, const v
                             const void* v_cache, const std::int32_t* block_table, void* out,
                             float* lse);
 
+// Where the tensors live. Host memory is fully checked; device memory (the CUDA engine) is
+// checked for everything the host can see without reading it (pointers, strides, alignment).
+enum class MemorySpace : std::uint8_t { host, device };
+
 // Throws Error naming the first tensor argument that breaks a rule: required pointers present,
 // strides >= 0 (0 broadcasts an input), output rows that do not overlap, pointers aligned to
-// the element size, block-table entries in [0, num_pages) for every page a request uses.
-// Repeated block-table entries are allowed (K and V are only read: prefix sharing).
-void validate(const DecodeProblem& problem, const DecodeTensors& tensors);
+// the element size, and (host memory only) block-table entries in [0, num_pages) for every page
+// a request uses. Repeated block-table entries are allowed (K and V are only read: prefix
+// sharing).
+void validate(const DecodeProblem& problem, const DecodeTensors& tensors,
+              MemorySpace space = MemorySpace::host);
 
 }  // namespace leanattn

@@ -71,7 +71,7 @@ void require_disjoint_rows(std::int64_t width, std::int64_t n_outer, std::int64_
 
 }  // namespace
 
-void validate(const DecodeProblem& p, const DecodeTensors& t) {
+void validate(const DecodeProblem& p, const DecodeTensors& t, MemorySpace space) {
   require(t.q != nullptr, "q", [] { return "must not be null"; });
   const bool reads_kv = p.total_tokens() > 0;
   require(t.k_cache != nullptr || !reads_kv, "k_cache", [] { return "must not be null"; });
@@ -107,6 +107,7 @@ void validate(const DecodeProblem& p, const DecodeTensors& t) {
     return "must be >= max_pages = " + std::to_string(p.max_pages) + " (got " +
            std::to_string(t.block_table_stride) + ")";
   });
+  if (space == MemorySpace::device) return;
   for (std::int32_t b = 0; b < p.batch(); ++b) {
     const std::int64_t pages =
         (static_cast<std::int64_t>(p.seq_lens[b]) + p.page_size - 1) / p.page_size;
