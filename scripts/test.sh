@@ -1,12 +1,104 @@
 #!/usr/bin/env bash
-# All tests: installs what is missing, then builds and runs the GoogleTest suite (release).
-# Prints CTest's summary. Exit code non-zero if anything failed.
-set -euo pipefail
+# All tests, as CI runs them (.ci/run calls this): installs what is missing, then
+#   release   unit tests (GoogleTest via CTest) and `leanattn check --count 500`
+#   asan      the unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   tsan      the threaded-engine tests under ThreadSanitizer
+#   cuda      compiles and links the CUDA engine (nvcc present), runs its tests (they skip
+#             without a GPU) and checks the ptxas report for register spills
+#   fuzz      the libFuzzer target over the planner and validators, for FUZZ_SECONDS (60)
+#   python    pip install of the package into a venv and its pytest suite
+# Stages can be chosen: scripts/test.sh release asan ... (default: all). Exit code non-zero if
+# any stage failed; a summary of the stages is printed last.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
 jobs=$(nproc)
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(release asan tsan cuda fuzz python)
 
-echo "== release: build and unit tests"
-cmake --preset release >/dev/null
-cmake --build --preset release -j "$jobs"
-ctest --preset release -j "$jobs"
+groups=()
+for s in "${stages[@]}"; do
+  case "$s" in
+    fuzz) groups+=(fuzz) ;;
+    python) groups+=(python) ;;
+  esac
+done
+scripts/install-deps.sh "${groups[@]}" || exit 1
+
+declare -A result
+declare -A seconds
+run_stage() {
+  local name=$1
+  shift
+  echo
+  echo "======== stage $name"
+  local start=$SECONDS
+  if "$@"; then result[$name]=passed; else result[$name]=FAILED; fi
+  seconds[$name]=$((SECONDS - start))
+}
+
+build_preset() {
+  cmake --preset "$1" >/dev/null && cmake --build --preset "$1" -j "$jobs"
+}
+
+stage_release() {
+  build_preset release &&
+    ctest --preset release -j "$jobs" &&
+    echo "== leanattn check --count 500" &&
+    build/release/apps/leanattn/leanattn check --count 500
+}
+
+stage_asan() {
+  build_preset asan &&
+    ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j "$jobs"
+}
+
+stage_tsan() {
+  build_preset tsan &&
+    TSAN_OPTIONS=halt_on_error=1 ctest --preset tsan -j 1 \
+      -R "EngineTest|NumericsTest|Reproducibility|BadInput|LargeSizes"
+}
+
+stage_cuda() {
+  if ! command -v nvcc >/dev/null; then
+    echo "nvcc not found: CUDA stage skipped"
+    return 0
+  fi
+  build_preset cuda &&
+    ctest --preset cuda -j "$jobs" -R "Cuda" &&
+    if [ -x scripts/check-ptxas.sh ]; then scripts/check-ptxas.sh build/cuda; fi
+}
+
+stage_fuzz() {
+  build_preset fuzz || return 1
+  local work
+  work=$(mktemp -d)
+  build/fuzz/fuzz/plan_fuzzer -max_total_time="${FUZZ_SECONDS:-60}" -print_final_stats=1 \
+    -artifact_prefix="$work/" "$work" fuzz/corpus/plan 2>&1 | tail -12
+  local rc=${PIPESTATUS[0]}
+  rm -rf "$work"
+  return "$rc"
+}
+
+stage_python() {
+  if [ ! -x scripts/test-python.sh ]; then
+    echo "scripts/test-python.sh missing: Python stage skipped"
+    return 0
+  fi
+  scripts/test-python.sh
+}
+
+for s in "${stages[@]}"; do
+  case "$s" in
+    release | asan | tsan | cuda | fuzz | python) run_stage "$s" "stage_$s" ;;
+    *) echo "test.sh: unknown stage '$s'"; result[$s]=FAILED; seconds[$s]=0 ;;
+  esac
+done
+
+echo
+echo "======== summary"
+status=0
+for s in "${stages[@]}"; do
+  printf '  %-8s %-7s %5ss\n' "$s" "${result[$s]}" "${seconds[$s]}"
+  [ "${result[$s]}" = passed ] || status=1
+done
+exit $status

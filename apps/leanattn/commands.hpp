@@ -7,5 +7,6 @@ namespace leanattn::cli {
 
 void add_plan_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_check_command(CLI::App& app);
 
 }  // namespace leanattn::cli

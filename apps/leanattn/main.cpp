@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   leanattn::cli::add_plan_command(app);
   leanattn::cli::add_bench_command(app);
+  leanattn::cli::add_check_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {  // a subcommand finished with a non-zero status

@@ -96,7 +96,8 @@ std::string flag_name(const std::string& argument) {
       {"splits", "--splits"},       {"strategy", "--strategy"},
       {"chunk_tiles", "--chunk-tiles"}, {"batch_invariant", "--batch-invariant"},
       {"repeat", "--repeat"},       {"count", "--count"},
-      {"backend", "--backend"},     {"order", "--order"}};
+      {"backend", "--backend"},     {"order", "--order"},
+      {"max_len", "--max-len"},     {"simd", "--simd"}};
   const auto it = kFlags.find(argument);
   return it == kFlags.end() ? argument : it->second;
 }

@@ -88,10 +88,32 @@ constexpr int kAccumulators = (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_
 constexpr int kBlock = kKernelBlockTokens;  // tokens per block
 constexpr int kMaxRows = 16;  // bound for buffers sized by rows per pass
 
+// IEEE half -> float from the bits, exact for every input (NaN, infinities, subnormals). Used on
+// targets without a native conversion instruction, where Highway 1.0's emulation turns NaN and
+// infinity into large finite values.
+HWY_INLINE VF f16_bits_to_f32(DF df, hn::Vec<hn::Rebind<uint16_t, DF>> h16) {
+  const hn::RebindToUnsigned<DF> du;
+  const auto h = hn::PromoteTo(du, h16);
+  const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u)));
+  const auto exp = hn::And(hn::ShiftRight<10>(h), hn::Set(du, 0x1fu));
+  const auto man = hn::And(h, hn::Set(du, 0x3ffu));
+  const auto normal = hn::Or(hn::ShiftLeft<23>(hn::Add(exp, hn::Set(du, 112u))),
+                             hn::ShiftLeft<13>(man));
+  const auto special = hn::Or(hn::Set(du, 0x7f800000u), hn::ShiftLeft<13>(man));
+  const VF subnormal = hn::Mul(hn::ConvertTo(df, hn::BitCast(hn::RebindToSigned<DF>(), man)),
+                               hn::Set(df, 5.9604644775390625e-08f));  // man x 2^-24
+  VF mag = hn::BitCast(df, hn::IfThenElse(hn::Eq(exp, hn::Set(du, 0x1fu)), special, normal));
+  mag = hn::IfThenElse(hn::RebindMask(df, hn::Eq(exp, hn::Zero(du))), subnormal, mag);
+  return hn::BitCast(df, hn::Or(hn::BitCast(du, mag), sign));
+}
+
 template <class KvT>
 HWY_INLINE VF load_row(DF df, const KvT* HWY_RESTRICT p) {
   if constexpr (std::is_same_v<KvT, float>) {
     return hn::LoadU(df, p);
+  } else if constexpr (std::is_same_v<KvT, hwy::float16_t> && HWY_TARGET >= HWY_SSE4) {
+    const hn::Rebind<uint16_t, DF> du16;
+    return f16_bits_to_f32(df, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
   } else {
     const hn::Rebind<KvT, DF> dh;
     return hn::PromoteTo(df, hn::LoadU(dh, p));
@@ -99,7 +121,7 @@ HWY_INLINE VF load_row(DF df, const KvT* HWY_RESTRICT p) {
 }
 
 // exp(x) with NaN kept (Highway's Exp maps NaN to 0; the NaN rule needs it to reach l).
-HWY_INLINE VF exp_keep_nan(DF df, VF x) { return hn::IfThenElse(hn::Ne(x, x), x, hn::Exp(df, x)); }
+HWY_INLINE VF exp_keep_nan(DF df, VF x) { return hn::IfThenElse(hn::IsNaN(x), x, hn::Exp(df, x)); }
 
 // Stores the lane sums of a, b, c, d to dst[0..3]. Within each 128-bit block, two interleave
 // rounds transpose the four vectors so one add gives [a, b, c, d] partial sums; the blocks are

@@ -77,8 +77,9 @@ HostCase make_case(DecodeProblem p, std::uint64_t seed) {
     if (p.max_pages == 0) p.max_pages = std::max(1, (longest + ps - 1) / ps);
     if (p.num_pages == 0) p.num_pages = needed + 3;
     kv_elems = p.num_pages * ps * row;
-    // Every request's pages come from one shuffled permutation of all pages; unused columns
-    // hold -1 to catch reads beyond a request's length.
+    // Every request's pages come from one shuffled permutation of all pages (reused from the
+    // start when a caller-given num_pages is smaller than the pages needed: sharing is legal);
+    // unused columns hold -1 to catch reads beyond a request's length.
     std::vector<std::int32_t> perm(static_cast<std::size_t>(p.num_pages));
     std::iota(perm.begin(), perm.end(), 0);
     std::shuffle(perm.begin(), perm.end(), std::mt19937_64(seed ^ 0x5eedull));
@@ -86,8 +87,8 @@ HostCase make_case(DecodeProblem p, std::uint64_t seed) {
     std::size_t next = 0;
     for (std::int32_t b = 0; b < p.batch(); ++b) {
       const std::int32_t pages = (p.seq_lens[b] + ps - 1) / ps;
-      for (std::int32_t i = 0; i < pages && next < perm.size(); ++i) {
-        c.block_table[static_cast<std::size_t>(b) * p.max_pages + i] = perm[next++];
+      for (std::int32_t i = 0; i < pages; ++i) {
+        c.block_table[static_cast<std::size_t>(b) * p.max_pages + i] = perm[next++ % perm.size()];
       }
     }
   }

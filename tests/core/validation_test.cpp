@@ -145,3 +145,22 @@ TEST(Validation, BlockTableEntriesMustBeInRange) {
 
 }  // namespace
 }  // namespace leanattn
+
+// Regression (found by plan_fuzzer): a paged case whose num_pages is smaller than the pages its
+// requests need shares pages between requests, which is legal and must validate.
+namespace leanattn {
+namespace {
+TEST(Validation, FewerPagesThanNeededAreShared) {
+  DecodeProblem p;
+  p.q_heads = 2;
+  p.kv_heads = 1;
+  p.head_dim = 16;
+  p.seq_lens = {100, 90};
+  p.layout = KvLayout::paged;
+  p.page_size = 8;
+  p.num_pages = 5;
+  harness::HostCase c = harness::make_case(p, 3);
+  EXPECT_NO_THROW(validate(c.problem, c.tensors()));
+}
+}  // namespace
+}  // namespace leanattn

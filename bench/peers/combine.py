@@ -1,0 +1,91 @@
+"""combine.py: merges one run of run_peers.sh into the results CSV and its sidecar JSON.
+
+Called by run_peers.sh as
+    combine.py RUN_DIR OUT_CSV
+RUN_DIR holds shapes.tsv (label, q_heads, kv_heads, head_dim, seq_lens, leanattn CSV path per
+shape), peers.jsonl (one JSON object per peer run, from the harnesses) and meta.json (date,
+commit, cpu, threads, versions, skipped runs). Each leanattn strategy becomes one row
+(leanattn-lean, leanattn-split, leanattn-head); every peer row takes probe_gbps from leanattn's
+CSV of the same shape (the probe is measured in the same run). Standard library only.
+"""
+import csv
+import json
+import sys
+from pathlib import Path
+
+COLUMNS = ["date", "commit", "cpu", "threads", "impl", "shape", "q_heads", "kv_heads", "head_dim",
+           "dtype", "seq_lens", "total_tokens", "median_us", "best_us", "kv_bytes", "gbps",
+           "probe_gbps", "probe_fraction", "max_abs_err", "ref_max_abs", "ok", "version", "config"]
+
+
+def peer_ok(r):
+    """A peer passes when its error is small against the output's scale: a wrong layout or a
+    missing normalisation gives errors of the order of the outputs themselves."""
+    return r["max_abs_err"] <= 0.02 * r["ref_max_abs"] + 1e-4
+
+
+def main(run_dir, out_csv):
+    run = Path(run_dir)
+    meta = json.loads((run / "meta.json").read_text())
+    rows = []
+    probes = {}
+    with open(run / "shapes.tsv") as f:
+        for label, qh, kvh, d, lens, lean_csv in csv.reader(f, delimiter="\t"):
+            key = (label, lens.replace(",", ";"))
+            if not lean_csv or not Path(lean_csv).exists():
+                continue
+            with open(lean_csv) as lf:
+                for r in csv.DictReader(lf):
+                    probes[key] = float(r["probe_gbps"])
+                    rows.append({
+                        "impl": "leanattn-" + r["strategy"], "shape": label, "q_heads": qh,
+                        "kv_heads": kvh, "head_dim": d, "dtype": r["dtype"], "seq_lens": key[1],
+                        "median_us": float(r["median_us"]), "best_us": float(r["min_us"]),
+                        "kv_bytes": int(r["kv_bytes"]), "max_abs_err": float(r["max_abs_err"]),
+                        "ref_max_abs": "", "ok": int(r["ok"]),
+                        "version": f"leanattn {r['commit']}",
+                        "config": f"{r['strategy']} simd {r['simd']} workers {r['workers']}"
+                                  + (f" splits {r['splits']}" if r["strategy"] == "split" else ""),
+                    })
+    peers_file = run / "peers.jsonl"
+    for line in peers_file.read_text().splitlines() if peers_file.exists() else []:
+        if not line.strip().startswith("{"):
+            continue
+        r = json.loads(line)
+        rows.append({
+            "impl": r["impl"], "shape": r["label"], "q_heads": r["q_heads"],
+            "kv_heads": r["kv_heads"], "head_dim": r["head_dim"], "dtype": r["dtype"],
+            "seq_lens": r["seq_lens"], "median_us": r["median_us"], "best_us": r["best_us"],
+            "kv_bytes": r["kv_bytes"], "max_abs_err": r["max_abs_err"],
+            "ref_max_abs": r["ref_max_abs"], "ok": int(peer_ok(r)), "version": r["version"],
+            "config": r["config"],
+        })
+    for r in rows:
+        probe = probes.get((r["shape"], r["seq_lens"]), 0.0)
+        gbps = r["kv_bytes"] / (r["median_us"] * 1e-6) / 1e9
+        r.update({"date": meta["date"], "commit": meta["commit"], "cpu": meta["cpu"],
+                  "threads": meta["threads"], "gbps": f"{gbps:.3f}",
+                  "total_tokens": sum(int(x) for x in r["seq_lens"].split(";")),
+                  "probe_gbps": f"{probe:.3f}" if probe else "",
+                  "probe_fraction": f"{gbps / probe:.4f}" if probe else "",
+                  "max_abs_err": f"{float(r['max_abs_err']):.3e}",
+                  "ref_max_abs": f"{float(r['ref_max_abs']):.3e}" if r["ref_max_abs"] != "" else ""})
+    if not rows:
+        print("combine.py: no results in " + run_dir, file=sys.stderr)
+        return 1
+    Path(out_csv).parent.mkdir(parents=True, exist_ok=True)
+    with open(out_csv, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    Path(out_csv).with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
+    failed = [f"{r['impl']} {r['shape']} {r['seq_lens']}" for r in rows if not r["ok"]]
+    print(f"combine.py: {len(rows)} rows -> {out_csv}" +
+          (f"; FAILED the reference check: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: combine.py RUN_DIR OUT_CSV")
+    sys.exit(main(sys.argv[1], sys.argv[2]))

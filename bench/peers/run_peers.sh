@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# run_peers.sh: leanattn and its CPU peers side by side on the same decode shapes, same thread
+# count, pinned, each checked against an fp64 reference. Installs what it needs (Debian's
+# libdnnl-dev; a venv with numpy, matplotlib and torch from PyPI; the llama-cpp-python sdist for
+# ggml's sources), builds leanattn and the harnesses in bench/peers, runs every shape, and writes
+#   bench/results/cpu-peers-<cpu-slug>-<date>.csv   (+ .json: versions, machine, skipped runs)
+# (--quick: small shapes, few repeats, written as ...-smoke.csv). See bench/README.md.
+#
+#   bench/peers/run_peers.sh [--quick] [--threads N] [--repeat N] [--peers LIST]
+#                            [--out FILE] [--no-install] [--jobs N] [--leanattn BIN]
+set -euo pipefail
+
+usage() {
+  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+  cat <<'EOF'
+options:
+  --quick        small contexts (1k, 4k), 5 repeats: a smoke test of the whole pipeline
+  --threads N    threads for every implementation (default: number of cores)
+  --repeat N     timed runs per implementation and shape (default 30; --quick 5)
+  --peers LIST   comma-separated subset of leanattn,ggml,torch,onednn (default: all)
+  --out FILE     results CSV (default: bench/results/cpu-peers-<cpu>-<date>[-smoke].csv)
+  --no-install   skip apt/pip/sdist steps (use what build/peers* already holds)
+  --jobs N       parallel compile jobs (default 2)
+  --leanattn BIN use this leanattn binary instead of building the release preset
+environment: LLAMA_CPP_PYTHON_VERSION (default 0.3.36), TORCH_SPEC (pip spec, default torch),
+  TORCH_DTYPE (f16, bf16 or f32; default f16)
+EOF
+}
+
+die() { echo "run_peers.sh: error: $*" >&2; exit 1; }
+say() { echo "run_peers.sh: $*" >&2; }
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+QUICK=0 THREADS=$(nproc) REPEAT="" PEERS="leanattn,ggml,torch,onednn" OUT="" INSTALL=1 JOBS=2
+LEANATTN=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) QUICK=1 ;;
+    --threads) THREADS=${2:?--threads needs a value}; shift ;;
+    --repeat) REPEAT=${2:?--repeat needs a value}; shift ;;
+    --peers) PEERS=${2:?--peers needs a value}; shift ;;
+    --out) OUT=${2:?--out needs a value}; shift ;;
+    --no-install) INSTALL=0 ;;
+    --jobs) JOBS=${2:?--jobs needs a value}; shift ;;
+    --leanattn) LEANATTN=${2:?--leanattn needs a value}; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; die "unknown argument '$1'" ;;
+  esac
+  shift
+done
+[[ "$THREADS" =~ ^[1-9][0-9]*$ ]] || die "--threads must be a positive integer (got '$THREADS')"
+[ -z "$REPEAT" ] && { [ "$QUICK" = 1 ] && REPEAT=5 || REPEAT=30; }
+[[ "$REPEAT" =~ ^[1-9][0-9]*$ ]] || die "--repeat must be a positive integer (got '$REPEAT')"
+for p in ${PEERS//,/ }; do
+  case "$p" in leanattn|ggml|torch|onednn) ;; *) die "--peers: unknown '$p' (leanattn,ggml,torch,onednn)" ;; esac
+done
+has() { [[ ",$PEERS," == *",$1,"* ]]; }
+
+LCP_VERSION=${LLAMA_CPP_PYTHON_VERSION:-0.3.36}
+VENV=build/peers-venv
+PY=$VENV/bin/python
+SDIST_DIR=build/peers
+GGML_SRC=$ROOT/$SDIST_DIR/llama_cpp_python-$LCP_VERSION/vendor/llama.cpp/ggml
+HARNESS=build/peers/harness
+
+# ---- install ------------------------------------------------------------------------------------
+if [ "$INSTALL" = 1 ]; then
+  say "installing Debian packages (build, python, libdnnl-dev) where missing"
+  scripts/install-deps.sh python peers
+  if [ ! -x "$PY" ]; then
+    say "creating $VENV"
+    python3 -m venv "$VENV"
+    "$PY" -m pip install -q --upgrade pip
+  fi
+  if ! "$PY" -c "import numpy, matplotlib, torch, scikit_build_core" 2>/dev/null; then
+    say "pip: numpy matplotlib ${TORCH_SPEC:-torch} scikit-build-core (torch is large)"
+    "$PY" -m pip install -q numpy matplotlib "${TORCH_SPEC:-torch}" scikit-build-core
+  fi
+  if has ggml && [ ! -f "$GGML_SRC/CMakeLists.txt" ]; then
+    say "pip download: llama-cpp-python $LCP_VERSION source distribution (ggml's sources)"
+    mkdir -p "$SDIST_DIR"
+    # --no-build-isolation: pip reads the sdist's metadata with the venv's scikit-build-core
+    # instead of building its build dependencies from source.
+    "$PY" -m pip download -q --no-deps --no-binary :all: --no-build-isolation \
+      "llama-cpp-python==$LCP_VERSION" -d "$SDIST_DIR"
+    tar -xzf "$SDIST_DIR/llama_cpp_python-$LCP_VERSION.tar.gz" -C "$SDIST_DIR"
+  fi
+fi
+has ggml && { [ -f "$GGML_SRC/CMakeLists.txt" ] || die "no ggml sources at $GGML_SRC (run without --no-install)"; }
+if has torch; then "$PY" -c "import torch, numpy" 2>/dev/null || die "$PY lacks torch/numpy (run without --no-install)"; fi
+[ -x "$PY" ] || die "$PY missing (run without --no-install)"
+
+# ---- build --------------------------------------------------------------------------------------
+if has leanattn && [ -z "$LEANATTN" ]; then
+  say "building leanattn (release preset)"
+  cmake --preset release >/dev/null
+  cmake --build --preset release -j"$JOBS" --target leanattn >/dev/null
+  LEANATTN=build/release/apps/leanattn/leanattn
+fi
+has leanattn && { [ -x "$LEANATTN" ] || die "no leanattn binary at '$LEANATTN'"; }
+if has ggml || has onednn; then
+  say "building the peer harnesses in $HARNESS"
+  ggml_flag=""
+  has ggml && ggml_flag=$GGML_SRC
+  cmake -S bench/peers -B "$HARNESS" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DGGML_SOURCE_DIR="$ggml_flag" >"$HARNESS.configure.log" 2>&1 ||
+    die "configuring bench/peers failed (see $HARNESS.configure.log)"
+  targets=()
+  has ggml && targets+=(ggml_decode)
+  has onednn && targets+=(onednn_decode)
+  cmake --build "$HARNESS" -j"$JOBS" --target "${targets[@]}" >"$HARNESS.build.log" 2>&1 ||
+    die "building the harnesses failed (see $HARNESS.build.log)"
+fi
+
+# ---- shapes -------------------------------------------------------------------------------------
+# label q_heads kv_heads head_dim seq_lens (comma-separated: more than one = a ragged batch)
+if [ "$QUICK" = 1 ]; then
+  CONTEXTS=(1024 4096)
+  MIXED=4096,256,512,128,1024,64,2048,32
+else
+  CONTEXTS=(4096 32768 131072)
+  MIXED=65536,1024,2048,512,8192,300,4096,100
+fi
+SHAPES=()
+for ctx in "${CONTEXTS[@]}"; do
+  SHAPES+=("gqa-llama3-8b 32 8 128 $ctx" "mha 32 32 128 $ctx" "mqa 8 1 128 $ctx")
+done
+SHAPES+=("mixed-gqa 32 8 128 $MIXED")
+
+# ---- run ----------------------------------------------------------------------------------------
+CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+SLUG=$(echo "$CPU" | tr 'A-Z' 'a-z' | sed -E 's/\((r|tm)\)//g; s/[^a-z0-9]+/-/g; s/^-|-$//g')
+DATE=$(date -u +%Y-%m-%d)
+[ -z "$OUT" ] && OUT=bench/results/cpu-peers-$SLUG-$DATE$([ "$QUICK" = 1 ] && echo -smoke).csv
+RUN=build/peers/run-$(date -u +%Y%m%dT%H%M%S)
+mkdir -p "$RUN"
+: >"$RUN/shapes.tsv"
+: >"$RUN/peers.jsonl"
+: >"$RUN/skipped.txt"
+PIN=()
+[ "$THREADS" -le "$(nproc)" ] && PIN=(taskset -c "0-$((THREADS - 1))")
+OMP_ENV=(env OMP_NUM_THREADS="$THREADS" OMP_PROC_BIND=close OMP_PLACES=cores)
+MEM_AVAIL=$(awk '/MemAvailable/ {printf "%d", $2 * 1024}' /proc/meminfo)
+say "$CPU, $THREADS threads, $REPEAT repeats, ${#SHAPES[@]} shapes; logs in $RUN"
+
+# Runs a peer harness; its JSON line goes to peers.jsonl. Exit code 3 = shape not supported.
+run_peer() {
+  local name=$1 label=$2 lens=$3; shift 3
+  local rc=0
+  "$@" >>"$RUN/peers.jsonl" 2>>"$RUN/$name.log" || rc=$?
+  if [ "$rc" = 3 ]; then
+    echo "$name $label $lens: not supported ($(tail -1 "$RUN/$name.log"))" >>"$RUN/skipped.txt"
+  elif [ "$rc" != 0 ]; then
+    die "$name failed on $label $lens (exit $rc; see $RUN/$name.log)"
+  fi
+}
+
+i=0
+for shape in "${SHAPES[@]}"; do
+  read -r label qh kvh d lens <<<"$shape"
+  i=$((i + 1))
+  tokens=$(echo "$lens" | tr ',' '\n' | awk '{s += $1} END {print s}')
+  longest=$(echo "$lens" | tr ',' '\n' | sort -n | tail -1)
+  batch=$(echo "$lens" | tr ',' '\n' | wc -l)
+  kv_bytes=$((tokens * kvh * d * 4))
+  # The largest footprint (torch pads a ragged batch) plus a probe buffer must fit in half of RAM.
+  need=$((3 * batch * longest * kvh * d * 4))
+  if [ "$need" -gt $((MEM_AVAIL / 2)) ]; then
+    echo "all $label $lens: skipped, needs $((need >> 20)) MiB" >>"$RUN/skipped.txt"
+    say "[$i/${#SHAPES[@]}] $label $lens: skipped (memory)"
+    continue
+  fi
+  say "[$i/${#SHAPES[@]}] $label: $qh/$kvh heads, d $d, seq_lens $lens ($((kv_bytes >> 20)) MiB KV)"
+  args=(--q-heads "$qh" --kv-heads "$kvh" --head-dim "$d" --seq-lens "$lens")
+  lean_csv=""
+  if has leanattn; then
+    lean_csv=$RUN/leanattn-$i.csv
+    # leanattn pins its own workers; exit 1 = some strategy failed its check (recorded in the CSV).
+    rc=0
+    "$LEANATTN" bench "${args[@]}" --dtype f16 --workers "$THREADS" --repeat "$REPEAT" \
+      --csv "$lean_csv" >>"$RUN/leanattn.log" 2>&1 || rc=$?
+    [ "$rc" = 0 ] || [ "$rc" = 1 -a -f "$lean_csv" ] || die "leanattn bench failed (exit $rc; see $RUN/leanattn.log)"
+  fi
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$qh" "$kvh" "$d" "$lens" "$lean_csv" >>"$RUN/shapes.tsv"
+  peer_args=("${args[@]}" --label "$label" --threads "$THREADS" --repeat "$REPEAT")
+  has ggml && run_peer ggml "$label" "$lens" "${PIN[@]}" "$HARNESS/ggml_decode" "${peer_args[@]}"
+  has torch && run_peer torch "$label" "$lens" "${OMP_ENV[@]}" "${PIN[@]}" "$PY" \
+    bench/peers/torch_decode.py "${peer_args[@]}" --dtype "${TORCH_DTYPE:-f16}"
+  has onednn && run_peer onednn "$label" "$lens" "${OMP_ENV[@]}" "${PIN[@]}" \
+    "$HARNESS/onednn_decode" "${peer_args[@]}"
+done
+
+# ---- results ------------------------------------------------------------------------------------
+"$PY" - "$RUN" "$THREADS" "$REPEAT" "$LCP_VERSION" "$QUICK" <<'EOF'
+import json, platform, subprocess, sys
+from pathlib import Path
+run, threads, repeat, lcp, quick = sys.argv[1:]
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
+    except Exception:
+        return ""
+versions = {}
+for line in (Path(run) / "peers.jsonl").read_text().splitlines():
+    r = json.loads(line)
+    versions[r["impl"]] = r["version"]
+versions["llama-cpp-python (ggml sources)"] = lcp
+versions["numpy"] = sh(f"{sys.executable} -c 'import numpy; print(numpy.__version__)'")
+versions["compiler"] = sh("c++ --version | head -1")
+versions["libdnnl-dev"] = sh("dpkg-query -W -f='${Version}' libdnnl-dev")
+meta = {
+    "date": sh("date -u +%Y-%m-%dT%H:%M:%SZ"),
+    "commit": sh("git rev-parse --short HEAD") + ("-dirty" if sh("git status --porcelain --untracked-files=no") else ""),
+    "cpu": sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'"),
+    "cores": int(sh("nproc") or 0), "threads": int(threads), "repeat": int(repeat),
+    "quick": quick == "1", "kernel": platform.release(), "versions": versions,
+    "skipped": (Path(run) / "skipped.txt").read_text().splitlines(),
+    "run_dir": run,
+}
+(Path(run) / "meta.json").write_text(json.dumps(meta, indent=2))
+EOF
+"$PY" bench/peers/combine.py "$RUN" "$OUT"
+say "done: $OUT (and ${OUT%.csv}.json)"

@@ -1,0 +1,116 @@
+// The CUDA engine: runs any Plan with one persistent kernel launch (one CTA per plan worker),
+// fp16/bf16, head_dim 64/128/256, any GQA group, contiguous or paged KV with any page size.
+// No CUDA types here: pointers are device pointers and streams travel as void* (a cudaStream_t,
+// nullptr for the default stream).
+//
+//   leanattn::cuda::Engine engine;                      // current device
+//   leanattn::Plan plan = engine.plan(problem);         // lean, one worker per resident CTA
+//   engine.prepare(plan, workspace, stream);            // optional: upload now (before capture)
+//   engine.run(problem, plan, leanattn::dense_tensors(problem, q, k, v, table, out, lse),
+//              workspace, stream);                      // asynchronous on `stream`
+//
+// A split pair's pieces go to workspace slots; the last CTA to finish a piece merges all of them
+// in the plan's fixed order, so no CTA waits for another (any grid is deadlock-free) and repeated
+// runs are bitwise identical. Launches need no memset: the arrival counters are left at zero by
+// every launch, so a launch can be captured in a CUDA graph and replayed. See docs/cuda-engine.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "leanattn/hardware.hpp"
+#include "leanattn/plan.hpp"
+#include "leanattn/planner.hpp"
+#include "leanattn/problem.hpp"
+#include "leanattn/tensors.hpp"
+
+namespace leanattn::cuda {
+
+// A failed CUDA call: the message names the call and carries the CUDA error name and string.
+class CudaError : public std::runtime_error {
+ public:
+  CudaError(const std::string& what, int code) : std::runtime_error(what), code_(code) {}
+  int code() const noexcept { return code_; }  // the cudaError_t value
+
+ private:
+  int code_;
+};
+
+// True when a CUDA device can be used here (a driver and at least one device). Never throws.
+bool device_available();
+
+struct DeviceInfo {
+  std::int32_t ordinal = 0;
+  std::string name;
+  std::int32_t sm_count = 0;
+  std::int32_t cc_major = 0;
+  std::int32_t cc_minor = 0;
+  std::int64_t l2_bytes = 0;
+  std::int64_t memory_bytes = 0;
+  std::int32_t smem_per_sm = 0;  // bytes of shared memory per multiprocessor
+};
+
+struct EngineOptions {
+  std::int32_t device = -1;  // CUDA device ordinal; -1: the calling thread's current device
+  // Workers (CTAs) that plan() makes plans for; 0: the occupancy of the kernel the problem will
+  // run (resident blocks per SM x SMs, from the occupancy API). Plans with any worker count run.
+  std::int32_t workers = 0;
+};
+
+class Engine {
+ public:
+  // Throws CudaError when the device cannot be used.
+  explicit Engine(const EngineOptions& options = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  const DeviceInfo& device() const;
+
+  // Whether a compiled kernel configuration covers the problem (Q and KV of one 16-bit type, a
+  // compiled head_dim); why_not() says what is missing ("" when can_run). Neither needs a device.
+  bool can_run(const DecodeProblem& problem) const;
+  std::string why_not(const DecodeProblem& problem) const;
+
+  // Workers a plan for `problem` gets: EngineOptions::workers, or the kernel's occupancy.
+  std::int32_t workers_for(const DecodeProblem& problem) const;
+
+  // A plan for this device (lean with LineOrder::automatic gets head_major: a CTA works on one
+  // pair at a time). Throws Error for an invalid or unsupported problem.
+  Plan plan(const DecodeProblem& problem, const PlanOptions& options = {}) const;
+
+  // Device bytes run() needs as workspace for `plan` (0 when no pair is split).
+  std::int64_t workspace_bytes(const Plan& plan) const;
+
+  // Uploads `plan` (if not cached yet) and zeroes the arrival counters of `workspace` (if this
+  // engine has not seen that workspace yet). run() does both by itself when needed; call this
+  // first when the run will be captured in a CUDA graph, where uploads are not allowed.
+  void prepare(const Plan& plan, void* workspace, void* stream);
+
+  // Launches `plan` (made for `problem`, any worker count) on `stream`. tensors and workspace are
+  // device pointers; workspace holds workspace_bytes(plan), 16-byte aligned, and is used by one
+  // stream at a time (launches on one stream are ordered, so it is reused without a reset).
+  // Validates everything but block-table contents first (throws Error naming the argument).
+  void run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
+           void* workspace, void* stream);
+
+  // Same with a workspace owned by the engine (grown as needed; one stream at a time).
+  void run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
+           void* stream = nullptr);
+
+  // plan() then run() with the engine's workspace.
+  void decode(const DecodeProblem& problem, const DecodeTensors& tensors, void* stream = nullptr,
+              const PlanOptions& options = {});
+
+  // Frees the uploaded plans. Graphs that captured a run of one of them must not be replayed
+  // afterwards.
+  void clear_plan_cache();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace leanattn::cuda

@@ -1,0 +1,51 @@
+"""leanattn: decode-phase attention built on LeanAttention (stream-K).
+
+The KV work of the whole batch (every request x KV head x tile of tokens) is cut into equal
+ranges, one per persistent worker, and partial softmax states are merged exactly in a fixed
+order, so every worker stays busy whatever the mix of lengths and the result is plain attention.
+
+Functions:
+    decode(q, k_cache, v_cache, seq_lens, ...)  attention of one query token per request
+    plan(seq_lens, q_heads=..., ...)            the schedule, to inspect or reuse (Plan)
+    reference(q, k_cache, v_cache, seq_lens)    the fp64 reference (NumPy)
+    merge_states(out_a, lse_a, out_b, lse_b)    combine results over disjoint key sets
+
+Attributes:
+    __version__   the library version
+    backends      the executors built in, e.g. ("cpu",) or ("cpu", "cuda")
+"""
+
+from __future__ import annotations
+
+from typing import List, Tuple
+
+from . import _leanattn as _ext
+from ._decode import decode, reference
+from ._merge import merge_states
+from ._plan import Plan, plan
+
+__version__: str = _ext.__version__
+backends: Tuple[str, ...] = tuple(_ext.backends)
+
+
+def simd_targets() -> List[str]:
+    """SIMD targets of the CPU engine that this CPU supports, best first (the first is used)."""
+    return list(_ext.simd_targets())
+
+
+def default_workers() -> int:
+    """Worker threads decode() and plan() use when ``workers`` is None (one per core)."""
+    return int(_ext.default_cpu_workers())
+
+
+__all__ = [
+    "Plan",
+    "__version__",
+    "backends",
+    "decode",
+    "default_workers",
+    "merge_states",
+    "plan",
+    "reference",
+    "simd_targets",
+]

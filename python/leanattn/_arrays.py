@@ -1,0 +1,205 @@
+"""Array handling shared by the public functions: which framework an array belongs to, the
+zero-copy view handed to the compiled module (with its dtype), index arrays, and outputs
+allocated in the caller's framework. Used by _decode.py, _plan.py and _merge.py.
+
+Frameworks: NumPy (float32, float16, and bfloat16 through ml_dtypes), PyTorch and CuPy are
+recognised by the module of their type, so none of them is imported here; any other object
+with ``__dlpack__`` can be an input (the compiled module reads its dtype from DLPack), but
+outputs are allocated in q's framework, so q must be one of the three.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional, Sequence, Tuple
+
+import numpy as np
+
+# dtype names of the frameworks -> the hint the compiled module takes ("" = read from DLPack).
+_DTYPE_HINTS = {
+    "float32": "f32",
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "torch.float32": "f32",
+    "torch.float16": "f16",
+    "torch.bfloat16": "bf16",
+}
+
+_DTYPE_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+
+
+def framework(x: Any) -> str:
+    """``"numpy"``, ``"torch"``, ``"cupy"`` or ``"other"``, from the module of x's type."""
+    if isinstance(x, np.ndarray):
+        return "numpy"
+    root = type(x).__module__.split(".", 1)[0]
+    return root if root in ("torch", "cupy") else "other"
+
+
+def _dtype_error(name: str, dtype: Any) -> TypeError:
+    return TypeError(f"{name}: dtype must be float32, float16 or bfloat16 (got {dtype})")
+
+
+def tensor_view(x: Any, name: str) -> Tuple[Any, str]:
+    """The object to hand to the compiled module for tensor argument ``name``, and its dtype
+    hint ("f32", "f16", "bf16", or "" to read it from DLPack). No data is copied.
+
+    NumPy bfloat16 arrays (ml_dtypes) have no DLPack type: they are passed as a uint16 view with
+    the hint "bf16". Sequences that are not arrays are converted with numpy.asarray.
+    """
+    kind = framework(x)
+    if kind == "other" and not hasattr(x, "__dlpack__"):
+        x = np.asarray(x)
+        kind = "numpy"
+    if kind == "other":
+        return x, ""
+    hint = _DTYPE_HINTS.get(str(x.dtype))
+    if hint is None:
+        raise _dtype_error(name, x.dtype)
+    if kind == "numpy" and hint == "bf16":
+        return x.view(np.uint16), hint
+    return x, hint
+
+
+def dtype_name(hint: str) -> str:
+    return _DTYPE_NAMES.get(hint, "its dtype")
+
+
+def require_shape(x: Any, ndim: int, name: str, layout: str) -> Tuple[int, ...]:
+    """x's shape, after checking its number of dimensions (ValueError naming ``name``)."""
+    shape = tuple(int(n) for n in x.shape)
+    if len(shape) != ndim:
+        raise ValueError(
+            f"{name}: must be {layout} ({ndim} dimensions), got {len(shape)} dimensions"
+        )
+    return shape
+
+
+def host_index_array(x: Any, name: str, ndim: int, layout: str) -> np.ndarray:
+    """x as a C-contiguous int32 NumPy array of ``ndim`` dimensions, for seq_lens and
+    block_table. Any integer dtype is accepted (values must fit in int32); int32 arrays that
+    are already contiguous are not copied. PyTorch and CuPy arrays are read on the host.
+    """
+    kind = framework(x)
+    if kind == "torch":
+        x = x.detach().cpu().numpy()
+    elif kind == "cupy":
+        x = x.get()
+    a = np.asarray(x)
+    if a.dtype.kind not in "iu" and not (a.size == 0 and a.dtype.kind == "f"):
+        raise TypeError(f"{name}: dtype must be an integer type, int32 preferred (got {a.dtype})")
+    if a.ndim != ndim:
+        raise ValueError(f"{name}: must be {layout} ({ndim} dimensions), got {a.ndim} dimensions")
+    if a.dtype != np.int32:
+        info = np.iinfo(np.int32)
+        if a.size and (a.min() < info.min or a.max() > info.max):
+            raise ValueError(f"{name}: values must fit in int32")
+        a = a.astype(np.int32)
+    return np.ascontiguousarray(a)
+
+
+def empty_like(ref: Any, shape: Sequence[int], float32: bool = False) -> Tuple[Any, Any]:
+    """A new uninitialised array of ``shape`` in ref's framework, device and dtype (float32
+    when ``float32``), and the view to hand to the compiled module (see tensor_view)."""
+    kind = framework(ref)
+    if kind == "torch":
+        torch = sys.modules["torch"]
+        dtype = torch.float32 if float32 else ref.dtype
+        out = torch.empty(tuple(shape), dtype=dtype, device=ref.device)
+        return out, out
+    if kind == "cupy":
+        cupy = sys.modules["cupy"]
+        out = cupy.empty(tuple(shape), dtype=np.float32 if float32 else ref.dtype)
+        return out, out
+    if kind == "numpy":
+        out = np.empty(tuple(shape), dtype=np.float32 if float32 else ref.dtype)
+        view = out.view(np.uint16) if out.dtype.name == "bfloat16" else out
+        return out, view
+    # Another DLPack producer: outputs in NumPy, in the dtype the compiled module reads from q.
+    raise TypeError(
+        "q: outputs are allocated in q's framework, which must be NumPy, PyTorch or CuPy "
+        f"(got {type(ref).__module__}.{type(ref).__name__}); convert q first, e.g. "
+        "numpy.from_dlpack(q)"
+    )
+
+
+def on_cuda(x: Any) -> bool:
+    """Whether x is a PyTorch CUDA tensor or a CuPy array."""
+    kind = framework(x)
+    return (kind == "torch" and x.device.type == "cuda") or kind == "cupy"
+
+
+def current_stream(x: Any) -> int:
+    """The stream x's framework works on now, as a cudaStream_t integer (0 for host arrays):
+    kernels launched there are ordered after the work that produced x, as in PyTorch."""
+    kind = framework(x)
+    if kind == "torch" and x.device.type == "cuda":
+        return int(sys.modules["torch"].cuda.current_stream(x.device).cuda_stream)
+    if kind == "cupy":
+        return int(sys.modules["cupy"].cuda.get_current_stream().ptr)
+    return 0
+
+
+def device_index_array(x: Any, name: str, ndim: int, layout: str, like: Any) -> Any:
+    """block_table for arrays on a CUDA device: int32 in like's framework and on its device
+    (copied only when it is elsewhere or of another integer type)."""
+    if framework(like) == "torch":
+        torch = sys.modules["torch"]
+        if framework(x) != "torch":
+            x = torch.from_numpy(host_index_array(x, name, ndim, layout))
+        if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+            raise TypeError(f"{name}: dtype must be an integer type, int32 preferred (got {x.dtype})")
+        if x.dim() != ndim:
+            raise ValueError(f"{name}: must be {layout} ({ndim} dimensions), got {x.dim()} dimensions")
+        return x.to(device=like.device, dtype=torch.int32)
+    cupy = sys.modules["cupy"]
+    if framework(x) != "cupy":
+        x = host_index_array(x, name, ndim, layout)
+    if x.dtype.kind not in "iu":
+        raise TypeError(f"{name}: dtype must be an integer type, int32 preferred (got {x.dtype})")
+    if x.ndim != ndim:
+        raise ValueError(f"{name}: must be {layout} ({ndim} dimensions), got {x.ndim} dimensions")
+    return cupy.ascontiguousarray(cupy.asarray(x, dtype=cupy.int32))
+
+
+def to_host(x: Any) -> Any:
+    """x on the host (a no-op for NumPy and CPU tensors): PyTorch .cpu(), CuPy .get()."""
+    kind = framework(x)
+    if kind == "torch" and x.device.type != "cpu":
+        return x.detach().cpu()
+    if kind == "cupy":
+        return x.get()
+    return x
+
+
+def optional_positive_int(value: Optional[int], name: str, maximum: int = 2**31 - 1) -> int:
+    """None -> 0 (the default); otherwise an int in [1, maximum] (TypeError / ValueError naming
+    it)."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: must be an int or None (got {type(value).__name__})")
+    if not 1 <= value <= maximum:
+        raise ValueError(f"{name}: must be in [1, {maximum}], or None for the default (got {value})")
+    return int(value)
+
+
+
+def optional_scale(scale: Optional[float]) -> float:
+    """None -> 0.0 (the compiled module's 1/sqrt(head_dim)); otherwise a finite float > 0."""
+    if scale is None:
+        return 0.0
+    if isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating, np.integer)):
+        raise TypeError(f"scale: must be a float or None (got {type(scale).__name__})")
+    value = float(scale)
+    if not np.isfinite(value) or value <= 0.0:
+        raise ValueError(f"scale: must be finite and > 0, or None for 1/sqrt(head_dim) (got {value})")
+    if value > float(np.finfo(np.float32).max) or np.float32(value) == 0.0:
+        raise ValueError(f"scale: must be representable as a float32 > 0 (got {value})")
+    return value
+
+
+def require_str(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: must be a str (got {type(value).__name__})")
+    return value

@@ -1,0 +1,153 @@
+"""leanattn.decode and leanattn.reference: one decode step of attention over a KV cache, with
+the flash_attn_with_kvcache argument conventions. Thin wrappers over the compiled module: they
+check the Python-level arguments, allocate the outputs in q's framework and pass zero-copy views.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _arrays
+from . import _leanattn as _ext
+from ._plan import Plan
+
+_STRATEGIES = ("lean", "split", "head")
+
+
+def _inputs(
+    q: Any, k_cache: Any, v_cache: Any, seq_lens: Any, block_table: Any
+) -> Tuple[Any, str, Any, Any, str, np.ndarray, Any]:
+    """Views of the inputs for the compiled module: (q, q_hint, k, v, kv_hint, lens, table)."""
+    qv, q_hint = _arrays.tensor_view(q, "q")
+    kv, k_hint = _arrays.tensor_view(k_cache, "k_cache")
+    vv, v_hint = _arrays.tensor_view(v_cache, "v_cache")
+    if k_hint != v_hint:
+        raise TypeError(
+            f"v_cache: dtype must match k_cache's ({_arrays.dtype_name(k_hint)}), "
+            f"got {_arrays.dtype_name(v_hint)}"
+        )
+    lens = _arrays.host_index_array(seq_lens, "seq_lens", 1, "[batch]")
+    table = None
+    if block_table is not None and _arrays.on_cuda(q):
+        table = _arrays.device_index_array(block_table, "block_table", 2, "[batch, max_pages]", q)
+    elif block_table is not None:
+        table = _arrays.host_index_array(block_table, "block_table", 2, "[batch, max_pages]")
+    return qv, q_hint, kv, vv, k_hint, lens, table
+
+
+def decode(
+    q: Any,
+    k_cache: Any,
+    v_cache: Any,
+    seq_lens: Any,
+    *,
+    block_table: Any = None,
+    scale: Optional[float] = None,
+    strategy: str = "lean",
+    workers: Optional[int] = None,
+    tile: Optional[int] = None,
+    return_lse: bool = False,
+    plan: Optional[Plan] = None,
+) -> Union[Any, Tuple[Any, Any]]:
+    """Attention of one new query token per request over its KV cache (the decode phase).
+
+    For request ``b`` and query head ``h`` (KV head ``h // (q_heads // kv_heads)``, so GQA and
+    MQA are the same call), with scores ``s_j = scale * q[b, h] . K_j`` over the first
+    ``seq_lens[b]`` tokens of the request's cache::
+
+        out[b, h] = sum_j softmax(s)_j * V_j        lse[b, h] = log(sum_j exp(s_j))
+
+    Args:
+        q: ``[batch, q_heads, head_dim]`` float32, float16 or bfloat16: a NumPy array
+            (bfloat16 through ml_dtypes) or a PyTorch CPU tensor; with the CUDA backend
+            (``"cuda" in leanattn.backends``) also a PyTorch CUDA tensor or a CuPy array.
+            head_dim is a multiple of 16, at most 256.
+        k_cache: the keys, same framework and device as q (dtype may differ from q's), either
+            contiguous ``[batch, capacity, kv_heads, head_dim]`` (request b's token t at
+            ``[b, t]``) or, with ``block_table``, paged ``[num_pages, page_size, kv_heads,
+            head_dim]``.
+        v_cache: the values, same shape and dtype as k_cache.
+        seq_lens: ``[batch]`` integer tokens per request (0 allowed: the output row is zeros and
+            the lse ``-inf``); at most capacity, or what the block table maps.
+        block_table: ``[batch, max_pages]`` int32: request b's token t is in page
+            ``block_table[b, t // page_size]``, row ``t % page_size``. Only the entries a
+            request uses are read; they must be in ``[0, num_pages)``.
+        scale: softmax scale, default ``1 / sqrt(head_dim)``.
+        strategy: ``"lean"`` (stream-K: equal work per worker), ``"split"`` (FlashDecoding
+            split-KV) or ``"head"`` (one worker per request and KV head).
+        workers: persistent worker threads (default: one per core; on CUDA, thread blocks,
+            default: the kernel's occupancy). One engine is kept per worker count, so threads
+            are created once, not per call.
+        tile: tokens per lean tile, the planner's granularity (default: by head_dim).
+        return_lse: also return the log-sum-exp.
+        plan: a plan from :func:`leanattn.plan` for these seq_lens and head counts; its
+            strategy and tile are used. Saves planning when the same batch shape repeats.
+
+    Returns:
+        ``out`` ``[batch, q_heads, head_dim]`` in q's dtype and framework; with ``return_lse``
+        the pair ``(out, lse)``, lse ``[batch, q_heads]`` float32 (natural log).
+
+    Inputs are read in place through DLPack (no copies). Strided views are accepted when the
+    last (head_dim) dimension is contiguous and no stride is negative. On the CPU the call
+    returns when the result is written; on CUDA it is launched asynchronously on the
+    framework's current stream (seq_lens are read on the host; a host block_table is copied
+    to the device).
+
+    Raises:
+        ValueError: a shape or value breaks a rule (the message starts with the argument name).
+        TypeError: an unsupported dtype.
+    """
+    strategy = _arrays.require_str(strategy, "strategy")
+    workers_n = _arrays.optional_positive_int(workers, "workers", _ext.MAX_WORKERS)
+    tile_n = _arrays.optional_positive_int(tile, "tile")
+    scale_f = _arrays.optional_scale(scale)
+    plan_impl = None
+    if plan is not None:
+        if not isinstance(plan, Plan):
+            raise TypeError(f"plan: must be a leanattn.Plan (got {type(plan).__name__})")
+        if strategy != "lean" and strategy != plan.strategy:
+            raise ValueError(f"strategy: the plan was made for '{plan.strategy}' (got '{strategy}')")
+        if tile_n and tile_n != plan.tile:
+            raise ValueError(f"tile: the plan was made for tile {plan.tile} (got {tile_n})")
+        plan_impl = plan._impl
+    elif strategy not in _STRATEGIES:
+        raise ValueError(f"strategy: must be one of lean, split, head (got '{strategy}')")
+
+    qv, q_hint, kv, vv, kv_hint, lens, table = _inputs(q, k_cache, v_cache, seq_lens, block_table)
+    batch, q_heads, head_dim = _arrays.require_shape(q, 3, "q", "[batch, q_heads, head_dim]")
+    out, out_view = _arrays.empty_like(q, (batch, q_heads, head_dim))
+    lse = None
+    lse_view = None
+    if return_lse:
+        lse, lse_view = _arrays.empty_like(q, (batch, q_heads), float32=True)
+    _ext._decode(qv, q_hint, kv, vv, kv_hint, lens, table, out_view, lse_view, scale_f,
+                 strategy, workers_n, tile_n, plan_impl, _arrays.current_stream(q))
+    return (out, lse) if return_lse else out
+
+
+def reference(
+    q: Any,
+    k_cache: Any,
+    v_cache: Any,
+    seq_lens: Any,
+    block_table: Any = None,
+    scale: Optional[float] = None,
+    return_lse: bool = False,
+) -> Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
+    """The library's fp64 reference of :func:`decode`: two-pass softmax attention straight from
+    the definition (C++ ``reference::naive_attention``), sharing no code with the engines.
+
+    Same arguments and rules as :func:`decode`. Device arrays are copied to the host first.
+    Slow (a scalar loop): meant for tests and small problems.
+
+    Returns:
+        ``out`` ``[batch, q_heads, head_dim]`` float64 NumPy array; with ``return_lse`` also
+        ``lse`` ``[batch, q_heads]`` float64 (``-inf`` for an empty sequence).
+    """
+    scale_f = _arrays.optional_scale(scale)
+    q, k_cache, v_cache = (_arrays.to_host(x) for x in (q, k_cache, v_cache))
+    qv, q_hint, kv, vv, kv_hint, lens, table = _inputs(q, k_cache, v_cache, seq_lens, block_table)
+    out, lse = _ext._reference(qv, q_hint, kv, vv, kv_hint, lens, table, scale_f)
+    return (out, lse) if return_lse else out

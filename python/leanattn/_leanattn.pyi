@@ -1,0 +1,92 @@
+# Type stubs of the compiled module leanattn._leanattn (python/src). Private: the public API is
+# the `leanattn` package, whose wrappers are the only callers. Array arguments are any object
+# nanobind reads through DLPack or the buffer protocol (NumPy, PyTorch, CuPy).
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+import numpy as np
+
+__version__: str
+backends: Tuple[str, ...]
+MAX_WORKERS: int
+
+def simd_targets() -> List[str]: ...
+def default_cpu_workers() -> int: ...
+
+class Plan:
+    @property
+    def strategy(self) -> str: ...
+    @property
+    def order(self) -> str: ...
+    @property
+    def workers(self) -> int: ...
+    @property
+    def tile(self) -> int: ...
+    @property
+    def splits(self) -> int: ...
+    @property
+    def batch_invariant(self) -> bool: ...
+    @property
+    def chunk_tiles(self) -> int: ...
+    @property
+    def kv_heads(self) -> int: ...
+    @property
+    def group_size(self) -> int: ...
+    @property
+    def head_dim(self) -> int: ...
+    @property
+    def seq_lens(self) -> List[int]: ...
+    @property
+    def num_slots(self) -> int: ...
+    @property
+    def total_tiles(self) -> int: ...
+    @property
+    def workspace_bytes(self) -> int: ...
+    def segments(self, worker: int) -> List[Dict[str, Union[int, str]]]: ...
+    def reductions(self) -> List[Dict[str, int]]: ...
+    def worker_tiles(self) -> List[int]: ...
+    def text(self) -> str: ...
+    def picture(self, width: int) -> str: ...
+
+def _decode(
+    q: Any,
+    q_dtype: str,
+    k_cache: Any,
+    v_cache: Any,
+    kv_dtype: str,
+    seq_lens: np.ndarray,
+    block_table: Optional[Any],
+    out: Any,
+    lse: Optional[Any],
+    scale: float,
+    strategy: str,
+    workers: int,
+    tile: int,
+    plan: Optional[Plan],
+    stream: int,
+) -> None: ...
+def _make_plan(
+    seq_lens: np.ndarray,
+    q_heads: int,
+    kv_heads: int,
+    head_dim: int,
+    strategy: str,
+    workers: int,
+    tile: int,
+    order: str,
+    splits: int,
+    batch_invariant: bool,
+    chunk_tiles: int,
+) -> Plan: ...
+def _reference(
+    q: Any,
+    q_dtype: str,
+    k_cache: Any,
+    v_cache: Any,
+    kv_dtype: str,
+    seq_lens: np.ndarray,
+    block_table: Optional[Any],
+    scale: float,
+) -> Tuple[np.ndarray, np.ndarray]: ...
+def _merge_states(
+    out_a: Any, lse_a: Any, out_b: Any, lse_b: Any, out: Any, lse: Any, out_dtype: str
+) -> None: ...

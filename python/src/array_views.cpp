@@ -1,0 +1,248 @@
+// Reading DLPack descriptors into DecodeProblem + DecodeTensors (see array_views.hpp).
+#include "array_views.hpp"
+
+#include <array>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "errors.hpp"
+
+namespace leanattn::python {
+
+namespace {
+
+using nb::dlpack::dtype_code;
+
+std::string shape_text(const nb::ndarray<nb::ro>& a) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
+  return s + "]";
+}
+
+std::string device_text(const Device& d) {
+  const std::string name = d.type == nb::device::cpu::value    ? "cpu"
+                           : d.type == nb::device::cuda::value ? "cuda"
+                                                               : "device type " + std::to_string(d.type);
+  return name + ":" + std::to_string(d.id);
+}
+
+template <class Array>
+Device device_of(const Array& a) {
+  return {a.device_type(), a.device_id()};
+}
+
+template <class Array>
+void require_device(const Array& a, const Device& want, const char* argument) {
+  const Device got = device_of(a);
+  if (!(got == want)) {
+    value_error(argument, "must be on q's device (" + device_text(want) + "), but it is on " +
+                              device_text(got));
+  }
+}
+
+template <class Array>
+void require_ndim(const Array& a, std::size_t ndim, const char* argument, const char* layout) {
+  if (a.ndim() != ndim) {
+    value_error(argument, "must be " + std::string(layout) + " (" + std::to_string(ndim) +
+                              " dimensions), got " + std::to_string(a.ndim()) + " dimensions");
+  }
+}
+
+// Element strides of `a`, checked: >= 0, and 1 in the last dimension (head_dim rows are read as
+// contiguous vectors). Dimensions of extent 1 (and empty arrays) are never stepped over: their
+// strides are set to 0, since frameworks report arbitrary strides there.
+template <class Array>
+std::array<std::int64_t, 4> strides_of(const Array& a, const char* argument) {
+  std::array<std::int64_t, 4> s{};
+  if (a.size() == 0) return s;  // nothing is read: frameworks report any strides here
+  for (std::size_t i = 0; i < a.ndim(); ++i) {
+    s[i] = a.shape(i) <= 1 ? 0 : a.stride(i);
+    if (s[i] < 0) {
+      value_error(argument, "strides must be >= 0, but dimension " + std::to_string(i) +
+                                " has stride " + std::to_string(s[i]) +
+                                " (pass a copy, e.g. numpy.ascontiguousarray)");
+    }
+  }
+  const std::size_t last = a.ndim() - 1;
+  if (a.shape(last) > 1 && s[last] != 1) {
+    value_error(argument, "its last dimension must be contiguous (stride 1), got stride " +
+                              std::to_string(s[last]) + " (pass a copy, e.g. .contiguous())");
+  }
+  return s;
+}
+
+std::int32_t to_i32(std::size_t value, const char* argument, const std::string& what) {
+  if (value > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) {
+    value_error(argument, what + " = " + std::to_string(value) + " is too large");
+  }
+  return static_cast<std::int32_t>(value);
+}
+
+const void* data_of(const InArray& a) { return a.size() == 0 ? nullptr : a.data(); }
+
+}  // namespace
+
+std::string dtype_text(const nb::dlpack::dtype& dtype) {
+  std::string base;
+  switch (static_cast<dtype_code>(dtype.code)) {
+    case dtype_code::Int: base = "int"; break;
+    case dtype_code::UInt: base = "uint"; break;
+    case dtype_code::Float: base = "float"; break;
+    case dtype_code::Bfloat: base = "bfloat"; break;
+    case dtype_code::Complex: base = "complex"; break;
+    case dtype_code::Bool: return "bool";
+    default: base = "dlpack type code " + std::to_string(dtype.code) + " of "; break;
+  }
+  std::string text = base + std::to_string(dtype.bits);
+  if (dtype.lanes != 1) text += "x" + std::to_string(dtype.lanes);
+  return text;
+}
+
+DType element_type(const nb::dlpack::dtype& dtype, std::string_view hint, const char* argument) {
+  const auto code = static_cast<dtype_code>(dtype.code);
+  const bool scalar = dtype.lanes == 1;
+  std::optional<DType> found;
+  if (scalar && code == dtype_code::Float && dtype.bits == 32) found = DType::f32;
+  if (scalar && code == dtype_code::Float && dtype.bits == 16) found = DType::f16;
+  if (scalar && code == dtype_code::Bfloat && dtype.bits == 16) found = DType::bf16;
+  if (scalar && code == dtype_code::UInt && dtype.bits == 16 && hint == "bf16") found = DType::bf16;
+  if (!found || (!hint.empty() && dtype_name(*found) != hint)) {
+    type_error(argument, "dtype must be float32, float16 or bfloat16 (got " + dtype_text(dtype) + ")");
+  }
+  return *found;
+}
+
+DecodeViews decode_views(const InArray& q, std::string_view q_hint, const InArray& k_cache,
+                         const InArray& v_cache, std::string_view kv_hint,
+                         const SeqLensArray& seq_lens, const std::optional<InArray>& block_table,
+                         float scale) {
+  const bool paged = block_table.has_value();
+  const char* kv_layout = paged ? "[num_pages, page_size, kv_heads, head_dim]"
+                                : "[batch, capacity, kv_heads, head_dim]";
+  require_ndim(q, 3, "q", "[batch, q_heads, head_dim]");
+  require_ndim(k_cache, 4, "k_cache", kv_layout);
+  require_ndim(v_cache, 4, "v_cache", kv_layout);
+
+  DecodeViews views;
+  views.device = device_of(q);
+  require_device(k_cache, views.device, "k_cache");
+  require_device(v_cache, views.device, "v_cache");
+
+  DecodeProblem& p = views.problem;
+  p.q_dtype = element_type(q.dtype(), q_hint, "q");
+  p.kv_dtype = element_type(k_cache.dtype(), kv_hint, "k_cache");
+  if (element_type(v_cache.dtype(), kv_hint, "v_cache") != p.kv_dtype) {
+    type_error("v_cache", "dtype must match k_cache's (" + dtype_text(k_cache.dtype()) + "), got " +
+                              dtype_text(v_cache.dtype()));
+  }
+
+  const std::size_t batch = q.shape(0);
+  if (seq_lens.shape(0) != batch) {
+    value_error("seq_lens", "must hold one length per request: q has batch = " +
+                                std::to_string(batch) + " (q.shape[0]) but seq_lens has " +
+                                std::to_string(seq_lens.shape(0)) + " entries");
+  }
+  p.seq_lens.assign(seq_lens.data(), seq_lens.data() + seq_lens.shape(0));
+  p.q_heads = to_i32(q.shape(1), "q", "q_heads (q.shape[1])");
+  p.head_dim = to_i32(q.shape(2), "q", "head_dim (q.shape[2])");
+  p.kv_heads = to_i32(k_cache.shape(2), "k_cache", "kv_heads (k_cache.shape[2])");
+  if (k_cache.shape(3) != q.shape(2)) {
+    value_error("k_cache", "head_dim (k_cache.shape[3]) = " + std::to_string(k_cache.shape(3)) +
+                               " must equal q's head_dim (q.shape[2]) = " +
+                               std::to_string(q.shape(2)));
+  }
+  for (std::size_t i = 0; i < 4; ++i) {
+    if (v_cache.shape(i) != k_cache.shape(i)) {
+      value_error("v_cache", "must have k_cache's shape " + shape_text(k_cache) + ", got " +
+                                 shape_text(v_cache));
+    }
+  }
+  if (p.kv_heads < 1) value_error("k_cache", "kv_heads (k_cache.shape[2]) must be >= 1 (got 0)");
+  if (p.q_heads % p.kv_heads != 0) {
+    value_error("q", "q_heads (q.shape[1]) = " + std::to_string(p.q_heads) +
+                         " must be a multiple of kv_heads (k_cache.shape[2]) = " +
+                         std::to_string(p.kv_heads));
+  }
+  p.scale = scale;
+
+  DecodeTensors& t = views.tensors;
+  const auto qs = strides_of(q, "q");
+  const auto ks = strides_of(k_cache, "k_cache");
+  const auto vs = strides_of(v_cache, "v_cache");
+  t.q = data_of(q);
+  t.q_stride_batch = qs[0];
+  t.q_stride_head = qs[1];
+  t.k_cache = data_of(k_cache);
+  t.v_cache = data_of(v_cache);
+  t.k_strides = {ks[0], ks[1], ks[2]};
+  t.v_strides = {vs[0], vs[1], vs[2]};
+
+  if (!paged) {
+    p.layout = KvLayout::contiguous;
+    if (k_cache.shape(0) != batch) {
+      value_error("k_cache", "must hold one row per request (contiguous layout): k_cache.shape[0] = " +
+                                 std::to_string(k_cache.shape(0)) + " but q has batch = " +
+                                 std::to_string(batch) +
+                                 " (pass block_table for a paged cache)");
+    }
+    p.capacity = static_cast<std::int64_t>(k_cache.shape(1));
+    return views;
+  }
+
+  const InArray& bt = *block_table;
+  require_ndim(bt, 2, "block_table", "[batch, max_pages]");
+  require_device(bt, views.device, "block_table");
+  const auto bt_type = bt.dtype();
+  if (bt_type.code != static_cast<std::uint8_t>(dtype_code::Int) || bt_type.bits != 32 ||
+      bt_type.lanes != 1) {
+    type_error("block_table", "dtype must be int32 (got " + dtype_text(bt_type) + ")");
+  }
+  if (bt.shape(0) != batch) {
+    value_error("block_table", "must hold one row per request: block_table.shape[0] = " +
+                                   std::to_string(bt.shape(0)) + " but q has batch = " +
+                                   std::to_string(batch));
+  }
+  const auto bs = strides_of(bt, "block_table");
+  p.layout = KvLayout::paged;
+  p.num_pages = static_cast<std::int64_t>(k_cache.shape(0));
+  p.page_size = to_i32(k_cache.shape(1), "k_cache", "page_size (k_cache.shape[1])");
+  p.max_pages = to_i32(bt.shape(1), "block_table", "max_pages (block_table.shape[1])");
+  t.block_table = static_cast<const std::int32_t*>(data_of(bt));
+  // A single row is never stepped over; give it the stride the validator expects.
+  t.block_table_stride = bt.shape(0) <= 1 ? static_cast<std::int64_t>(bt.shape(1)) : bs[0];
+  return views;
+}
+
+void attach_outputs(DecodeViews& views, const OutArray& out, std::string_view out_hint,
+                    const std::optional<OutArray>& lse) {
+  const DecodeProblem& p = views.problem;
+  require_ndim(out, 3, "out", "[batch, q_heads, head_dim]");
+  require_device(out, views.device, "out");
+  if (element_type(out.dtype(), out_hint, "out") != p.q_dtype) {
+    type_error("out", "dtype must be q's (" + std::string(dtype_name(p.q_dtype)) + ")");
+  }
+  if (out.shape(0) != p.seq_lens.size() || out.shape(1) != static_cast<std::size_t>(p.q_heads) ||
+      out.shape(2) != static_cast<std::size_t>(p.head_dim)) {
+    value_error("out", "must have q's shape [batch, q_heads, head_dim]");
+  }
+  const auto os = strides_of(out, "out");
+  views.tensors.out = out.size() == 0 ? nullptr : out.data();
+  views.tensors.out_stride_batch = os[0];
+  views.tensors.out_stride_head = os[1];
+  if (!lse) return;
+  require_ndim(*lse, 2, "lse", "[batch, q_heads]");
+  require_device(*lse, views.device, "lse");
+  const auto lt = lse->dtype();
+  if (lt.code != static_cast<std::uint8_t>(dtype_code::Float) || lt.bits != 32 || lt.lanes != 1) {
+    type_error("lse", "dtype must be float32 (got " + dtype_text(lt) + ")");
+  }
+  if (lse->shape(0) != p.seq_lens.size() || lse->shape(1) != static_cast<std::size_t>(p.q_heads)) {
+    value_error("lse", "must have shape [batch, q_heads]");
+  }
+  const auto ls = strides_of(*lse, "lse");
+  views.tensors.lse = lse->size() == 0 ? nullptr : static_cast<float*>(lse->data());
+  views.tensors.lse_stride_batch = ls[0];
+}
+
+}  // namespace leanattn::python

@@ -1,0 +1,66 @@
+// Views of Python arrays (NumPy, PyTorch, CuPy, anything with __dlpack__) as the library's
+// DecodeProblem + DecodeTensors, without copies: shapes, element strides and data pointers are
+// read from the DLPack descriptors. Every rule broken raises ValueError / TypeError naming the
+// Python argument. Used by bind_decode.cpp and bind_reference.cpp.
+#pragma once
+
+#include <nanobind/ndarray.h>
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "leanattn/dtype.hpp"
+#include "leanattn/problem.hpp"
+#include "leanattn/tensors.hpp"
+
+namespace leanattn::python {
+
+namespace nb = nanobind;
+
+using InArray = nb::ndarray<nb::ro>;  // any framework, dtype, shape and device; read only
+using OutArray = nb::ndarray<>;       // same, writable
+// [batch] host int32 lengths (the Python layer converts lists and other integer types).
+using SeqLensArray = nb::ndarray<const std::int32_t, nb::ndim<1>, nb::device::cpu>;
+
+// Where the arrays live (DLPack device), checked equal for all arguments of one call.
+struct Device {
+  int type = nb::device::cpu::value;
+  int id = 0;
+  bool operator==(const Device&) const = default;
+};
+
+// The element type of `a`. `hint` is what the Python layer knows about the array ("f32", "f16",
+// "bf16", or "" to read it from DLPack); "bf16" also accepts uint16, the view the Python layer
+// makes of NumPy bfloat16 arrays (ml_dtypes), which DLPack cannot describe. Raises TypeError.
+DType element_type(const nb::dlpack::dtype& dtype, std::string_view hint, const char* argument);
+
+// A decode step's problem and tensors, read from the arrays.
+struct DecodeViews {
+  DecodeProblem problem;
+  DecodeTensors tensors;
+  Device device;
+};
+
+// q:           [batch, q_heads, head_dim]
+// k_cache:     [batch, capacity, kv_heads, head_dim], or with block_table
+//              [num_pages, page_size, kv_heads, head_dim]
+// v_cache:     same shape and dtype as k_cache
+// seq_lens:    [batch] int32 (host)
+// block_table: [batch, max_pages] int32, or None for the contiguous layout
+// scale:       softmax scale, 0 = 1/sqrt(head_dim)
+// The head_dim dimension must be contiguous (stride 1); other strides are kept (>= 0).
+DecodeViews decode_views(const InArray& q, std::string_view q_hint, const InArray& k_cache,
+                         const InArray& v_cache, std::string_view kv_hint,
+                         const SeqLensArray& seq_lens, const std::optional<InArray>& block_table,
+                         float scale);
+
+// Points views.tensors at the outputs: out [batch, q_heads, head_dim] in q's dtype, lse
+// [batch, q_heads] float32 with contiguous heads, on q's device. Both written by the executor.
+void attach_outputs(DecodeViews& views, const OutArray& out, std::string_view out_hint,
+                    const std::optional<OutArray>& lse);
+
+// Human-readable name of a DLPack dtype ("float64", "int32", "bfloat16", ...).
+std::string dtype_text(const nb::dlpack::dtype& dtype);
+
+}  // namespace leanattn::python

@@ -1,0 +1,134 @@
+// _leanattn.Plan (the C++ leanattn::Plan, read only) and _leanattn._make_plan. The public
+// leanattn.Plan (python/leanattn/_plan.py) wraps it and adds run().
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+
+#include "array_views.hpp"
+#include "backends.hpp"
+#include "bindings.hpp"
+#include "errors.hpp"
+#include "leanattn/plan_format.hpp"
+#include "leanattn/planner.hpp"
+
+namespace leanattn::python {
+
+namespace {
+
+using namespace nb::literals;
+
+// seq_lens [batch] int32; workers 0 = one per core; tile, splits, chunk_tiles 0 = default. The
+// lean line order "auto" resolves as the CPU engine does (cpu::Engine::plan): token_major.
+Plan make_plan(const SeqLensArray& seq_lens, std::int32_t q_heads, std::int32_t kv_heads,
+               std::int32_t head_dim, std::string_view strategy, std::int32_t workers,
+               std::int32_t tile, std::string_view order, std::int32_t splits,
+               bool batch_invariant, std::int32_t chunk_tiles) {
+  return translate_errors(Entry::plan, [&] {
+    DecodeProblem p;
+    p.q_heads = q_heads;
+    p.kv_heads = kv_heads;
+    p.head_dim = head_dim;
+    p.seq_lens.assign(seq_lens.data(), seq_lens.data() + seq_lens.shape(0));
+    p.layout = KvLayout::contiguous;  // the schedule does not depend on the cache layout
+    for (std::int32_t len : p.seq_lens) p.capacity = std::max<std::int64_t>(p.capacity, len);
+    PlanOptions o;
+    o.strategy = parse_strategy(strategy, "strategy");
+    o.order = parse_line_order(order, "order");
+    if (o.strategy == Strategy::lean && o.order == LineOrder::automatic) {
+      o.order = LineOrder::token_major;
+    }
+    o.tile_tokens = tile;
+    o.splits = splits;
+    o.batch_invariant = batch_invariant;
+    o.chunk_tiles = chunk_tiles;
+    const Hardware hw{workers > 0 ? workers : default_cpu_workers()};
+    return leanattn::make_plan(p, hw, o);
+  });
+}
+
+nb::dict segment_dict(const Plan& plan, const Segment& s) {
+  nb::dict d;
+  d["request"] = s.request;
+  d["kv_head"] = s.kv_head;
+  d["tile_begin"] = s.tile_begin;
+  d["tile_end"] = s.tile_end;
+  const std::int64_t len = plan.seq_lens[static_cast<std::size_t>(s.request)];
+  d["token_begin"] = std::min<std::int64_t>(std::int64_t{s.tile_begin} * plan.tile_tokens, len);
+  d["token_end"] = std::min<std::int64_t>(std::int64_t{s.tile_end} * plan.tile_tokens, len);
+  d["kind"] = std::string(segment_kind_name(s.kind));
+  d["slot"] = s.slot;
+  d["reduction"] = s.reduction;
+  return d;
+}
+
+// Segments of `worker`, or of all workers (with a "worker" key) when worker < 0.
+nb::list segments(const Plan& plan, std::int32_t worker) {
+  if (worker >= plan.workers) {
+    value_error("worker", "must be in [0, " + std::to_string(plan.workers) + ") (got " +
+                              std::to_string(worker) + ")");
+  }
+  nb::list out;
+  const std::int32_t lo = worker < 0 ? 0 : worker;
+  const std::int32_t hi = worker < 0 ? plan.workers : worker + 1;
+  for (std::int32_t w = lo; w < hi; ++w) {
+    for (const Segment& s : plan.worker_segments(w)) {
+      nb::dict d = segment_dict(plan, s);
+      if (worker < 0) d["worker"] = w;
+      out.append(d);
+    }
+  }
+  return out;
+}
+
+nb::list reductions(const Plan& plan) {
+  nb::list out;
+  for (const Reduction& r : plan.reductions) {
+    nb::dict d;
+    d["request"] = r.request;
+    d["kv_head"] = r.kv_head;
+    d["finaliser"] = r.finaliser;
+    d["slot_begin"] = r.slot_begin;
+    d["num_slots"] = r.num_slots;
+    out.append(d);
+  }
+  return out;
+}
+
+std::vector<std::int64_t> worker_tiles(const Plan& plan) {
+  std::vector<std::int64_t> tiles;
+  for (std::int32_t w = 0; w < plan.workers; ++w) tiles.push_back(plan.worker_tiles(w));
+  return tiles;
+}
+
+}  // namespace
+
+void bind_plan(nb::module_& m) {
+  nb::class_<Plan>(m, "Plan", "Private: use leanattn.Plan.")
+      .def_prop_ro("strategy", [](const Plan& p) { return std::string(strategy_name(p.strategy)); })
+      .def_prop_ro("order", [](const Plan& p) { return std::string(line_order_name(p.order)); })
+      .def_ro("workers", &Plan::workers)
+      .def_ro("tile", &Plan::tile_tokens)
+      .def_ro("splits", &Plan::splits)
+      .def_ro("batch_invariant", &Plan::batch_invariant)
+      .def_ro("chunk_tiles", &Plan::chunk_tiles)
+      .def_ro("kv_heads", &Plan::kv_heads)
+      .def_ro("group_size", &Plan::group_size)
+      .def_ro("head_dim", &Plan::head_dim)
+      .def_ro("seq_lens", &Plan::seq_lens)
+      .def_ro("num_slots", &Plan::num_slots)
+      .def_ro("total_tiles", &Plan::total_tiles)
+      .def_prop_ro("workspace_bytes", [](const Plan& p) { return workspace_layout(p).bytes; })
+      .def("segments", &segments, "worker"_a)
+      .def("reductions", &reductions)
+      .def("worker_tiles", &worker_tiles)
+      .def("text", &format_plan_text)
+      .def("picture", &format_plan_picture, "width"_a);
+  m.def("_make_plan", &make_plan, "seq_lens"_a.noconvert(), "q_heads"_a, "kv_heads"_a,
+        "head_dim"_a, "strategy"_a, "workers"_a, "tile"_a, "order"_a, "splits"_a,
+        "batch_invariant"_a, "chunk_tiles"_a, "Private: use leanattn.plan.");
+}
+
+}  // namespace leanattn::python

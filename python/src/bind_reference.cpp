@@ -1,0 +1,59 @@
+// _leanattn._reference: the library's fp64 reference (reference::naive_attention) on the
+// caller's host arrays, returned as new float64 NumPy arrays. Public wrapper: leanattn.reference.
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string_view.h>
+
+#include "array_views.hpp"
+#include "bindings.hpp"
+#include "errors.hpp"
+#include "leanattn/reference.hpp"
+#include "numpy_result.hpp"
+
+namespace leanattn::python {
+
+namespace {
+
+using namespace nb::literals;
+using F64Array = nb::ndarray<nb::numpy, double>;
+
+// Same arguments as _decode (host arrays only). Returns out [batch, q_heads, head_dim] and lse
+// [batch, q_heads] (natural log, -inf for an empty sequence), both float64.
+std::pair<F64Array, F64Array> reference(const InArray& q, std::string_view q_dtype,
+                                        const InArray& k_cache, const InArray& v_cache,
+                                        std::string_view kv_dtype, const SeqLensArray& seq_lens,
+                                        const std::optional<InArray>& block_table, float scale) {
+  const DecodeViews views =
+      decode_views(q, q_dtype, k_cache, v_cache, kv_dtype, seq_lens, block_table, scale);
+  if (views.device.type != nb::device::cpu::value) {
+    value_error("q", "reference() reads host memory: pass CPU arrays");
+  }
+  // The reference reads the inputs only, but validates the whole DecodeTensors: give it a
+  // placeholder output with dense strides (checked, never written).
+  const DecodeProblem& p = views.problem;
+  DecodeTensors t = views.tensors;
+  double placeholder = 0.0;
+  t.out = &placeholder;
+  t.out_stride_head = p.head_dim;
+  t.out_stride_batch = static_cast<std::int64_t>(p.q_heads) * p.head_dim;
+  reference::Output r = translate_errors(Entry::decode, [&] {
+    nb::gil_scoped_release no_gil;
+    return reference::naive_attention(p, t);
+  });
+  const auto batch = static_cast<std::size_t>(p.batch());
+  const auto heads = static_cast<std::size_t>(p.q_heads);
+  const auto dim = static_cast<std::size_t>(p.head_dim);
+  return {numpy_result(std::move(r.out), {batch, heads, dim}),
+          numpy_result(std::move(r.lse), {batch, heads})};
+}
+
+}  // namespace
+
+void bind_reference(nb::module_& m) {
+  m.def("_reference", &reference, "q"_a.noconvert(), "q_dtype"_a, "k_cache"_a.noconvert(),
+        "v_cache"_a.noconvert(), "kv_dtype"_a, "seq_lens"_a.noconvert(),
+        "block_table"_a.noconvert().none(), "scale"_a, "Private: use leanattn.reference.");
+}
+
+}  // namespace leanattn::python

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Python package tests: installs what is missing, builds and installs the package with pip
+# (scikit-build-core + nanobind, pyproject.toml) into the venv build/venv, then runs pytest on
+# tests/python and prints its summary. Exit code non-zero if the build or any test failed.
+# Repeated runs reuse the venv and the CMake build in build/python/<wheel tag> (scikit-build-core's
+# build-dir), so only changed sources are recompiled. Called by scripts/test.sh.
+#   scripts/test-python.sh [pytest arguments...]
+# Environment: PYTHON (default python3) makes the venv; CMAKE_BUILD_PARALLEL_LEVEL (default nproc).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh python
+
+python=${PYTHON:-python3}
+venv=build/venv
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
+
+if ! "$venv/bin/python" -c "import sys" 2>/dev/null; then
+  echo "== python: creating $venv with $("$python" --version)"
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+fi
+py="$venv/bin/python"
+
+# The build requirements of pyproject.toml, installed in the venv so that the build can run
+# without isolation: the same paths every run, hence an incremental CMake build.
+mapfile -t build_requires < <("$py" - <<'PY'
+try:
+    import tomllib
+    with open("pyproject.toml", "rb") as f:
+        requires = tomllib.load(f)["build-system"]["requires"]
+except ImportError:  # Python < 3.11: the one-line list of pyproject.toml
+    import re
+    text = open("pyproject.toml").read()
+    requires = re.findall(r'"([^"]+)"', re.search(r"requires = \[(.*?)\]", text).group(1))
+print("\n".join(requires))
+PY
+)
+echo "== python: build requirements ${build_requires[*]}"
+"$py" -m pip install -q "${build_requires[@]}"
+
+echo "== python: building and installing leanattn (build dir build/python)"
+"$py" -m pip install -q --no-build-isolation \
+  -Cbuild-dir="build/python/{wheel_tag}" \
+  -Ccmake.define.LEANATTN_WARNINGS_AS_ERRORS=ON \
+  ".[test]"
+
+echo "== python: pytest tests/python"
+# From the repository root: `import leanattn` finds the installed package (python/leanattn has
+# no compiled module).
+exec "$py" -m pytest -q tests/python "$@"

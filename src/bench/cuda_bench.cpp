@@ -1,0 +1,154 @@
+// run_cuda_case() and the device helpers of `leanattn bench --backend cuda` (see cuda_bench.hpp).
+#include "bench/cuda_bench.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "cuda/device/cuda_check.hpp"
+#include "cuda/harness/device_case.hpp"
+#include "cuda/harness/read_probe.hpp"
+#include "cuda/kernel_registry.hpp"
+#include "harness/accuracy.hpp"
+#include "harness/host_case.hpp"
+#include "leanattn/cuda_engine.hpp"
+#include "leanattn/error.hpp"
+#include "leanattn/reference.hpp"
+
+namespace leanattn::bench {
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// CUDA events for one timed launch, created once and reused.
+struct EventPair {
+  cudaEvent_t start = nullptr;
+  cudaEvent_t stop = nullptr;
+  EventPair() {
+    cuda::check(cudaEventCreate(&start), "cudaEventCreate");
+    cuda::check(cudaEventCreate(&stop), "cudaEventCreate");
+  }
+  ~EventPair() {
+    static_cast<void>(cudaEventDestroy(start));
+    static_cast<void>(cudaEventDestroy(stop));
+  }
+  EventPair(const EventPair&) = delete;
+  EventPair& operator=(const EventPair&) = delete;
+  double elapsed_us() const {
+    float ms = 0.0f;
+    cuda::check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    return static_cast<double>(ms) * 1000.0;
+  }
+};
+
+}  // namespace
+
+CaseResult run_cuda_case(const DecodeProblem& problem, const BenchConfig& cfg, double probe_gbps,
+                         const std::function<void(const std::string&)>& progress) {
+  auto say = [&](const std::string& s) {
+    if (progress) progress(s);
+  };
+  validate(problem);
+  cuda::Engine engine({.workers = cfg.workers});
+  require(engine.can_run(problem), "problem", [&] { return engine.why_not(problem); });
+
+  say("filling " + std::to_string(problem.kv_bytes() >> 20) + " MiB of K and V");
+  harness::HostCase c = harness::make_case(problem, 2026);
+  cuda::DeviceCase d(c);
+  CaseResult result;
+  result.problem = c.problem;
+  result.kv_bytes = c.problem.kv_bytes();
+  const std::int64_t buffer_bytes = static_cast<std::int64_t>(c.k.size() + c.v.size());
+  const auto copies = static_cast<std::int32_t>(std::clamp<std::int64_t>(
+      buffer_bytes > 0 ? (cfg.rotate_bytes + buffer_bytes - 1) / buffer_bytes : 1, 1, 64));
+  d.set_kv_copies(copies);
+  result.kv_copies = copies;
+  const auto kernel = cuda::find_kernel(c.problem);
+  result.simd = engine.device().name + " " + (kernel ? kernel->name : std::string("?"));
+
+  std::vector<Plan> plans;
+  for (Strategy s : cfg.strategies) {
+    PlanOptions o;
+    o.strategy = s;
+    o.tile_tokens = cfg.tile;
+    o.splits = s == Strategy::split ? cfg.splits : 0;
+    o.batch_invariant = s == Strategy::lean && cfg.batch_invariant;
+    o.chunk_tiles = cfg.chunk_tiles;
+    o.order = s == Strategy::lean ? cfg.order : LineOrder::automatic;
+    plans.push_back(engine.plan(c.problem, o));
+  }
+  result.workers = plans.empty() ? 0 : plans.front().workers;
+  std::vector<cuda::DeviceBuffer> workspaces;
+  for (const Plan& p : plans) {
+    workspaces.emplace_back(static_cast<std::size_t>(engine.workspace_bytes(p)));
+    engine.prepare(p, workspaces.back().data(), nullptr);
+  }
+
+  say("timing " + std::to_string(cfg.strategies.size()) + " strategies x " +
+      std::to_string(cfg.repeat) + " launches");
+  std::vector<std::vector<EventPair>> events(plans.size());
+  for (auto& e : events) e = std::vector<EventPair>(static_cast<std::size_t>(cfg.repeat) + 1);
+  std::int32_t next = 0;
+  for (std::int32_t rep = 0; rep <= cfg.repeat; ++rep) {  // rep 0 warms up
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      const EventPair& e = events[i][static_cast<std::size_t>(rep)];
+      const DecodeTensors t = d.tensors(next++ % copies);
+      cuda::check(cudaEventRecord(e.start), "cudaEventRecord");
+      engine.run(c.problem, plans[i], t, workspaces[i].data(), nullptr);
+      cuda::check(cudaEventRecord(e.stop), "cudaEventRecord");
+    }
+  }
+  cuda::check(cudaDeviceSynchronize(), "decode kernel (timed launches)");
+
+  say("checking against the fp64 reference");
+  const auto rows = harness::sample_rows(c.problem, cfg.sample_rows);
+  const auto ref = reference::naive_attention_rows(c.problem, c.tensors(), rows);
+  const auto naive = harness::naive_same_precision(c.problem, c.tensors(), rows);
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    std::vector<double> us;
+    for (std::size_t rep = 1; rep < events[i].size(); ++rep) us.push_back(events[i][rep].elapsed_us());
+    d.poison();
+    engine.run(c.problem, plans[i], d.tensors(), workspaces[i].data(), nullptr);
+    harness::poison_outputs(c);
+    d.download(c);
+    const harness::Accuracy a = harness::check_accuracy(c, ref, true, naive, rows);
+    StrategyResult r;
+    r.strategy = std::string(strategy_name(cfg.strategies[i]));
+    r.median_us = median(us);
+    r.min_us = *std::min_element(us.begin(), us.end());
+    r.gbps = static_cast<double>(result.kv_bytes) / (r.median_us * 1e-6) / 1e9;
+    r.probe_fraction = probe_gbps > 0 ? r.gbps / probe_gbps : 0.0;
+    r.max_abs_err = a.max_abs_err;
+    r.tolerance = a.tolerance;
+    r.ok = a.ok();
+    r.workers = plans[i].workers;
+    r.splits = plans[i].splits;
+    result.results.push_back(r);
+  }
+  return result;
+}
+
+cpu::ProbeResult measure_cuda_read_bandwidth(std::int64_t bytes, std::int32_t passes) {
+  return cuda::measure_device_read_bandwidth(bytes, passes);
+}
+
+std::string cuda_device_description() {
+  cuda::Engine engine;
+  const cuda::DeviceInfo& d = engine.device();
+  return d.name + ", " + std::to_string(d.sm_count) + " SMs, sm_" + std::to_string(d.cc_major) +
+         std::to_string(d.cc_minor) + ", " + std::to_string(d.l2_bytes >> 20) + " MiB L2, " +
+         std::to_string(d.memory_bytes >> 30) + " GiB";
+}
+
+std::int64_t cuda_device_memory() {
+  std::size_t free_bytes = 0, total = 0;
+  cuda::check(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
+  return static_cast<std::int64_t>(free_bytes);
+}
+
+}  // namespace leanattn::bench

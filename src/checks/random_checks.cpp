@@ -1,0 +1,171 @@
+// Randomised strategy, determinism and batch-invariance checks (see random_checks.hpp).
+#include "checks/random_checks.hpp"
+
+#include <cstring>
+#include <sstream>
+
+#include "harness/accuracy.hpp"
+#include "harness/host_case.hpp"
+#include "leanattn/error.hpp"
+#include "leanattn/reference.hpp"
+
+namespace leanattn::checks {
+
+cpu::Engine& EnginePool::get(std::int32_t workers) {
+  auto& e = engines_[workers];
+  if (!e) e = std::make_unique<cpu::Engine>(cpu::EngineOptions{.workers = workers, .simd = simd_});
+  return *e;
+}
+
+namespace {
+
+std::mt19937_64 case_rng(std::uint64_t seed, std::int64_t index) {
+  const auto i = static_cast<std::uint64_t>(index);
+  std::seed_seq seq{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32),
+                    static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(i >> 32),
+                    0x1ea9a77u};
+  return std::mt19937_64(seq);
+}
+
+std::string describe(const DecodeProblem& p, std::int32_t workers, std::int32_t tile) {
+  std::ostringstream os;
+  os << "heads " << p.q_heads << "/" << p.kv_heads << " d " << p.head_dim << " "
+     << dtype_name(p.kv_dtype) << " seq_lens";
+  for (std::size_t i = 0; i < p.seq_lens.size(); ++i) os << (i ? "," : " ") << p.seq_lens[i];
+  if (p.layout == KvLayout::paged) os << " paged " << p.page_size;
+  os << " workers " << workers << " tile " << tile;
+  return os.str();
+}
+
+std::string accuracy_text(const harness::Accuracy& a) {
+  std::ostringstream os;
+  os.precision(3);
+  os << "err " << a.max_abs_err << " (tol " << a.tolerance << "), lse err " << a.max_lse_err
+     << ", mismatches " << a.mismatches;
+  if (!a.ok()) os << ": " << a.first_problem;
+  return os.str();
+}
+
+// Output rows of request b: bytes of out and lse.
+std::pair<std::vector<std::byte>, std::vector<float>> request_rows(const harness::HostCase& c,
+                                                                   std::int32_t b) {
+  const std::size_t row = static_cast<std::size_t>(c.problem.q_heads) * c.problem.head_dim *
+                          dtype_size(c.problem.q_dtype);
+  std::vector<std::byte> out(c.out.begin() + static_cast<std::ptrdiff_t>(row * b),
+                             c.out.begin() + static_cast<std::ptrdiff_t>(row * (b + 1)));
+  std::vector<float> lse(c.lse.begin() + static_cast<std::ptrdiff_t>(c.problem.q_heads) * b,
+                         c.lse.begin() + static_cast<std::ptrdiff_t>(c.problem.q_heads) * (b + 1));
+  return {out, lse};
+}
+
+}  // namespace
+
+CaseReport random_strategies_case(std::uint64_t seed, std::int64_t index,
+                                  const harness::RandomLimits& limits, EnginePool& engines) {
+  std::mt19937_64 rng = case_rng(seed, index);
+  harness::RandomCase rc = harness::random_case(rng, limits);
+  harness::HostCase c = harness::make_case(rc.problem, seed ^ static_cast<std::uint64_t>(index));
+  CaseReport report;
+  report.problem = describe(c.problem, rc.hardware.workers, rc.options.tile_tokens);
+  const auto ref = reference::naive_attention(c.problem, c.tensors());
+  const auto naive = harness::naive_same_precision(c.problem, c.tensors());
+  struct Variant {
+    const char* name;
+    PlanOptions options;
+  };
+  const std::int32_t tile = rc.options.tile_tokens;
+  const Variant variants[] = {
+      {"lean/head_major", {.strategy = Strategy::lean, .order = LineOrder::head_major, .tile_tokens = tile}},
+      {"lean/token_major", {.strategy = Strategy::lean, .order = LineOrder::token_major, .tile_tokens = tile}},
+      {"lean/batch_invariant",
+       {.strategy = Strategy::lean, .tile_tokens = tile, .batch_invariant = true, .chunk_tiles = 2}},
+      {"split", {.strategy = Strategy::split, .tile_tokens = tile}},
+      {"head", {.strategy = Strategy::head, .tile_tokens = tile}},
+  };
+  cpu::Engine& engine = engines.get(rc.hardware.workers);
+  for (const Variant& v : variants) {
+    Outcome o{v.name, false, ""};
+    try {
+      harness::poison_outputs(c);
+      engine.run(c.problem, make_plan(c.problem, rc.hardware, v.options), c.tensors());
+      const harness::Accuracy a = harness::check_accuracy(c, ref, true, &naive);
+      o.ok = a.ok();
+      o.detail = accuracy_text(a);
+    } catch (const std::exception& e) {
+      o.detail = std::string("threw: ") + e.what();
+    }
+    report.outcomes.push_back(o);
+  }
+  return report;
+}
+
+CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, EnginePool& engines) {
+  std::mt19937_64 rng = case_rng(seed, index + (1ll << 40));
+  harness::RandomLimits lim;
+  lim.max_len = 3000;
+  lim.max_batch = 6;
+  harness::RandomCase rc = harness::random_case(rng, lim);
+  DecodeProblem p = rc.problem;
+  p.layout = KvLayout::contiguous;  // companions below reuse the same cache rows
+  p.capacity = 3000;
+  std::uniform_int_distribution<std::int32_t> len(0, 3000), workers(1, 24);
+  CaseReport report;
+  report.problem = describe(p, rc.hardware.workers, rc.options.tile_tokens);
+  const PlanOptions tile_only{.tile_tokens = rc.options.tile_tokens == 0 ? 16 : rc.options.tile_tokens};
+
+  // Determinism: one plan, two runs.
+  {
+    harness::HostCase c = harness::make_case(p, seed + static_cast<std::uint64_t>(index));
+    cpu::Engine& e = engines.get(rc.hardware.workers);
+    const Plan plan = e.plan(c.problem, tile_only);
+    Outcome o{"determinism", true, ""};
+    e.run(c.problem, plan, c.tensors());
+    const auto first_out = c.out;
+    const auto first_lse = c.lse;
+    harness::poison_outputs(c);
+    e.run(c.problem, plan, c.tensors());
+    if (first_out != c.out || std::memcmp(first_lse.data(), c.lse.data(), first_lse.size() * 4) != 0) {
+      o.ok = false;
+      o.detail = "two runs of one plan differ";
+    }
+    report.outcomes.push_back(o);
+  }
+
+  // Batch invariance: request 0 of batch A (its own companions, worker count) versus the same
+  // request at another position of batch B (other companions, other worker count).
+  {
+    harness::HostCase a = harness::make_case(p, seed + 7 * static_cast<std::uint64_t>(index));
+    DecodeProblem pb = p;
+    pb.seq_lens.clear();
+    const auto extra = static_cast<std::int32_t>(rng() % 5);
+    for (std::int32_t i = 0; i < extra; ++i) pb.seq_lens.push_back(len(rng));
+    const std::int32_t at = static_cast<std::int32_t>(pb.seq_lens.size());
+    pb.seq_lens.push_back(p.seq_lens[0]);
+    pb.seq_lens.push_back(len(rng));
+    harness::HostCase b = harness::make_case(pb, seed + 13 * static_cast<std::uint64_t>(index));
+    // Copy request 0's query and cache rows of A into request `at` of B.
+    const std::size_t qrow = static_cast<std::size_t>(p.q_heads) * p.head_dim * dtype_size(p.q_dtype);
+    std::memcpy(b.q.data() + qrow * at, a.q.data(), qrow);
+    const std::size_t kvrow = static_cast<std::size_t>(p.capacity) * p.kv_heads * p.head_dim *
+                              dtype_size(p.kv_dtype);
+    std::memcpy(b.k.data() + kvrow * at, a.k.data(), kvrow);
+    std::memcpy(b.v.data() + kvrow * at, a.v.data(), kvrow);
+    PlanOptions inv = tile_only;
+    inv.batch_invariant = true;
+    const std::int32_t wa = rc.hardware.workers, wb = workers(rng);
+    engines.get(wa).run(a.problem, make_plan(a.problem, {wa}, inv), a.tensors());
+    engines.get(wb).run(b.problem, make_plan(b.problem, {wb}, inv), b.tensors());
+    const auto ra = request_rows(a, 0), rb = request_rows(b, at);
+    Outcome o{"batch invariance", true, ""};
+    if (ra.first != rb.first ||
+        std::memcmp(ra.second.data(), rb.second.data(), ra.second.size() * 4) != 0) {
+      o.ok = false;
+      o.detail = "request of length " + std::to_string(p.seq_lens[0]) + " differs between " +
+                 std::to_string(wa) + " and " + std::to_string(wb) + " workers";
+    }
+    report.outcomes.push_back(o);
+  }
+  return report;
+}
+
+}  // namespace leanattn::checks

@@ -1,0 +1,51 @@
+// Randomised checks shared by `leanattn check` and the tests: one random problem run with every
+// strategy against the fp64 reference, and the two reproducibility properties (determinism of a
+// plan; batch invariance of the batch-invariant mode). Each check is identified by (seed, index)
+// so that a failure can be replayed with `leanattn check --seed S --only I`.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/random_problem.hpp"
+#include "leanattn/cpu_engine.hpp"
+
+namespace leanattn::checks {
+
+// CPU engines by worker count (threads are created once per count).
+class EnginePool {
+ public:
+  explicit EnginePool(std::string simd = "") : simd_(std::move(simd)) {}
+  cpu::Engine& get(std::int32_t workers);
+
+ private:
+  std::string simd_;
+  std::map<std::int32_t, std::unique_ptr<cpu::Engine>> engines_;
+};
+
+struct Outcome {
+  std::string what;    // e.g. "lean/token_major" or "batch invariance"
+  bool ok = false;
+  std::string detail;  // error and tolerance, or the first mismatch
+};
+
+struct CaseReport {
+  std::string problem;  // one-line description of the drawn problem
+  std::vector<Outcome> outcomes;
+};
+
+// Draws case `index` of `seed` and runs lean (both line orders), batch-invariant lean, split and
+// head on it; every output is compared with the fp64 reference (accuracy policy), NaN-poisoned
+// before each run.
+CaseReport random_strategies_case(std::uint64_t seed, std::int64_t index,
+                                  const harness::RandomLimits& limits, EnginePool& engines);
+
+// Determinism: the same plan run twice gives bitwise identical outputs. Batch invariance: with
+// batch_invariant plans, one request's output is bitwise identical whatever the other requests
+// and the worker count.
+CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, EnginePool& engines);
+
+}  // namespace leanattn::checks

@@ -1,0 +1,67 @@
+// The producer half of the decode kernel: cp.async 16-byte copies of the query rows of a GQA group
+// and of K and V pipeline stages into swizzled shared-memory tiles. Keys outside the segment's
+// token range (the tail of the last block) are zero-filled and never read from memory, so a
+// block table's unused entries (-1) and the bytes past a request's cache are never touched.
+// Used by kernel/decode_kernel.cuh.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/collective/ptx.cuh"
+#include "cuda/common/kernel_params.hpp"
+#include "cuda/common/kv_rows.hpp"
+#include "cuda/common/tile_math.hpp"
+
+namespace leanattn::cuda {
+
+template <class T, class Shape>
+struct TileLoader {
+  // q_tile [kRows][head_dim] <- Q rows kv_head * group + row0 + r of `request`; rows at or past
+  // the group's end are zero-filled.
+  __device__ static void load_q(T* q_tile, const KernelParams& p, int request, int kv_head,
+                                int row0, int thread) {
+    const T* q = static_cast<const T*>(p.q);
+#pragma unroll
+    for (int i = 0; i < Shape::kQLoadsPerThread; ++i) {
+      const ChunkCoord c = load_coord(thread, i, Shape::kThreads, Shape::kChunksPerRow);
+      const int row = row0 + c.row;
+      const bool valid = row < p.group_size;
+      const T* src = valid ? q + request * p.q_stride_batch +
+                                 static_cast<std::int64_t>(kv_head * p.group_size + row) *
+                                     p.q_stride_head +
+                                 c.chunk * Shape::kChunkElems
+                           : q;
+      ptx::cp_async_16(ptx::smem_address(q_tile + swizzled_offset(c.row, c.chunk * 8,
+                                                                   Shape::kChunksPerRow)),
+                       src, valid);
+    }
+  }
+
+  // k_tile, v_tile [kBlockN][head_dim] <- K and V of tokens block_begin + row, for the rows inside
+  // `range`; the others are zero-filled.
+  __device__ static void load_kv(T* k_tile, T* v_tile, const KernelParams& p, int request,
+                                 int kv_head, std::int64_t block_begin, TokenRange range,
+                                 int thread) {
+    const T* k = static_cast<const T*>(p.k_cache);
+    const T* v = static_cast<const T*>(p.v_cache);
+#pragma unroll 1
+    for (int i = 0; i < Shape::kStageLoadsPerThread; ++i) {
+      const ChunkCoord c = load_coord(thread, i, Shape::kThreads, Shape::kChunksPerRow);
+      const std::int64_t token = block_begin + c.row;
+      const bool valid = key_in_range(token, range);
+      const T* k_src = k;
+      const T* v_src = v;
+      if (valid) {
+        const KvRowOffsets o = kv_row_offsets(p.k, p.v, p.page, request,
+                                              static_cast<std::int32_t>(token), kv_head);
+        k_src = k + o.k + c.chunk * Shape::kChunkElems;
+        v_src = v + o.v + c.chunk * Shape::kChunkElems;
+      }
+      const int at = swizzled_offset(c.row, c.chunk * 8, Shape::kChunksPerRow);
+      ptx::cp_async_16(ptx::smem_address(k_tile + at), k_src, valid);
+      ptx::cp_async_16(ptx::smem_address(v_tile + at), v_src, valid);
+    }
+  }
+};
+
+}  // namespace leanattn::cuda

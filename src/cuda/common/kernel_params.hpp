@@ -1,0 +1,67 @@
+// The plain data the decode kernel receives: the plan in its device form (DeviceSegment,
+// DeviceReduction; built by device/plan_image.cpp, uploaded by device/plan_cache.cpp) and
+// KernelParams, the kernel's single by-value argument (built by device/engine.cpp). No CUDA
+// types, so the host adapter compiles with the C++ compiler and the CPU tests can build these.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/common/kv_rows.hpp"
+#include "leanattn/core/kv_addressing.hpp"
+
+namespace leanattn::cuda {
+
+// A Segment (plan.hpp) as the kernel reads it. slot < 0: a direct segment (writes the output);
+// otherwise the piece's state goes to workspace slot `slot` and `reduction` names the pair's
+// Reduction.
+struct DeviceSegment {
+  std::int32_t request;
+  std::int32_t kv_head;
+  std::int32_t tile_begin;
+  std::int32_t tile_end;
+  std::int32_t slot;
+  std::int32_t reduction;
+};
+
+// A Reduction: merge slots [slot_begin, slot_begin + num_slots) in this order into the output
+// rows of (request, kv_head).
+struct DeviceReduction {
+  std::int32_t request;
+  std::int32_t kv_head;
+  std::int32_t slot_begin;
+  std::int32_t num_slots;
+};
+
+struct KernelParams {
+  // The plan (device memory, one upload per distinct plan).
+  const std::int32_t* worker_offsets;  // [workers + 1]: CTA w runs segments [w], [w + 1])
+  const DeviceSegment* segments;       // [segments]
+  const DeviceReduction* reductions;   // [reductions]
+  const std::int32_t* seq_lens;        // [batch]
+  std::int32_t tile_tokens;
+  std::int32_t group_size;  // query heads per KV head (rows per pair)
+  float scale;              // softmax scale, applied to q.k in fp32
+
+  // Tensors (device memory; layouts in tensors.hpp; element strides).
+  const void* q;  // [batch, q_heads, head_dim]
+  std::int64_t q_stride_batch;
+  std::int64_t q_stride_head;
+  const void* k_cache;  // contiguous [batch, capacity, kv_heads, head_dim] or paged
+  const void* v_cache;  //   [num_pages, page_size, kv_heads, head_dim]; see KvAddressing
+  KvAddressing k;
+  KvAddressing v;
+  FastDivider page;  // paged: division by page_size (shared by K and V)
+  void* out;  // [batch, q_heads, head_dim], Q's dtype
+  std::int64_t out_stride_batch;
+  std::int64_t out_stride_head;
+  float* lse;  // optional [batch, q_heads]
+  std::int64_t lse_stride_batch;
+
+  // Workspace (workspace_layout(plan)).
+  float* slot_o;            // [num_slots, group_size, head_dim] unnormalised partial outputs
+  float* slot_m;            // [num_slots, group_size]
+  float* slot_l;            // [num_slots, group_size]
+  std::uint32_t* counters;  // [reductions] arrivals; every launch leaves them 0
+};
+
+}  // namespace leanattn::cuda

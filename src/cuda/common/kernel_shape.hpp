@@ -1,0 +1,85 @@
+// KernelShape<HeadDim, WarpsM>: every compile-time size of one decode-kernel configuration (warp
+// grid, tokens per pipeline stage, stages, shared-memory layout), as constexpr host/device code.
+// Read by the kernel (src/cuda/kernel), by the host registry (shared-memory bytes for the launch
+// and the occupancy query) and by the CPU tests (tests/cuda), which check that the layout fits
+// and that the kernel's blocking gives the right answer when emulated on the CPU.
+#pragma once
+
+#include <cstdint>
+
+namespace leanattn::cuda {
+
+// A CTA has 4 warps in a WarpsM x WarpsN grid. The GQA group's query rows are packed into
+// 16-row MMA tiles, one per warp row (WarpsM tiles = kRows rows per pass); the warp columns share
+// out the tokens of each stage (WarpsN 16-token steps side by side). So WarpsM = 1 suits groups
+// of up to 16 rows (MHA, most GQA), WarpsM = 4 groups of up to 64 (MQA-like); larger groups take
+// several passes over the segment's tokens.
+template <int HeadDim, int WarpsM>
+struct KernelShape {
+  static_assert(HeadDim == 64 || HeadDim == 128 || HeadDim == 256, "head_dim 64, 128 or 256");
+  static_assert(WarpsM == 1 || WarpsM == 2 || WarpsM == 4, "4 warps in a WarpsM x WarpsN grid");
+
+  static constexpr int kHeadDim = HeadDim;
+  static constexpr int kThreads = 128;
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kWarpsM = WarpsM;
+  static constexpr int kWarpsN = kWarps / WarpsM;
+  static constexpr int kRows = 16 * WarpsM;  // query rows per pass over the tokens
+  // Resident CTAs per SM the registers are budgeted for (__launch_bounds__): two CTAs of 128
+  // threads leave each thread the full 255 registers.
+  static constexpr int kMinBlocksPerSm = 2;
+  static constexpr int kStepTokens = 16;     // tokens per MMA step (one k16 of P.V)
+
+  // 16-byte chunks per K/V/Q row, and 16-bit elements per chunk.
+  static constexpr int kChunkElems = 8;
+  static constexpr int kChunksPerRow = HeadDim / kChunkElems;
+
+  // Tokens per pipeline stage: about 32 KiB of K and V (16-bit), and at least one step per warp
+  // column. head_dim 64: 128 tokens; 128: 64; 256: 64 (WarpsN 4) or 32.
+  static constexpr int kBlockN =
+      8192 / HeadDim > kStepTokens * kWarpsN ? 8192 / HeadDim : kStepTokens * kWarpsN;
+  static constexpr int kStepsPerWarp = kBlockN / (kStepTokens * kWarpsN);
+  static_assert(kBlockN % (kStepTokens * kWarpsN) == 0, "stage must split evenly over warps");
+
+  static constexpr int kStageTileBytes = kBlockN * HeadDim * 2;  // K (or V) of one stage
+  // Three stages while a stage of K and V is at most 32 KiB, else two (head_dim 256, WarpsN 4).
+  static constexpr int kStages = 2 * kStageTileBytes <= 32768 ? 3 : 2;
+
+  // 16-byte loads per thread for one K (or V) stage tile, and for the Q tile.
+  static constexpr int kStageLoadsPerThread = kBlockN * kChunksPerRow / kThreads;
+  static constexpr int kQLoadsPerThread = kRows * kChunksPerRow / kThreads;
+  static_assert(kBlockN * kChunksPerRow % kThreads == 0, "stage loads split evenly");
+  static_assert(kRows * kChunksPerRow % kThreads == 0, "query loads split evenly");
+
+  // Query fragments stay in registers for head_dim <= 128 (32 registers); at 256 they would
+  // push the accumulators (128 registers) into spills, so they are re-read from shared memory.
+  static constexpr bool kQInRegisters = HeadDim <= 128;
+
+  // Shared memory, in bytes from the dynamic base (128-byte aligned pieces):
+  //   q:  [kRows][HeadDim] 16-bit, swizzled
+  //   k:  [kStages][kBlockN][HeadDim] 16-bit, swizzled
+  //   v:  same
+  // After a pass over the tokens the k/v region is reused by the epilogue:
+  //   o:  [kWarpsN][kRows][kScratchRowFloats] float (per-warp-column partial outputs)
+  //   m, l: [kWarpsN][kRows] float
+  static constexpr int kQBytes = kRows * HeadDim * 2;
+  static constexpr int kQOffset = 0;
+  static constexpr int kKOffset = kQOffset + kQBytes;
+  static constexpr int kVOffset = kKOffset + kStages * kStageTileBytes;
+  static constexpr int kSmemBytes = kVOffset + kStages * kStageTileBytes;
+
+  static constexpr int kScratchRowFloats = HeadDim + 4;  // padded against bank conflicts
+  static constexpr int kScratchOOffset = kKOffset;
+  static constexpr int kScratchMOffset =
+      kScratchOOffset + kWarpsN * kRows * kScratchRowFloats * 4;
+  static constexpr int kScratchLOffset = kScratchMOffset + kWarpsN * kRows * 4;
+  static constexpr int kScratchEnd = kScratchLOffset + kWarpsN * kRows * 4;
+  static_assert(kScratchEnd <= kSmemBytes, "epilogue scratch must fit in the K/V stages");
+  static_assert(kSmemBytes <= 227 * 1024, "one CTA must fit an SM's shared memory");
+
+  // Output accumulator tiles (8 columns each) per warp, and MMA k-steps over head_dim.
+  static constexpr int kDimTiles = HeadDim / 8;
+  static constexpr int kDimSteps = HeadDim / 16;
+};
+
+}  // namespace leanattn::cuda

@@ -1,0 +1,93 @@
+// check_kernel_alignment(), check_workspace(), make_kernel_params() (see kernel_arguments.hpp).
+#include "cuda/device/kernel_arguments.hpp"
+
+#include <cstdint>
+#include <string>
+
+#include "leanattn/error.hpp"
+
+namespace leanattn::cuda {
+
+namespace {
+
+void require_16_bytes(const void* p, const char* argument) {
+  require(reinterpret_cast<std::uintptr_t>(p) % 16 == 0, argument,
+          [] { return "must be 16-byte aligned for the CUDA engine (its 16-byte row copies)"; });
+}
+
+void require_stride(std::int64_t stride, const char* argument) {
+  require(stride % 8 == 0, argument, [&] {
+    return "must be a multiple of 8 elements for the CUDA engine (16-byte aligned rows) (got " +
+           std::to_string(stride) + ")";
+  });
+}
+
+}  // namespace
+
+void check_kernel_alignment(const DecodeProblem& p, const DecodeTensors& t) {
+  require_16_bytes(t.q, "q");
+  require_stride(t.q_stride_batch, "q_stride_batch");
+  require_stride(t.q_stride_head, "q_stride_head");
+  require_16_bytes(t.out, "out");
+  require_stride(t.out_stride_batch, "out_stride_batch");
+  require_stride(t.out_stride_head, "out_stride_head");
+  if (p.total_tokens() == 0) return;  // K and V are never read
+  require_16_bytes(t.k_cache, "k_cache");
+  require_16_bytes(t.v_cache, "v_cache");
+  require_stride(t.k_strides.outer, "k_strides.outer");
+  require_stride(t.k_strides.token, "k_strides.token");
+  require_stride(t.k_strides.head, "k_strides.head");
+  require_stride(t.v_strides.outer, "v_strides.outer");
+  require_stride(t.v_strides.token, "v_strides.token");
+  require_stride(t.v_strides.head, "v_strides.head");
+}
+
+void check_workspace(const Plan& plan, const void* workspace) {
+  if (workspace_layout(plan).bytes == 0) return;
+  require(workspace != nullptr, "workspace", [&] {
+    return "must not be null: this plan splits pairs and needs " +
+           std::to_string(workspace_layout(plan).bytes) + " bytes";
+  });
+  require(reinterpret_cast<std::uintptr_t>(workspace) % 16 == 0, "workspace",
+          [] { return "must be 16-byte aligned"; });
+}
+
+KernelParams make_kernel_params(const DecodeProblem& p, const DecodeTensors& t, const Plan& plan,
+                                const DevicePlan& dp, void* workspace) {
+  const bool paged = p.layout == KvLayout::paged;
+  auto addressing = [&](const KvStrides& s) {
+    return KvAddressing{s.outer,  s.token, s.head, paged ? p.page_size : 0,
+                        t.block_table, t.block_table_stride};
+  };
+  const WorkspaceLayout w = workspace_layout(plan);
+  auto* ws = static_cast<std::byte*>(workspace);
+  auto at = [&](std::int64_t offset) { return ws == nullptr ? nullptr : ws + offset; };
+  KernelParams k{};
+  k.worker_offsets = dp.worker_offsets;
+  k.segments = dp.segments;
+  k.reductions = dp.reductions;
+  k.seq_lens = dp.seq_lens;
+  k.tile_tokens = plan.tile_tokens;
+  k.group_size = plan.group_size;
+  k.scale = p.softmax_scale();
+  k.q = t.q;
+  k.q_stride_batch = t.q_stride_batch;
+  k.q_stride_head = t.q_stride_head;
+  k.k_cache = t.k_cache;
+  k.v_cache = t.v_cache;
+  k.k = addressing(t.k_strides);
+  k.v = addressing(t.v_strides);
+  k.page = FastDivider::make(static_cast<std::uint32_t>(paged ? p.page_size : 1));
+  k.out = t.out;
+  k.out_stride_batch = t.out_stride_batch;
+  k.out_stride_head = t.out_stride_head;
+  k.lse = t.lse;
+  k.lse_stride_batch = t.lse_stride_batch;
+  k.slot_o = reinterpret_cast<float*>(at(w.o_offset));
+  k.slot_m = reinterpret_cast<float*>(at(w.m_offset));
+  k.slot_l = reinterpret_cast<float*>(at(w.l_offset));
+  k.counters = reinterpret_cast<std::uint32_t*>(at(w.counters_offset));
+  return k;
+}
+
+}  // namespace leanattn::cuda

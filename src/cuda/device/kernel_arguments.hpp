@@ -1,0 +1,27 @@
+// From the public description of a run (problem, tensors, uploaded plan, workspace) to the
+// kernel's argument (KernelParams), with the rules the CUDA kernel adds to validate(): 16-byte
+// aligned rows for its 16-byte copies. Pure host code, so tests/cuda/host_adapter_test.cpp checks
+// it without a GPU. Called by Engine::run (engine.cpp).
+#pragma once
+
+#include "cuda/common/kernel_params.hpp"
+#include "cuda/device/plan_cache.hpp"
+#include "leanattn/plan.hpp"
+#include "leanattn/problem.hpp"
+#include "leanattn/tensors.hpp"
+
+namespace leanattn::cuda {
+
+// Throws Error naming the tensor argument unless q, out, k_cache and v_cache start on 16 bytes and
+// all their strides are multiples of 8 elements (every row 16-byte aligned).
+void check_kernel_alignment(const DecodeProblem& problem, const DecodeTensors& tensors);
+
+// Throws Error("workspace", ...) unless the workspace is present and 16-byte aligned when the
+// plan needs one.
+void check_workspace(const Plan& plan, const void* workspace);
+
+// The kernel argument. workspace: workspace_layout(plan) bytes (may be null when 0).
+KernelParams make_kernel_params(const DecodeProblem& problem, const DecodeTensors& tensors,
+                                const Plan& plan, const DevicePlan& device_plan, void* workspace);
+
+}  // namespace leanattn::cuda

@@ -1,0 +1,123 @@
+// The persistent decode kernel: CTA w runs worker w's segments of the plan, in order. For each
+// segment (one (request, KV head) pair and a range of its lean tiles) and each pass of up to
+// kRows query rows of the GQA group:
+//   1. Q rows and the first K/V stages go into shared memory (cp.async, 16-byte, swizzled);
+//   2. a kStages-deep pipeline streams the segment's tokens in blocks of kBlockN: while the warps
+//      compute block b, the copies of blocks b + 1 .. b + kStages - 1 are in flight;
+//   3. each warp runs its 16-token steps of the block (collective/warp_attention.cuh);
+//   4. the epilogue merges the warps' states and writes the output rows or the workspace slot
+//      (collective/epilogue.cuh); a split pair's last piece to arrive merges all its slots.
+// One launch = one plan; the lean, split and head strategies are only different plans.
+// Instantiated once per row of the configuration table (src/cuda/kernel_configs.cmake).
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/collective/epilogue.cuh"
+#include "cuda/collective/ptx.cuh"
+#include "cuda/collective/tile_loader.cuh"
+#include "cuda/collective/warp_attention.cuh"
+#include "cuda/common/kernel_params.hpp"
+#include "cuda/common/tile_math.hpp"
+
+namespace leanattn::cuda {
+
+// The token pipeline of one pass: rows [row0, row0 + kRows) of the group over `range`.
+// Returns with every copy landed and a barrier passed (the stages may be reused).
+template <class T, class Shape>
+__device__ __forceinline__ void attend_range(WarpAttention<T, Shape>& acc, unsigned char* smem,
+                                             const KernelParams& p, const DeviceSegment& seg,
+                                             TokenRange range, int row0, bool warp_active,
+                                             int warp_m, int warp_n, int lane, int thread) {
+  using Loader = TileLoader<T, Shape>;
+  constexpr int kStageElems = Shape::kBlockN * Shape::kHeadDim;
+  T* q_tile = reinterpret_cast<T*>(smem + Shape::kQOffset);
+  T* k_tiles = reinterpret_cast<T*>(smem + Shape::kKOffset);
+  T* v_tiles = reinterpret_cast<T*>(smem + Shape::kVOffset);
+  const std::uint32_t q_addr = ptx::smem_address(q_tile);
+  const std::uint32_t k_addr = ptx::smem_address(k_tiles);
+  const std::uint32_t v_addr = ptx::smem_address(v_tiles);
+  const int blocks = block_count(range, Shape::kBlockN);
+
+  // Prologue: Q with the first stage, then the other stages but one (one commit group each,
+  // empty groups included, so that group b always holds block b).
+  Loader::load_q(q_tile, p, seg.request, seg.kv_head, row0, thread);
+#pragma unroll
+  for (int st = 0; st < Shape::kStages - 1; ++st) {
+    if (st < blocks) {
+      Loader::load_kv(k_tiles + st * kStageElems, v_tiles + st * kStageElems, p, seg.request,
+                      seg.kv_head, range.begin + static_cast<std::int64_t>(st) * Shape::kBlockN,
+                      range, thread);
+    }
+    ptx::cp_async_commit();
+  }
+
+  for (int b = 0; b < blocks; ++b) {
+    ptx::cp_async_wait<Shape::kStages - 2>();  // block b (and Q) landed for this thread
+    __syncthreads();                            // ... for every thread; stage b - 1 is free
+    if (b == 0 && warp_active) acc.load_q(q_addr, warp_m, lane);
+    const int next = b + Shape::kStages - 1;
+    if (next < blocks) {
+      const int st = next % Shape::kStages;
+      Loader::load_kv(k_tiles + st * kStageElems, v_tiles + st * kStageElems, p, seg.request,
+                      seg.kv_head, range.begin + static_cast<std::int64_t>(next) * Shape::kBlockN,
+                      range, thread);
+    }
+    ptx::cp_async_commit();
+
+    if (warp_active) {
+      const int st = b % Shape::kStages;
+      const std::int64_t block_begin = range.begin + static_cast<std::int64_t>(b) * Shape::kBlockN;
+      const std::uint32_t k_stage = k_addr + 2u * st * kStageElems;
+      const std::uint32_t v_stage = v_addr + 2u * st * kStageElems;
+#pragma unroll 1
+      for (int step = 0; step < Shape::kStepsPerWarp; ++step) {
+        const std::int64_t token0 =
+            warp_step_begin(block_begin, warp_n, step, Shape::kWarpsN, Shape::kStepTokens);
+        const int valid = step_valid_keys(token0, range, Shape::kStepTokens);
+        if (valid == 0) break;  // this warp's remaining steps are past the range
+        acc.step(q_addr, k_stage, v_stage, static_cast<int>(token0 - block_begin), valid, p.scale,
+                 warp_m, lane);
+      }
+    }
+  }
+  ptx::cp_async_wait<0>();
+  __syncthreads();
+}
+
+template <class T, class Shape>
+__global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocksPerSm)
+    decode_kernel(const __grid_constant__ KernelParams p) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ int last_flag;
+  const int thread = static_cast<int>(threadIdx.x);
+  const int warp = thread / 32;
+  const int lane = thread % 32;
+  const int warp_m = warp / Shape::kWarpsN;
+  const int warp_n = warp % Shape::kWarpsN;
+
+  const int first = p.worker_offsets[blockIdx.x];
+  const int last = p.worker_offsets[blockIdx.x + 1];
+  for (int s = first; s < last; ++s) {
+    const DeviceSegment seg = p.segments[s];
+    const TokenRange range =
+        segment_tokens(seg.tile_begin, seg.tile_end, p.tile_tokens, p.seq_lens[seg.request]);
+    for (int row0 = 0; row0 < p.group_size; row0 += Shape::kRows) {
+      const int rows = p.group_size - row0 < Shape::kRows ? p.group_size - row0 : Shape::kRows;
+      WarpAttention<T, Shape> acc;
+      acc.clear();
+      if (!range.empty()) {
+        attend_range<T, Shape>(acc, smem, p, seg, range, row0, warp_m * 16 < rows, warp_m,
+                               warp_n, lane, thread);
+      }
+      acc.finish();
+      Epilogue<T, Shape>::stash(acc, smem, warp_m, warp_n, lane);
+      __syncthreads();
+      Epilogue<T, Shape>::write_rows(smem, p, seg, row0, rows, thread);
+      __syncthreads();  // scratch read before the next pass's copies overwrite it
+    }
+    if (seg.slot >= 0) Epilogue<T, Shape>::arrive(p, seg, &last_flag, thread);
+  }
+}
+
+}  // namespace leanattn::cuda

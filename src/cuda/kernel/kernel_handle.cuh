@@ -1,0 +1,46 @@
+// kernel_handle<Config>(): the launch description of one configuration of the decode kernel.
+// Included by each generated instantiation file (build/.../generated/decode_*.cu, made by
+// src/cuda/kernel_configs.cmake from instantiation.cu.in), which instantiates it for one row of
+// the configuration table; read through kernel_registry.hpp.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "cuda/common/kernel_shape.hpp"
+#include "cuda/kernel/decode_kernel.cuh"
+#include "cuda/kernel_registry.hpp"
+
+namespace leanattn::cuda {
+
+template <DType Type>
+struct ElementOf;
+template <>
+struct ElementOf<DType::f16> {
+  using type = __half;
+};
+template <>
+struct ElementOf<DType::bf16> {
+  using type = __nv_bfloat16;
+};
+
+template <class Config>
+KernelHandle kernel_handle() {
+  using T = typename ElementOf<Config::kDType>::type;
+  using Shape = KernelShape<Config::kHeadDim, Config::kWarpsM>;
+  KernelHandle h;
+  h.dtype = Config::kDType;
+  h.head_dim = Shape::kHeadDim;
+  h.warps_m = Shape::kWarpsM;
+  h.rows = Shape::kRows;
+  h.block_n = Shape::kBlockN;
+  h.stages = Shape::kStages;
+  h.threads = Shape::kThreads;
+  h.smem_bytes = Shape::kSmemBytes;
+  h.kernel = reinterpret_cast<const void*>(&decode_kernel<T, Shape>);
+  h.name = std::string(dtype_name(Config::kDType)) + "_d" + std::to_string(Shape::kHeadDim) +
+           "_wm" + std::to_string(Shape::kWarpsM);
+  return h;
+}
+
+}  // namespace leanattn::cuda

@@ -1,0 +1,68 @@
+// compiled_kernels(), find_kernel(), why_unsupported() (see kernel_registry.hpp), from the
+// generated type list of the configuration table.
+#include "cuda/kernel_registry.hpp"
+
+#include <algorithm>
+
+#include "cuda/kernel_table.hpp"
+
+namespace leanattn::cuda {
+
+const std::vector<KernelHandle>& compiled_kernels() {
+  static const std::vector<KernelHandle> all = []<class... Configs>(ConfigList<Configs...>) {
+    return std::vector<KernelHandle>{kernel_handle<Configs>()...};
+  }(CompiledConfigs{});
+  return all;
+}
+
+namespace {
+
+std::string compiled_head_dims(DType dtype) {
+  std::vector<std::int32_t> dims;
+  for (const KernelHandle& k : compiled_kernels()) {
+    if (k.dtype == dtype && std::find(dims.begin(), dims.end(), k.head_dim) == dims.end()) {
+      dims.push_back(k.head_dim);
+    }
+  }
+  std::sort(dims.begin(), dims.end());
+  std::string s;
+  for (std::int32_t d : dims) s += (s.empty() ? "" : ", ") + std::to_string(d);
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+std::string why_unsupported(const DecodeProblem& p) {
+  if (p.q_dtype != p.kv_dtype) {
+    return "q_dtype: must equal kv_dtype for the CUDA engine (got " +
+           std::string(dtype_name(p.q_dtype)) + " and " + std::string(dtype_name(p.kv_dtype)) +
+           ")";
+  }
+  if (p.kv_dtype != DType::f16 && p.kv_dtype != DType::bf16) {
+    return "kv_dtype: must be f16 or bf16 for the CUDA engine (got " +
+           std::string(dtype_name(p.kv_dtype)) + ")";
+  }
+  for (const KernelHandle& k : compiled_kernels()) {
+    if (k.dtype == p.kv_dtype && k.head_dim == p.head_dim) return "";
+  }
+  return "head_dim: must be one of the CUDA engine's compiled head dims for " +
+         std::string(dtype_name(p.kv_dtype)) + " (" + compiled_head_dims(p.kv_dtype) + ") (got " +
+         std::to_string(p.head_dim) + ")";
+}
+
+std::optional<KernelHandle> find_kernel(const DecodeProblem& p) {
+  if (!why_unsupported(p).empty()) return std::nullopt;
+  std::vector<const KernelHandle*> fits;
+  for (const KernelHandle& k : compiled_kernels()) {
+    if (k.dtype == p.kv_dtype && k.head_dim == p.head_dim) fits.push_back(&k);
+  }
+  std::sort(fits.begin(), fits.end(),
+            [](const KernelHandle* a, const KernelHandle* b) { return a->rows < b->rows; });
+  const std::int32_t group = p.q_heads / std::max(p.kv_heads, 1);
+  for (const KernelHandle* k : fits) {
+    if (k->rows >= group) return *k;
+  }
+  return *fits.back();
+}
+
+}  // namespace leanattn::cuda

@@ -1,0 +1,57 @@
+// The compiled decode-kernel configurations and their lookup. The configuration table is
+// src/cuda/kernel_configs.cmake (the one place a configuration is added or removed); CMake
+// generates from it one small .cu per row (which instantiates kernel_handle<Config>, see
+// kernel/kernel_handle.cuh) and kernel_table.hpp (the same rows as a type list, read here).
+// Host C++ only, no CUDA types: the engine (device/engine.cpp) asks find_kernel() for a launch
+// and can_run() asks it whether one exists, so the two cannot disagree.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "leanattn/dtype.hpp"
+#include "leanattn/problem.hpp"
+
+namespace leanattn::cuda {
+
+// One row of the table: element type of Q, K, V and the output; head_dim; warp rows.
+template <DType Type, int HeadDim, int WarpsM>
+struct KernelConfig {
+  static constexpr DType kDType = Type;
+  static constexpr int kHeadDim = HeadDim;
+  static constexpr int kWarpsM = WarpsM;
+};
+
+template <class... Configs>
+struct ConfigList {};
+
+// What the host needs to launch one configuration.
+struct KernelHandle {
+  DType dtype = DType::f16;
+  std::int32_t head_dim = 0;
+  std::int32_t warps_m = 0;
+  std::int32_t rows = 0;      // query rows per pass (16 x warps_m)
+  std::int32_t block_n = 0;   // tokens per pipeline stage
+  std::int32_t stages = 0;
+  std::int32_t threads = 0;
+  std::int32_t smem_bytes = 0;  // dynamic shared memory per CTA
+  const void* kernel = nullptr;  // the __global__ function (for cudaLaunchKernel, occupancy)
+  std::string name;              // e.g. "bf16_d128_wm1"
+};
+
+// Defined in the generated instantiation files (kernel/kernel_handle.cuh).
+template <class Config>
+KernelHandle kernel_handle();
+
+// Every compiled configuration, in table order.
+const std::vector<KernelHandle>& compiled_kernels();
+
+// The kernel for a problem: Q and KV of the same 16-bit type, a compiled head_dim, and the
+// smallest warp-row count whose rows hold the GQA group (the largest when none does: the kernel
+// then takes several passes). Empty when there is none; why_unsupported() says why.
+std::optional<KernelHandle> find_kernel(const DecodeProblem& problem);
+std::string why_unsupported(const DecodeProblem& problem);
+
+}  // namespace leanattn::cuda
