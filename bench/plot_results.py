@@ -55,14 +55,19 @@ def read_rows(paths):
                 if "impl" in r:  # run_peers.sh CSV
                     lens = [int(x) for x in r["seq_lens"].split(";")]
                     impl, shape, threads = r["impl"], r["shape"], r["threads"]
+                    shown = ",".join(fmt_tokens(x) for x in lens[:8]) + ("..." if len(lens) > 8 else "")
+                    batch_text = f"batch of {len(lens)}: {shown} tokens"
                 else:  # leanattn bench CSV
                     batch, total, longest = int(r["batch"]), int(r["total_tokens"]), int(r["max_seq_len"])
+                    # This CSV has no per-request lengths: a ragged batch is (longest, rest).
                     lens = [longest] * batch if total == batch * longest else [longest, total - longest]
                     impl, shape, threads = "leanattn-" + r["strategy"], r["case"], r["workers"]
+                    batch_text = (f"batch of {batch}: {fmt_tokens(total)} tokens in all, "
+                                  f"longest {fmt_tokens(longest)}")
                 rows.append({
                     "impl": impl, "shape": shape, "q_heads": int(r["q_heads"]),
                     "kv_heads": int(r["kv_heads"]), "head_dim": int(r["head_dim"]),
-                    "dtype": r["dtype"], "lens": lens, "median_us": float(r["median_us"]),
+                    "dtype": r["dtype"], "lens": lens, "batch_text": batch_text, "median_us": float(r["median_us"]),
                     "gbps": float(r["gbps"]),
                     "probe_gbps": float(r["probe_gbps"]) if r.get("probe_gbps") else None,
                     "cpu": r["cpu"], "threads": threads, "date": r["date"][:10], "commit": r["commit"],
@@ -80,14 +85,15 @@ def plot_bandwidth(args):
     rows = read_rows(args.csv)
     panels = defaultdict(list)
     for r in rows:
-        panels[(r["shape"], r["q_heads"], r["kv_heads"], r["head_dim"])].append(r)
+        batch = tuple(r["lens"]) if len(set(r["lens"])) > 1 else len(r["lens"])  # ragged: own panel
+        panels[(r["shape"], r["q_heads"], r["kv_heads"], r["head_dim"], batch)].append(r)
     keys = list(panels)
     cols = min(len(keys), args.columns)
     nrows = (len(keys) + cols - 1) // cols
     fig, axes = plt.subplots(nrows, cols, figsize=(5.6 * cols, 4.4 * nrows), squeeze=False)
     time_metric = args.metric == "time"
     for ax, key in zip(axes.flat, keys):
-        shape, qh, kvh, d = key
+        shape, qh, kvh, d, _ = key
         prs = panels[key]
         contexts = sorted({max(r["lens"]) for r in prs if len(set(r["lens"])) == 1})
         ragged = any(len(set(r["lens"])) > 1 for r in prs)
@@ -134,7 +140,7 @@ def plot_bandwidth(args):
                  + ("\nSMOKE RUN: small contexts, few repeats, busy machine - not a measurement"
                     if smoke else ""), fontsize=13, color="black")
     legend_rows = (len(handles) + 3) // 4
-    fig.tight_layout(rect=(0, 0.045 * legend_rows / nrows + 0.02, 1, 0.93 if smoke else 0.96))
+    fig.tight_layout(rect=(0, 0.045 * legend_rows / nrows + 0.02, 1, 0.95 if smoke else 0.97))
     save(fig, args.out)
 
 
@@ -163,14 +169,10 @@ def bar_panel(ax, prs, title, time_metric, missing):
         ax.axhline(probe[0], color="k", ls="--", lw=1.3, label="read-bandwidth probe (roofline)")
     if missing:
         names = ", ".join(IMPLS.get(m, (m,))[0] for m in missing)
-        ax.text(0.98, 0.97 if time_metric else 0.85, f"not run (no ragged batches): {names}",
-                transform=ax.transAxes, ha="right", va="top", fontsize=9, style="italic")
-    if not time_metric:
-        ax.set_ylim(0, max(vals + probe) * 1.15)
+        ax.set_xlabel(f"not run (no ragged batches): {names}", fontsize=9, style="italic")
+    ax.set_ylim(0, max(vals + ([] if time_metric else probe)) * 1.15)
     ax.set_ylabel("median time (ms)" if time_metric else "effective bandwidth (GB/s)")
-    lens = prs[0]["lens"]
-    shown = ",".join(fmt_tokens(x) for x in lens[:8]) + ("..." if len(lens) > 8 else "")
-    ax.set_title(f"{title}\nbatch of {len(lens)}: {shown} tokens", fontsize=11)
+    ax.set_title(f"{title}\n{prs[0]['batch_text']}", fontsize=11)
     ax.grid(True, axis="y", alpha=0.3)
 
 
@@ -205,7 +207,12 @@ def plot_plan(plan, out, xmax=None):
             x += width
     longest = max(w["tiles"] for w in workers)
     ax.axvline(longest, color="black", ls="--", lw=1.2)
-    ax.text(longest, -0.65, f" longest worker: {longest} tiles", ha="left", va="bottom", fontsize=9)
+    right = longest > 0.6 * (xmax or longest)
+    ax.text(longest, -0.6, f" longest worker: {longest} tiles ", ha="right" if right else "left",
+            va="bottom", fontsize=9)
+    for w in workers:
+        if w["tiles"] == 0:
+            ax.text(0.3, w["worker"], "idle", va="center", fontsize=9, style="italic", color="grey")
     ax.set_yticks(range(n), [f"worker {i}" for i in range(n)])
     ax.set_ylim(n - 0.5, -0.9)
     ax.set_xlim(0, xmax or max(w["tiles"] for w in workers) * 1.02)

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds the release preset and runs the default CPU
-# benchmark (every strategy, the bandwidth probe, correctness against the fp64 reference).
-# Extra arguments go to `leanattn bench`.
+# The main job: installs what is missing, builds the release preset and runs `leanattn bench`,
+# the default CPU sweep (every strategy, the bandwidth probe, correctness against the fp64
+# reference; about a minute on 2 cores). Extra arguments go to `leanattn bench`, e.g.
+#   scripts/main.sh --csv results.csv
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake --preset release >/dev/null
-cmake --build --preset release
-exec build/release/apps/leanattn/leanattn plan --seq-lens 5000,300,17 --kv-heads 2 --workers 5 \
-  --tile 128 "$@"
+cmake --build --preset release -j "$(nproc)"
+exec build/release/apps/leanattn/leanattn bench "$@"

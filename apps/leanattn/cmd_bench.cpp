@@ -22,6 +22,8 @@ struct BenchArgs {
   ProblemArgs problem;
   std::string backend = "cpu";
   std::vector<std::string> strategies = {"lean", "split", "head"};
+  bool invariant = false;
+  bool head_major = false;
   std::int32_t repeat = 0;  // 0: 10 for one case, 5 per case in the sweep
   std::string simd;
   std::string json_path, csv_path;
@@ -52,6 +54,8 @@ int run_bench(const BenchArgs& a, bool sweep) {
   cfg.chunk_tiles = a.problem.chunk_tiles;
   cfg.order = parse_line_order(a.problem.order, "order");
   cfg.pin_threads = !a.no_pin;
+  cfg.add_invariant = a.invariant;
+  cfg.add_head_major = a.head_major;
 
   std::vector<SweepCase> cases;
   if (sweep) {
@@ -113,6 +117,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--csv", args->csv_path, "write the results as CSV");
   cmd->add_option("--probe-mib", args->probe_mib, "probe buffer size (default: 1.25 x largest KV)");
   cmd->add_flag("--no-pin", args->no_pin, "do not pin threads to cores");
+  cmd->add_flag("--with-invariant", args->invariant,
+                "also time batch-invariant lean (what the mode costs)");
+  cmd->add_flag("--with-head-major", args->head_major,
+                "also time lean in the paper's head-major order");
   cmd->callback([args, cmd] {
     bool sweep = true;
     for (const char* f : kShapeFlags) sweep = sweep && cmd->count(f) == 0;

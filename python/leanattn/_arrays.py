@@ -53,6 +53,8 @@ def tensor_view(x: Any, name: str) -> Tuple[Any, str]:
         kind = "numpy"
     if kind == "other":
         return x, ""
+    if kind == "torch":
+        x = x.detach()  # a view: DLPack cannot export tensors that require grad
     hint = _DTYPE_HINTS.get(str(x.dtype))
     if hint is None:
         raise _dtype_error(name, x.dtype)
@@ -75,6 +77,14 @@ def require_shape(x: Any, ndim: int, name: str, layout: str) -> Tuple[int, ...]:
     return shape
 
 
+def _index_dtype_error(name: str, dtype: Any) -> TypeError:
+    return TypeError(f"{name}: dtype must be an integer type, int32 preferred (got {dtype})")
+
+
+def _index_ndim_error(name: str, layout: str, ndim: int, got: int) -> ValueError:
+    return ValueError(f"{name}: must be {layout} ({ndim} dimensions), got {got} dimensions")
+
+
 def host_index_array(x: Any, name: str, ndim: int, layout: str) -> np.ndarray:
     """x as a C-contiguous int32 NumPy array of ``ndim`` dimensions, for seq_lens and
     block_table. Any integer dtype is accepted (values must fit in int32); int32 arrays that
@@ -87,9 +97,9 @@ def host_index_array(x: Any, name: str, ndim: int, layout: str) -> np.ndarray:
         x = x.get()
     a = np.asarray(x)
     if a.dtype.kind not in "iu" and not (a.size == 0 and a.dtype.kind == "f"):
-        raise TypeError(f"{name}: dtype must be an integer type, int32 preferred (got {a.dtype})")
+        raise _index_dtype_error(name, a.dtype)
     if a.ndim != ndim:
-        raise ValueError(f"{name}: must be {layout} ({ndim} dimensions), got {a.ndim} dimensions")
+        raise _index_ndim_error(name, layout, ndim, a.ndim)
     if a.dtype != np.int32:
         info = np.iinfo(np.int32)
         if a.size and (a.min() < info.min or a.max() > info.max):
@@ -148,17 +158,17 @@ def device_index_array(x: Any, name: str, ndim: int, layout: str, like: Any) -> 
         if framework(x) != "torch":
             x = torch.from_numpy(host_index_array(x, name, ndim, layout))
         if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
-            raise TypeError(f"{name}: dtype must be an integer type, int32 preferred (got {x.dtype})")
+            raise _index_dtype_error(name, x.dtype)
         if x.dim() != ndim:
-            raise ValueError(f"{name}: must be {layout} ({ndim} dimensions), got {x.dim()} dimensions")
+            raise _index_ndim_error(name, layout, ndim, x.dim())
         return x.to(device=like.device, dtype=torch.int32)
     cupy = sys.modules["cupy"]
     if framework(x) != "cupy":
         x = host_index_array(x, name, ndim, layout)
     if x.dtype.kind not in "iu":
-        raise TypeError(f"{name}: dtype must be an integer type, int32 preferred (got {x.dtype})")
+        raise _index_dtype_error(name, x.dtype)
     if x.ndim != ndim:
-        raise ValueError(f"{name}: must be {layout} ({ndim} dimensions), got {x.ndim} dimensions")
+        raise _index_ndim_error(name, layout, ndim, x.ndim)
     return cupy.ascontiguousarray(cupy.asarray(x, dtype=cupy.int32))
 
 
@@ -180,7 +190,9 @@ def optional_positive_int(value: Optional[int], name: str, maximum: int = 2**31 
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name}: must be an int or None (got {type(value).__name__})")
     if not 1 <= value <= maximum:
-        raise ValueError(f"{name}: must be in [1, {maximum}], or None for the default (got {value})")
+        raise ValueError(
+            f"{name}: must be in [1, {maximum}], or None for the default (got {value})"
+        )
     return int(value)
 
 
@@ -193,7 +205,9 @@ def optional_scale(scale: Optional[float]) -> float:
         raise TypeError(f"scale: must be a float or None (got {type(scale).__name__})")
     value = float(scale)
     if not np.isfinite(value) or value <= 0.0:
-        raise ValueError(f"scale: must be finite and > 0, or None for 1/sqrt(head_dim) (got {value})")
+        raise ValueError(
+            f"scale: must be finite and > 0, or None for 1/sqrt(head_dim) (got {value})"
+        )
     if value > float(np.finfo(np.float32).max) or np.float32(value) == 0.0:
         raise ValueError(f"scale: must be representable as a float32 > 0 (got {value})")
     return value

@@ -108,7 +108,9 @@ def decode(
         if not isinstance(plan, Plan):
             raise TypeError(f"plan: must be a leanattn.Plan (got {type(plan).__name__})")
         if strategy != "lean" and strategy != plan.strategy:
-            raise ValueError(f"strategy: the plan was made for '{plan.strategy}' (got '{strategy}')")
+            raise ValueError(
+                f"strategy: the plan was made for '{plan.strategy}' (got '{strategy}')"
+            )
         if tile_n and tile_n != plan.tile:
             raise ValueError(f"tile: the plan was made for tile {plan.tile} (got {tile_n})")
         plan_impl = plan._impl

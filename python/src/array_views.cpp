@@ -21,9 +21,10 @@ std::string shape_text(const nb::ndarray<nb::ro>& a) {
 }
 
 std::string device_text(const Device& d) {
-  const std::string name = d.type == nb::device::cpu::value    ? "cpu"
-                           : d.type == nb::device::cuda::value ? "cuda"
-                                                               : "device type " + std::to_string(d.type);
+  const std::string name = d.type == nb::device::cpu::value ? "cpu"
+                           : d.type == nb::device::cuda::value
+                               ? "cuda"
+                               : "device type " + std::to_string(d.type);
   return name + ":" + std::to_string(d.id);
 }
 
@@ -79,20 +80,35 @@ std::int32_t to_i32(std::size_t value, const char* argument, const std::string& 
   return static_cast<std::int32_t>(value);
 }
 
-const void* data_of(const InArray& a) { return a.size() == 0 ? nullptr : a.data(); }
+const void* data_of(const InArray& a) {
+  return a.size() == 0 ? nullptr : a.data();
+}
 
 }  // namespace
 
 std::string dtype_text(const nb::dlpack::dtype& dtype) {
   std::string base;
   switch (static_cast<dtype_code>(dtype.code)) {
-    case dtype_code::Int: base = "int"; break;
-    case dtype_code::UInt: base = "uint"; break;
-    case dtype_code::Float: base = "float"; break;
-    case dtype_code::Bfloat: base = "bfloat"; break;
-    case dtype_code::Complex: base = "complex"; break;
-    case dtype_code::Bool: return "bool";
-    default: base = "dlpack type code " + std::to_string(dtype.code) + " of "; break;
+    case dtype_code::Int:
+      base = "int";
+      break;
+    case dtype_code::UInt:
+      base = "uint";
+      break;
+    case dtype_code::Float:
+      base = "float";
+      break;
+    case dtype_code::Bfloat:
+      base = "bfloat";
+      break;
+    case dtype_code::Complex:
+      base = "complex";
+      break;
+    case dtype_code::Bool:
+      return "bool";
+    default:
+      base = "dlpack type code " + std::to_string(dtype.code) + " of ";
+      break;
   }
   std::string text = base + std::to_string(dtype.bits);
   if (dtype.lanes != 1) text += "x" + std::to_string(dtype.lanes);
@@ -108,7 +124,8 @@ DType element_type(const nb::dlpack::dtype& dtype, std::string_view hint, const 
   if (scalar && code == dtype_code::Bfloat && dtype.bits == 16) found = DType::bf16;
   if (scalar && code == dtype_code::UInt && dtype.bits == 16 && hint == "bf16") found = DType::bf16;
   if (!found || (!hint.empty() && dtype_name(*found) != hint)) {
-    type_error(argument, "dtype must be float32, float16 or bfloat16 (got " + dtype_text(dtype) + ")");
+    type_error(argument,
+               "dtype must be float32, float16 or bfloat16 (got " + dtype_text(dtype) + ")");
   }
   return *found;
 }
@@ -148,9 +165,9 @@ DecodeViews decode_views(const InArray& q, std::string_view q_hint, const InArra
   p.head_dim = to_i32(q.shape(2), "q", "head_dim (q.shape[2])");
   p.kv_heads = to_i32(k_cache.shape(2), "k_cache", "kv_heads (k_cache.shape[2])");
   if (k_cache.shape(3) != q.shape(2)) {
-    value_error("k_cache", "head_dim (k_cache.shape[3]) = " + std::to_string(k_cache.shape(3)) +
-                               " must equal q's head_dim (q.shape[2]) = " +
-                               std::to_string(q.shape(2)));
+    value_error("k_cache",
+                "head_dim (k_cache.shape[3]) = " + std::to_string(k_cache.shape(3)) +
+                    " must equal q's head_dim (q.shape[2]) = " + std::to_string(q.shape(2)));
   }
   for (std::size_t i = 0; i < 4; ++i) {
     if (v_cache.shape(i) != k_cache.shape(i)) {
@@ -181,10 +198,10 @@ DecodeViews decode_views(const InArray& q, std::string_view q_hint, const InArra
   if (!paged) {
     p.layout = KvLayout::contiguous;
     if (k_cache.shape(0) != batch) {
-      value_error("k_cache", "must hold one row per request (contiguous layout): k_cache.shape[0] = " +
-                                 std::to_string(k_cache.shape(0)) + " but q has batch = " +
-                                 std::to_string(batch) +
-                                 " (pass block_table for a paged cache)");
+      value_error("k_cache",
+                  "must hold one row per request (contiguous layout): k_cache.shape[0] = " +
+                      std::to_string(k_cache.shape(0)) + " but q has batch = " +
+                      std::to_string(batch) + " (pass block_table for a paged cache)");
     }
     p.capacity = static_cast<std::int64_t>(k_cache.shape(1));
     return views;
@@ -200,8 +217,8 @@ DecodeViews decode_views(const InArray& q, std::string_view q_hint, const InArra
   }
   if (bt.shape(0) != batch) {
     value_error("block_table", "must hold one row per request: block_table.shape[0] = " +
-                                   std::to_string(bt.shape(0)) + " but q has batch = " +
-                                   std::to_string(batch));
+                                   std::to_string(bt.shape(0)) +
+                                   " but q has batch = " + std::to_string(batch));
   }
   const auto bs = strides_of(bt, "block_table");
   p.layout = KvLayout::paged;

@@ -21,7 +21,7 @@ namespace nb = nanobind;
 using InArray = nb::ndarray<nb::ro>;  // any framework, dtype, shape and device; read only
 using OutArray = nb::ndarray<>;       // same, writable
 // [batch] host int32 lengths (the Python layer converts lists and other integer types).
-using SeqLensArray = nb::ndarray<const std::int32_t, nb::ndim<1>, nb::device::cpu>;
+using SeqLensArray = nb::ndarray<const std::int32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
 // Where the arrays live (DLPack device), checked equal for all arguments of one call.
 struct Device {

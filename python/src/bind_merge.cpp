@@ -29,9 +29,12 @@ Elem out_elem(const nb::dlpack::dtype& t, std::string_view hint, const char* arg
     return Elem::f64;
   }
   switch (element_type(t, hint, argument)) {
-    case DType::f32: return Elem::f32;
-    case DType::f16: return Elem::f16;
-    case DType::bf16: return Elem::bf16;
+    case DType::f32:
+      return Elem::f32;
+    case DType::f16:
+      return Elem::f16;
+    case DType::bf16:
+      return Elem::bf16;
   }
   return Elem::f32;
 }
@@ -43,10 +46,14 @@ bool is_float(const nb::dlpack::dtype& t, int bits) {
 template <class F>
 F load(const void* base, Elem e, std::size_t i) {
   switch (e) {
-    case Elem::f32: return static_cast<F>(static_cast<const float*>(base)[i]);
-    case Elem::f64: return static_cast<F>(static_cast<const double*>(base)[i]);
-    case Elem::f16: return static_cast<F>(f16_bits_to_float(static_cast<const std::uint16_t*>(base)[i]));
-    case Elem::bf16: return static_cast<F>(bf16_bits_to_float(static_cast<const std::uint16_t*>(base)[i]));
+    case Elem::f32:
+      return static_cast<F>(static_cast<const float*>(base)[i]);
+    case Elem::f64:
+      return static_cast<F>(static_cast<const double*>(base)[i]);
+    case Elem::f16:
+      return static_cast<F>(f16_bits_to_float(static_cast<const std::uint16_t*>(base)[i]));
+    case Elem::bf16:
+      return static_cast<F>(bf16_bits_to_float(static_cast<const std::uint16_t*>(base)[i]));
   }
   return F(0);
 }
@@ -54,8 +61,12 @@ F load(const void* base, Elem e, std::size_t i) {
 template <class F>
 void store(void* base, Elem e, std::size_t i, F v) {
   switch (e) {
-    case Elem::f32: static_cast<float*>(base)[i] = static_cast<float>(v); return;
-    case Elem::f64: static_cast<double*>(base)[i] = static_cast<double>(v); return;
+    case Elem::f32:
+      static_cast<float*>(base)[i] = static_cast<float>(v);
+      return;
+    case Elem::f64:
+      static_cast<double*>(base)[i] = static_cast<double>(v);
+      return;
     case Elem::f16:
       static_cast<std::uint16_t*>(base)[i] = float_to_f16_bits(static_cast<float>(v));
       return;
@@ -82,8 +93,8 @@ struct MergeArgs {
 template <class F>
 void merge_rows(const MergeArgs& a) {
   for (std::size_t r = 0; r < a.rows; ++r) {
-    const MergeWeights<F> w = merge_weights(state_of(load<F>(a.la, a.lse, r)),
-                                            state_of(load<F>(a.lb, a.lse, r)));
+    const MergeWeights<F> w =
+        merge_weights(state_of(load<F>(a.la, a.lse, r)), state_of(load<F>(a.lb, a.lse, r)));
     const Finalized<F> f = finalize(w.merged);
     for (std::size_t i = r * a.dim; i < (r + 1) * a.dim; ++i) {
       const F o = w.scale_a * load<F>(a.oa, a.out, i) + w.scale_b * load<F>(a.ob, a.out, i);

@@ -24,8 +24,8 @@ using namespace nb::literals;
 // lean line order "auto" resolves as the CPU engine does (cpu::Engine::plan): token_major.
 Plan make_plan(const SeqLensArray& seq_lens, std::int32_t q_heads, std::int32_t kv_heads,
                std::int32_t head_dim, std::string_view strategy, std::int32_t workers,
-               std::int32_t tile, std::string_view order, std::int32_t splits,
-               bool batch_invariant, std::int32_t chunk_tiles) {
+               std::int32_t tile, std::string_view order, std::int32_t splits, bool batch_invariant,
+               std::int32_t chunk_tiles) {
   return translate_errors(Entry::plan, [&] {
     DecodeProblem p;
     p.q_heads = q_heads;
@@ -126,9 +126,9 @@ void bind_plan(nb::module_& m) {
       .def("worker_tiles", &worker_tiles)
       .def("text", &format_plan_text)
       .def("picture", &format_plan_picture, "width"_a);
-  m.def("_make_plan", &make_plan, "seq_lens"_a.noconvert(), "q_heads"_a, "kv_heads"_a,
-        "head_dim"_a, "strategy"_a, "workers"_a, "tile"_a, "order"_a, "splits"_a,
-        "batch_invariant"_a, "chunk_tiles"_a, "Private: use leanattn.plan.");
+  m.def("_make_plan", &make_plan, "seq_lens"_a.noconvert(), "q_heads"_a, "kv_heads"_a, "head_dim"_a,
+        "strategy"_a, "workers"_a, "tile"_a, "order"_a, "splits"_a, "batch_invariant"_a,
+        "chunk_tiles"_a, "Private: use leanattn.plan.");
 }
 
 }  // namespace leanattn::python

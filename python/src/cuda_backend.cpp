@@ -38,8 +38,7 @@ std::list<std::shared_ptr<CachedCudaEngine>>& cuda_engines() {
 }
 
 // Touched with the GIL held only.
-std::shared_ptr<CachedCudaEngine> cuda_engine_for(int device, std::int32_t workers,
-                                                  void* stream) {
+std::shared_ptr<CachedCudaEngine> cuda_engine_for(int device, std::int32_t workers, void* stream) {
   auto& list = cuda_engines();
   const auto key = std::make_tuple(device, workers, stream);
   auto it = std::find_if(list.begin(), list.end(), [&](const auto& e) { return e->key == key; });

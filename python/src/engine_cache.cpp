@@ -66,7 +66,7 @@ std::int32_t default_cpu_workers() {
 }
 
 void run_cpu(const DecodeCall& call) {
-  const std::int32_t workers = call.workers > 0      ? call.workers
+  const std::int32_t workers = call.workers > 0       ? call.workers
                                : call.plan != nullptr ? call.plan->workers
                                                       : default_cpu_workers();
   const std::shared_ptr<CachedEngine> cached = engine_for(workers);

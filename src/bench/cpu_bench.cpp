@@ -55,6 +55,7 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, do
   }
 
   std::vector<Plan> plans;
+  std::vector<std::string> names;
   for (Strategy s : cfg.strategies) {
     PlanOptions o;
     o.strategy = s;
@@ -64,9 +65,20 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, do
     o.chunk_tiles = cfg.chunk_tiles;
     o.order = s == Strategy::lean ? cfg.order : LineOrder::automatic;
     plans.push_back(engine.plan(c.problem, o));
+    names.emplace_back(strategy_name(s));
+  }
+  if (cfg.add_invariant) {
+    plans.push_back(engine.plan(c.problem, {.tile_tokens = cfg.tile,
+                                            .batch_invariant = true,
+                                            .chunk_tiles = cfg.chunk_tiles}));
+    names.emplace_back("lean-invariant");
+  }
+  if (cfg.add_head_major) {
+    plans.push_back(engine.plan(c.problem, {.order = LineOrder::head_major, .tile_tokens = cfg.tile}));
+    names.emplace_back("lean-head-major");
   }
 
-  say("timing " + std::to_string(cfg.strategies.size()) + " strategies x " +
+  say("timing " + std::to_string(plans.size()) + " plans x " +
       std::to_string(cfg.repeat) + " runs");
   std::vector<std::vector<double>> us(plans.size());
   std::size_t next = 0;
@@ -82,7 +94,14 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, do
   }
 
   say("checking against the fp64 reference");
-  const auto rows = harness::sample_rows(c.problem, cfg.sample_rows);
+  // The fp64 check costs about 2 x len x head_dim per row (reference and naive baseline): keep a
+  // long case's sample to about 2^27 element reads.
+  const std::int64_t longest =
+      *std::max_element(c.problem.seq_lens.begin(), c.problem.seq_lens.end());
+  const auto budget_rows = static_cast<std::int32_t>(std::clamp<std::int64_t>(
+      (1ll << 27) / std::max<std::int64_t>(1, 2 * longest * c.problem.head_dim), 2,
+      cfg.sample_rows));
+  const auto rows = harness::sample_rows(c.problem, budget_rows);
   const auto ref = reference::naive_attention_rows(c.problem, c.tensors(), rows);
   const auto naive = harness::naive_same_precision(c.problem, c.tensors(), rows);
   for (std::size_t i = 0; i < plans.size(); ++i) {
@@ -90,7 +109,7 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, do
     engine.run(c.problem, plans[i], c.tensors());
     const harness::Accuracy a = harness::check_accuracy(c, ref, true, naive, rows);
     StrategyResult r;
-    r.strategy = std::string(strategy_name(cfg.strategies[i]));
+    r.strategy = names[i];
     r.median_us = median(us[i]);
     r.min_us = *std::min_element(us[i].begin(), us[i].end());
     r.gbps = static_cast<double>(result.kv_bytes) / (r.median_us * 1e-6) / 1e9;

@@ -23,6 +23,10 @@ struct BenchConfig {
   std::int32_t splits = 0;
   LineOrder order = LineOrder::automatic;  // lean only
   bool batch_invariant = false;  // lean only
+  // Extra rows, timed in the same round-robin: "lean-invariant" (batch-invariant lean, what the
+  // mode costs) and "lean-head-major" (the paper's line order, against the CPU's token-major).
+  bool add_invariant = false;
+  bool add_head_major = false;
   std::int32_t chunk_tiles = 0;
   std::int32_t sample_rows = 8;  // rows checked against the reference
   bool pin_threads = true;

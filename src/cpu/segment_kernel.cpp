@@ -149,14 +149,17 @@ HWY_INLINE void store_sums4(DF df, VF a, VF b, VF c, VF d, float* HWY_RESTRICT d
 
 // S[t * R + r] = q[r] . k[t] for t in [0, tokens_padded), tokens_padded a multiple of U.
 // q: [R, d] float; krow[t]: the K row of token t.
-// Spreads prefetches of job.prefetch over the steps of one loop: call with the fraction of the
-// loop done; prefetches the spans up to that fraction not yet issued.
+// Spreads prefetches of job.prefetch over the steps of a loop: start(steps) once, then step()
+// issues the next share of spans (one division per loop, none per step).
 struct PrefetchSpreader {
   const char* const* spans;
-  std::int32_t count, bytes, issued = 0;
-  HWY_INLINE void upto(std::int32_t done, std::int32_t total) {
-    const std::int32_t want = static_cast<std::int32_t>(static_cast<std::int64_t>(done) * count / total);
-    for (; issued < want; ++issued) {
+  std::int32_t count, bytes, issued = 0, per_step = 0;
+  HWY_INLINE void start(std::int32_t steps) {
+    per_step = steps > 0 ? (count - issued + steps - 1) / steps : 0;
+  }
+  HWY_INLINE void step() {
+    const std::int32_t end = std::min(count, issued + per_step);
+    for (; issued < end; ++issued) {
       // Into L2 (locality 2 = prefetcht1): the spans are tens of KiB, more than L1 holds.
       for (std::int32_t b = 0; b < bytes; b += 64) __builtin_prefetch(spans[issued] + b, 0, 2);
     }
@@ -171,8 +174,9 @@ HWY_NOINLINE void qk_block(const float* HWY_RESTRICT q, const KvT* const* krow,
   static_assert(R * U % 4 == 0);
   const DF df;
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
+  prefetch.start(tokens_padded / U);
   for (std::int32_t t = 0; t < tokens_padded; t += U) {
-    prefetch.upto(t + U, tokens_padded);
+    prefetch.step();
     VF acc[R * U];
     for (int a = 0; a < R * U; ++a) acc[a] = hn::Zero(df);
     for (std::int32_t i = 0; i < d; i += n) {

@@ -1,1 +1,264 @@
+// The CUDA engine on a GPU against the fp64 reference (harness/accuracy.hpp's policy): every
+// compiled configuration (dtype x head_dim x warp rows) with GQA groups of one and several
+// passes; the lean, split and head strategies (the same kernel, different plans); worker counts
+// from 1 to many times the resident CTAs; ragged and empty lengths; paged caches with shuffled
+// block tables and pages of 1 to 256 tokens; strided outputs; bitwise-repeatable runs; one
+// workspace shared by different plans (the counters reset themselves); bad input rejected.
+// Every test skips when no CUDA device is present.
 #include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "cuda/device/device_buffer.hpp"
+#include "cuda/harness/device_case.hpp"
+#include "cuda/kernel_registry.hpp"
+#include "harness/accuracy.hpp"
+#include "harness/host_case.hpp"
+#include "harness/random_problem.hpp"
+#include "leanattn/core/float16.hpp"
+#include "leanattn/cuda_engine.hpp"
+#include "leanattn/error.hpp"
+#include "leanattn/reference.hpp"
+
+namespace leanattn::cuda {
+namespace {
+
+class CudaEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!device_available()) GTEST_SKIP() << "no CUDA device (or driver) on this machine";
+    engine_ = std::make_unique<Engine>();
+  }
+
+  Engine& engine() { return *engine_; }
+
+  // A plan for `workers` CTAs (0: the engine's occupancy).
+  Plan plan_for(const DecodeProblem& p, Strategy s, std::int32_t workers, std::int32_t tile = 0) {
+    PlanOptions o{.strategy = s, .tile_tokens = tile};
+    if (workers == 0) return engine().plan(p, o);
+    if (s == Strategy::lean) o.order = LineOrder::head_major;
+    return make_plan(p, {workers}, o);
+  }
+
+  // Runs every strategy for each worker count on c and checks against the reference.
+  void check_all(harness::HostCase& c, std::initializer_list<std::int32_t> workers,
+                 const std::string& what, std::int32_t tile = 0) {
+    const auto ref = reference::naive_attention(c.problem, c.tensors());
+    const auto naive = harness::naive_same_precision(c.problem, c.tensors());
+    DeviceCase d(c);
+    for (std::int32_t w : workers) {
+      for (Strategy s : {Strategy::lean, Strategy::split, Strategy::head}) {
+        const Plan plan = plan_for(c.problem, s, w, tile);
+        d.poison();
+        engine().run(c.problem, plan, d.tensors(), nullptr);
+        harness::poison_outputs(c);
+        d.download(c);
+        const harness::Accuracy a = harness::check_accuracy(c, ref, true, &naive);
+        ASSERT_TRUE(a.ok()) << what << " " << strategy_name(s) << " workers " << plan.workers
+                            << ": err " << a.max_abs_err << " > tol " << a.tolerance
+                            << ", lse err " << a.max_lse_err << ", mismatches " << a.mismatches
+                            << " (" << a.first_problem << ")";
+      }
+    }
+  }
+
+  std::int32_t sms() { return engine().device().sm_count; }
+
+  std::unique_ptr<Engine> engine_;
+};
+
+DecodeProblem make_problem(std::vector<std::int32_t> lens, std::int32_t q_heads,
+                           std::int32_t kv_heads, std::int32_t d, DType dtype) {
+  DecodeProblem p;
+  p.q_heads = q_heads;
+  p.kv_heads = kv_heads;
+  p.head_dim = d;
+  p.seq_lens = std::move(lens);
+  p.q_dtype = p.kv_dtype = dtype;
+  return p;
+}
+
+TEST_F(CudaEngineTest, EveryConfigurationAgainstTheReference) {
+  for (const KernelHandle& k : compiled_kernels()) {
+    const std::vector<std::int32_t> groups =
+        k.warps_m == 1 ? std::vector<std::int32_t>{1, 4, 16} : std::vector<std::int32_t>{24, 64, 80};
+    for (std::int32_t group : groups) {
+      DecodeProblem p = make_problem({1000, 0, 1, 127, 128, 129, 3000, 17}, 2 * group, 2,
+                                     k.head_dim, k.dtype);
+      ASSERT_EQ(find_kernel(p)->name, k.name);
+      harness::HostCase c = harness::make_case(p, static_cast<std::uint64_t>(group * 1000 + k.head_dim));
+      check_all(c, {0, 1, 7}, k.name + " group " + std::to_string(group));
+    }
+  }
+}
+
+TEST_F(CudaEngineTest, ManyMoreCtasThanSmsAndTinyTiles) {
+  DecodeProblem p = make_problem({5000, 33, 0, 900, 2}, 32, 8, 128, DType::bf16);
+  harness::HostCase c = harness::make_case(p, 21);
+  check_all(c, {sms(), 4 * sms(), 16 * sms()}, "oversubscribed", 16);
+  check_all(c, {3, 2 * sms()}, "tile 1", 1);
+}
+
+TEST_F(CudaEngineTest, PagedCachesWithShuffledBlockTables) {
+  for (std::int32_t page : {1, 3, 16, 64, 256}) {
+    std::vector<std::int32_t> lens = {6000};
+    for (int i = 0; i < 15; ++i) lens.push_back(1 + i * 37);
+    lens.push_back(0);
+    for (DType t : {DType::f16, DType::bf16}) {
+      DecodeProblem p = make_problem(lens, 8, 1, 128, t);
+      p.layout = KvLayout::paged;
+      p.page_size = page;
+      harness::HostCase c = harness::make_case(p, static_cast<std::uint64_t>(page) + 77);
+      check_all(c, {0, 5}, "page " + std::to_string(page) + " " + std::string(dtype_name(t)));
+    }
+  }
+}
+
+TEST_F(CudaEngineTest, AllEmptySequences) {
+  DecodeProblem p = make_problem({0, 0, 0}, 4, 2, 64, DType::f16);
+  harness::HostCase c = harness::make_case(p, 3);
+  check_all(c, {0, 1, 4}, "empty");
+  for (float x : c.lse) EXPECT_EQ(x, -std::numeric_limits<float>::infinity());
+}
+
+TEST_F(CudaEngineTest, RandomProblems) {
+  std::mt19937_64 rng(4242);
+  harness::RandomLimits lim;
+  lim.max_len = 2000;
+  lim.max_workers = 1000;
+  lim.max_group = 40;
+  int checked = 0;
+  for (int trial = 0; trial < 400 && checked < 120; ++trial) {
+    harness::RandomCase rc = harness::random_case(rng, lim);
+    rc.problem.q_dtype = rc.problem.kv_dtype = trial % 2 ? DType::bf16 : DType::f16;
+    rc.problem.head_dim = std::array<std::int32_t, 3>{64, 128, 256}[trial % 3];
+    if (!engine().can_run(rc.problem)) continue;
+    harness::HostCase c = harness::make_case(rc.problem, static_cast<std::uint64_t>(trial));
+    const auto ref = reference::naive_attention(c.problem, c.tensors());
+    run_host_case(engine(), c, make_plan(c.problem, rc.hardware, rc.options));
+    const harness::Accuracy a = harness::check_accuracy(c, ref, true);
+    ASSERT_TRUE(a.ok()) << "trial " << trial << " err " << a.max_abs_err << " tol " << a.tolerance
+                        << " (" << a.first_problem << ")";
+    ++checked;
+  }
+}
+
+TEST_F(CudaEngineTest, RepeatedRunsAreBitwiseIdentical) {
+  DecodeProblem p = make_problem({30000, 17, 900}, 32, 8, 128, DType::bf16);
+  harness::HostCase c = harness::make_case(p, 5);
+  DeviceCase d(c);
+  const Plan plan = plan_for(c.problem, Strategy::lean, 4 * sms(), 16);
+  ASSERT_FALSE(plan.reductions.empty());
+  engine().run(c.problem, plan, d.tensors(), nullptr);
+  d.download(c);
+  const auto first = c.out;
+  const auto first_lse = c.lse;
+  for (int i = 0; i < 20; ++i) {
+    d.poison();
+    engine().run(c.problem, plan, d.tensors(), nullptr);
+    d.download(c);
+    ASSERT_EQ(c.out, first) << "run " << i;
+    ASSERT_EQ(std::memcmp(c.lse.data(), first_lse.data(), c.lse.size() * 4), 0) << "run " << i;
+  }
+}
+
+TEST_F(CudaEngineTest, OneWorkspaceServesDifferentPlansInTurn) {
+  DecodeProblem p = make_problem({4000, 300, 1}, 16, 2, 64, DType::f16);
+  harness::HostCase c = harness::make_case(p, 8);
+  const auto ref = reference::naive_attention(c.problem, c.tensors());
+  DeviceCase d(c);
+  std::vector<Plan> plans = {plan_for(c.problem, Strategy::lean, 50, 16),
+                             plan_for(c.problem, Strategy::split, 50),
+                             plan_for(c.problem, Strategy::lean, 7, 32)};
+  std::int64_t bytes = 0;
+  for (const Plan& pl : plans) bytes = std::max(bytes, engine().workspace_bytes(pl));
+  DeviceBuffer ws(static_cast<std::size_t>(bytes));
+  for (int round = 0; round < 3; ++round) {
+    for (const Plan& pl : plans) {
+      d.poison();
+      engine().run(c.problem, pl, d.tensors(), ws.data(), nullptr);
+      harness::poison_outputs(c);
+      d.download(c);
+      const harness::Accuracy a = harness::check_accuracy(c, ref, true);
+      ASSERT_TRUE(a.ok()) << "round " << round << " (" << a.first_problem << ")";
+    }
+  }
+}
+
+TEST_F(CudaEngineTest, StridedOutputAndLse) {
+  DecodeProblem p = make_problem({500, 0, 77}, 4, 2, 64, DType::bf16);
+  harness::HostCase c = harness::make_case(p, 6);
+  const auto ref = reference::naive_attention(c.problem, c.tensors());
+  DeviceCase d(c);
+  // Output stored [q_heads, batch, head_dim] with a gap of 8 elements between rows.
+  const std::int64_t row = 64 + 8;
+  DeviceBuffer out(static_cast<std::size_t>(4 * 3 * row) * 2), lse(3 * 6 * sizeof(float));
+  ASSERT_EQ(cudaMemset(out.data(), 0, out.size()), cudaSuccess);
+  DecodeTensors t = d.tensors();
+  t.out = out.data();
+  t.out_stride_batch = row;
+  t.out_stride_head = 3 * row;
+  t.lse = lse.as<float>();
+  t.lse_stride_batch = 6;
+  engine().decode(c.problem, t, nullptr, {.tile_tokens = 32});
+  std::vector<std::uint16_t> host_out(static_cast<std::size_t>(4 * 3 * row));
+  std::vector<float> host_lse(18);
+  ASSERT_EQ(cudaMemcpy(host_out.data(), out.data(), out.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(host_lse.data(), lse.data(), lse.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  for (std::int32_t b = 0; b < 3; ++b) {
+    for (std::int32_t h = 0; h < 4; ++h) {
+      for (std::int32_t i = 0; i < 64; ++i) {
+        const double want = ref.out[(static_cast<std::size_t>(b) * 4 + h) * 64 + i];
+        const float got = bf16_bits_to_float(host_out[static_cast<std::size_t>(h * 3 * row + b * row + i)]);
+        EXPECT_NEAR(got, want, 2e-2) << b << " " << h << " " << i;
+      }
+      EXPECT_EQ(host_out[static_cast<std::size_t>(h * 3 * row + b * row + 64)], 0);  // gap kept
+      const double want_lse = ref.lse[static_cast<std::size_t>(b) * 4 + h];
+      const float got_lse = host_lse[static_cast<std::size_t>(b * 6 + h)];
+      if (std::isinf(want_lse)) {
+        EXPECT_EQ(got_lse, want_lse);
+      } else {
+        EXPECT_NEAR(got_lse, want_lse, 1e-3);
+      }
+    }
+  }
+}
+
+TEST_F(CudaEngineTest, RejectsUnsupportedAndMisalignedInputs) {
+  DecodeProblem p = make_problem({100, 20}, 4, 2, 64, DType::f32);
+  EXPECT_FALSE(engine().can_run(p));
+  EXPECT_THROW(engine().plan(p), Error);
+  p.q_dtype = p.kv_dtype = DType::f16;
+  harness::HostCase c = harness::make_case(p, 9);
+  DeviceCase d(c);
+  DecodeTensors t = d.tensors();
+  t.q = static_cast<const std::byte*>(t.q) + 2;
+  try {
+    engine().decode(c.problem, t);
+    ADD_FAILURE() << "misaligned q accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.argument(), "q");
+  }
+  DecodeProblem other = c.problem;
+  other.seq_lens = {100, 21};
+  EXPECT_THROW(engine().run(c.problem, engine().plan(other), d.tensors()), Error);
+}
+
+TEST_F(CudaEngineTest, WorkerCountComesFromOccupancy) {
+  const DecodeProblem p = make_problem({100}, 32, 8, 128, DType::bf16);
+  const std::int32_t w = engine().workers_for(p);
+  EXPECT_GE(w, sms());
+  EXPECT_EQ(w % sms(), 0);
+  EXPECT_EQ(engine().plan(p).workers, w);
+  Engine fixed({.workers = 5});
+  EXPECT_EQ(fixed.plan(p).workers, 5);
+}
+
+}  // namespace
+}  // namespace leanattn::cuda

@@ -1,1 +1,184 @@
+// The CUDA engine's host adapter without a GPU: the public header needs no CUDA types, the plan's
+// device image round-trips, the plan cache's equality, the kernel argument and its alignment
+// rules, the configuration lookup (can_run / why_not), and a clean answer when no device exists.
 #include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "leanattn/cuda_engine.hpp"
+// The public header must not pull in the CUDA runtime (this file is compiled without its
+// include path, so an #include of it would fail; a CUDA type in the header would too).
+#if defined(__CUDA_RUNTIME_H__) || defined(CUDART_VERSION)
+#error "leanattn/cuda_engine.hpp must not include CUDA headers"
+#endif
+
+#include "cuda/common/kernel_params.hpp"
+#include "cuda/device/kernel_arguments.hpp"
+#include "cuda/device/plan_cache.hpp"
+#include "cuda/device/plan_image.hpp"
+#include "cuda/kernel_registry.hpp"
+#include "leanattn/error.hpp"
+
+namespace leanattn::cuda {
+namespace {
+
+DecodeProblem problem(std::int32_t q_heads, std::int32_t kv_heads, std::int32_t d, DType t) {
+  DecodeProblem p;
+  p.q_heads = q_heads;
+  p.kv_heads = kv_heads;
+  p.head_dim = d;
+  p.seq_lens = {300, 0, 77};
+  p.capacity = 300;
+  p.q_dtype = p.kv_dtype = t;
+  return p;
+}
+
+template <class T>
+T read_at(const PlanImage& im, std::size_t at, std::size_t i) {
+  T x;
+  std::memcpy(&x, im.bytes.data() + at + i * sizeof(T), sizeof(T));
+  return x;
+}
+
+TEST(PlanImage, HoldsTheScheduleTheKernelReads) {
+  const DecodeProblem p = problem(8, 2, 128, DType::bf16);
+  const Plan plan = make_plan(p, {5}, {.order = LineOrder::head_major, .tile_tokens = 32});
+  ASSERT_FALSE(plan.reductions.empty());
+  const PlanImage im = make_plan_image(plan);
+  EXPECT_EQ(im.workers, 5);
+  EXPECT_EQ(im.tile_tokens, 32);
+  EXPECT_EQ(im.group_size, 4);
+  for (std::size_t at : {im.worker_offsets_at, im.segments_at, im.reductions_at, im.seq_lens_at}) {
+    EXPECT_EQ(at % 16, 0u);
+  }
+  for (std::size_t w = 0; w < plan.worker_offsets.size(); ++w) {
+    EXPECT_EQ(read_at<std::int32_t>(im, im.worker_offsets_at, w), plan.worker_offsets[w]);
+  }
+  for (std::size_t i = 0; i < plan.segments.size(); ++i) {
+    const auto s = read_at<DeviceSegment>(im, im.segments_at, i);
+    const Segment& want = plan.segments[i];
+    EXPECT_EQ(s.request, want.request);
+    EXPECT_EQ(s.kv_head, want.kv_head);
+    EXPECT_EQ(s.tile_begin, want.tile_begin);
+    EXPECT_EQ(s.tile_end, want.tile_end);
+    EXPECT_EQ(s.slot, want.kind == SegmentKind::direct ? -1 : want.slot);
+    EXPECT_EQ(s.reduction, want.kind == SegmentKind::direct ? -1 : want.reduction);
+  }
+  for (std::size_t i = 0; i < plan.reductions.size(); ++i) {
+    const auto r = read_at<DeviceReduction>(im, im.reductions_at, i);
+    EXPECT_EQ(r.slot_begin, plan.reductions[i].slot_begin);
+    EXPECT_EQ(r.num_slots, plan.reductions[i].num_slots);
+  }
+  for (std::size_t b = 0; b < p.seq_lens.size(); ++b) {
+    EXPECT_EQ(read_at<std::int32_t>(im, im.seq_lens_at, b), p.seq_lens[b]);
+  }
+}
+
+TEST(PlanImage, EqualPlansGiveEqualImagesAndOthersDiffer) {
+  const DecodeProblem p = problem(8, 2, 128, DType::bf16);
+  const Plan a = make_plan(p, {5}, {.order = LineOrder::head_major});
+  const Plan b = make_plan(p, {5}, {.order = LineOrder::head_major});
+  const Plan c = make_plan(p, {6}, {.order = LineOrder::head_major});
+  const Plan d = make_plan(p, {5}, {.strategy = Strategy::split});
+  EXPECT_EQ(make_plan_image(a).bytes, make_plan_image(b).bytes);
+  EXPECT_EQ(image_hash(make_plan_image(a)), image_hash(make_plan_image(b)));
+  EXPECT_NE(make_plan_image(a).bytes, make_plan_image(c).bytes);
+  EXPECT_TRUE(same_schedule(a, b));
+  EXPECT_FALSE(same_schedule(a, c));
+  EXPECT_FALSE(same_schedule(a, d));
+}
+
+TEST(KernelArguments, PointIntoTheWorkspaceLayoutAndCarryTheProblem) {
+  DecodeProblem p = problem(8, 2, 64, DType::f16);
+  p.layout = KvLayout::paged;
+  p.page_size = 48;
+  p.max_pages = 7;
+  p.num_pages = 20;
+  const Plan plan = make_plan(p, {7}, {.order = LineOrder::head_major, .tile_tokens = 16});
+  alignas(16) static std::byte ws[1 << 16];
+  const WorkspaceLayout w = workspace_layout(plan);
+  ASSERT_LE(w.bytes, static_cast<std::int64_t>(sizeof ws));
+  std::int32_t table[21] = {};
+  DecodeTensors t = dense_tensors(p, ws, ws, ws, table, ws, nullptr);
+  const KernelParams k = make_kernel_params(p, t, plan, DevicePlan{}, ws);
+  EXPECT_EQ(reinterpret_cast<std::byte*>(k.slot_o), ws + w.o_offset);
+  EXPECT_EQ(reinterpret_cast<std::byte*>(k.slot_m), ws + w.m_offset);
+  EXPECT_EQ(reinterpret_cast<std::byte*>(k.slot_l), ws + w.l_offset);
+  EXPECT_EQ(reinterpret_cast<std::byte*>(k.counters), ws + w.counters_offset);
+  EXPECT_EQ(k.group_size, 4);
+  EXPECT_EQ(k.tile_tokens, 16);
+  EXPECT_FLOAT_EQ(k.scale, 0.125f);
+  EXPECT_EQ(k.k.page_size, 48);
+  EXPECT_EQ(k.page.divisor, 48u);
+  EXPECT_EQ(k.k.block_table, table);
+  EXPECT_EQ(k.k.token_stride, 2 * 64);
+  EXPECT_EQ(k.k.outer_stride, 48 * 2 * 64);
+  EXPECT_EQ(k.lse, nullptr);
+}
+
+TEST(KernelArguments, RejectRowsThatAreNot16ByteAligned) {
+  const DecodeProblem p = problem(8, 2, 64, DType::f16);
+  alignas(16) static std::byte buf[4096];
+  const DecodeTensors good = dense_tensors(p, buf, buf, buf, nullptr, buf, nullptr);
+  EXPECT_NO_THROW(check_kernel_alignment(p, good));
+  auto expect_error = [&](DecodeTensors t, const char* argument) {
+    try {
+      check_kernel_alignment(p, t);
+      ADD_FAILURE() << argument << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.argument(), argument);
+    }
+  };
+  DecodeTensors t = good;
+  t.q = buf + 2;
+  expect_error(t, "q");
+  t = good;
+  t.out_stride_head = 68;
+  expect_error(t, "out_stride_head");
+  t = good;
+  t.k_cache = buf + 8;
+  expect_error(t, "k_cache");
+  t = good;
+  t.v_strides.token = 132;
+  expect_error(t, "v_strides.token");
+
+  const Plan plan = make_plan(p, {7}, {.order = LineOrder::head_major, .tile_tokens = 16});
+  ASSERT_GT(workspace_layout(plan).bytes, 0);
+  EXPECT_THROW(check_workspace(plan, nullptr), Error);
+  EXPECT_THROW(check_workspace(plan, buf + 4), Error);
+  EXPECT_NO_THROW(check_workspace(plan, buf));
+  const Plan direct = make_plan(p, {1}, {});
+  EXPECT_NO_THROW(check_workspace(direct, nullptr));
+}
+
+TEST(KernelLookup, PicksTheSmallestRowTileThatHoldsTheGroup) {
+  EXPECT_EQ(find_kernel(problem(8, 8, 128, DType::f16))->warps_m, 1);    // MHA
+  EXPECT_EQ(find_kernel(problem(32, 8, 128, DType::bf16))->warps_m, 1);  // GQA 4
+  EXPECT_EQ(find_kernel(problem(16, 1, 64, DType::bf16))->warps_m, 1);   // 16 rows
+  EXPECT_EQ(find_kernel(problem(17, 1, 64, DType::bf16))->warps_m, 4);
+  EXPECT_EQ(find_kernel(problem(64, 1, 256, DType::f16))->warps_m, 4);
+  EXPECT_EQ(find_kernel(problem(128, 1, 128, DType::f16))->warps_m, 4);  // two passes
+  EXPECT_EQ(find_kernel(problem(8, 2, 128, DType::bf16))->dtype, DType::bf16);
+}
+
+TEST(KernelLookup, ExplainsWhatIsUnsupported) {
+  EXPECT_FALSE(find_kernel(problem(8, 2, 128, DType::f32)).has_value());
+  EXPECT_NE(why_unsupported(problem(8, 2, 128, DType::f32)).find("kv_dtype"), std::string::npos);
+  DecodeProblem mixed = problem(8, 2, 128, DType::f16);
+  mixed.kv_dtype = DType::bf16;
+  EXPECT_NE(why_unsupported(mixed).find("q_dtype"), std::string::npos);
+  const std::string why = why_unsupported(problem(8, 2, 96, DType::f16));
+  EXPECT_EQ(why.rfind("head_dim", 0), 0u) << why;
+  EXPECT_NE(why.find("64, 128, 256"), std::string::npos) << why;
+  EXPECT_EQ(why_unsupported(problem(8, 2, 64, DType::f16)), "");
+}
+
+TEST(Device, AbsenceIsReportedCleanly) {
+  bool available = true;
+  EXPECT_NO_THROW(available = device_available());
+  if (available) GTEST_SKIP() << "a CUDA device is present; the no-device path is not reachable";
+  EXPECT_THROW(Engine{}, CudaError);
+}
+
+}  // namespace
+}  // namespace leanattn::cuda

@@ -1,1 +1,191 @@
+// The decode kernel's host/device index math (src/cuda/common) compiled as host code: token
+// ranges and masks of segments, the warps' share of a pipeline block, the shared-memory swizzle
+// and load assignment, the fast division by page_size and the K/V row offsets it feeds, and the
+// sizes of every compiled configuration. No GPU needed.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "cuda/common/kernel_shape.hpp"
+#include "cuda/common/kv_rows.hpp"
+#include "cuda/common/tile_math.hpp"
+#include "cuda/kernel_registry.hpp"
+
+namespace leanattn::cuda {
+namespace {
+
+TEST(SegmentTokens, CutsTheLastTileAtTheLengthAndKeepsEmptyPairsEmpty) {
+  EXPECT_EQ(segment_tokens(0, 3, 64, 150).begin, 0);
+  EXPECT_EQ(segment_tokens(0, 3, 64, 150).end, 150);    // ragged last tile
+  EXPECT_EQ(segment_tokens(1, 2, 64, 150).end, 128);    // a middle piece
+  EXPECT_EQ(segment_tokens(2, 3, 64, 150).size(), 22);  // the tail piece
+  EXPECT_TRUE(segment_tokens(0, 0, 64, 0).empty());     // an empty request
+  EXPECT_EQ(segment_tokens(0, 0, 64, 0).size(), 0);
+  // Tiles beyond a request's length never yield keys (and never a negative range).
+  EXPECT_TRUE(segment_tokens(5, 6, 64, 100).empty());
+  EXPECT_EQ(segment_tokens(40000, 40001, 65536, 2147483647).begin, 40000ll * 65536);
+}
+
+TEST(SegmentTokens, BlocksAndStepsCoverTheRangeOnce) {
+  for (std::int64_t len : {1, 15, 16, 17, 63, 64, 65, 200}) {
+    const TokenRange r{1000, 1000 + len};
+    for (int block_n : {32, 64, 128}) {
+      const int blocks = block_count(r, block_n);
+      EXPECT_EQ(blocks, (len + block_n - 1) / block_n);
+      for (int warps_n : {1, 2, 4}) {
+        if (block_n % (16 * warps_n) != 0) continue;
+        const int steps = block_n / (16 * warps_n);
+        std::vector<int> seen(static_cast<std::size_t>(blocks) * block_n, 0);
+        std::int64_t keys = 0;
+        for (int b = 0; b < blocks; ++b) {
+          const std::int64_t begin = r.begin + static_cast<std::int64_t>(b) * block_n;
+          for (int wn = 0; wn < warps_n; ++wn) {
+            for (int s = 0; s < steps; ++s) {
+              const std::int64_t t0 = warp_step_begin(begin, wn, s, warps_n, 16);
+              const int valid = step_valid_keys(t0, r, 16);
+              for (int j = 0; j < 16; ++j) {
+                ++seen[static_cast<std::size_t>(t0 - r.begin + j)];
+                EXPECT_EQ(j < valid, key_in_range(t0 + j, r));
+              }
+              keys += valid;
+            }
+          }
+        }
+        EXPECT_EQ(keys, len);
+        EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int x) { return x == 1; }));
+      }
+    }
+  }
+}
+
+TEST(StepValidKeys, IsZeroPastTheRangeAndAtMostAStep) {
+  const TokenRange r{0, 40};
+  EXPECT_EQ(step_valid_keys(0, r, 16), 16);
+  EXPECT_EQ(step_valid_keys(32, r, 16), 8);
+  EXPECT_EQ(step_valid_keys(48, r, 16), 0);
+  EXPECT_EQ(step_valid_keys(40, r, 16), 0);
+}
+
+TEST(Swizzle, IsABijectionPerRowAndSpreadsEightRowsOverEightChunks) {
+  for (int chunks : {8, 16, 32}) {
+    for (int row = 0; row < 64; ++row) {
+      std::set<int> physical;
+      for (int c = 0; c < chunks; ++c) physical.insert(swizzle_chunk(row, c));
+      EXPECT_EQ(static_cast<int>(physical.size()), chunks);
+      EXPECT_EQ(*physical.rbegin(), chunks - 1);
+    }
+    // ldmatrix: 8 lanes read rows r0..r0+7 at one logical chunk; the 8 physical chunks differ,
+    // so the 8 16-byte reads fall in 8 different groups of 4 banks.
+    for (int r0 = 0; r0 < 64; r0 += 8) {
+      for (int c = 0; c < chunks; ++c) {
+        std::set<int> banks;
+        for (int r = r0; r < r0 + 8; ++r) {
+          banks.insert(((r * chunks + swizzle_chunk(r, c)) * 16 / 4) % 32 / 4);
+        }
+        EXPECT_EQ(banks.size(), 8u) << "chunks " << chunks << " rows " << r0 << " chunk " << c;
+      }
+    }
+  }
+  EXPECT_EQ(swizzled_offset(3, 17, 16), 3 * 128 + (2 ^ 3) * 8 + 1);
+}
+
+template <class Shape>
+void expect_loads_cover_tiles() {
+  auto cover = [](int rows, int loads) {
+    std::vector<int> seen(static_cast<std::size_t>(rows) * Shape::kChunksPerRow, 0);
+    for (int t = 0; t < Shape::kThreads; ++t) {
+      for (int i = 0; i < loads; ++i) {
+        const ChunkCoord c = load_coord(t, i, Shape::kThreads, Shape::kChunksPerRow);
+        ASSERT_LT(c.row, rows);
+        ++seen[static_cast<std::size_t>(c.row * Shape::kChunksPerRow + c.chunk)];
+      }
+    }
+    EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int x) { return x == 1; }));
+  };
+  cover(Shape::kBlockN, Shape::kStageLoadsPerThread);
+  cover(Shape::kRows, Shape::kQLoadsPerThread);
+  // The pipeline and the epilogue scratch fit; stages hold whole warp steps.
+  EXPECT_LE(Shape::kSmemBytes, 227 * 1024);
+  EXPECT_LE(Shape::kScratchEnd, Shape::kSmemBytes);
+  EXPECT_EQ(Shape::kBlockN % (16 * Shape::kWarpsN), 0);
+  EXPECT_GE(Shape::kStages, 2);
+  EXPECT_EQ(Shape::kKOffset % 128, 0);
+  EXPECT_EQ(Shape::kVOffset % 128, 0);
+}
+
+TEST(KernelShape, LoadsCoverEveryChunkOnceAndTheLayoutFits) {
+  expect_loads_cover_tiles<KernelShape<64, 1>>();
+  expect_loads_cover_tiles<KernelShape<64, 4>>();
+  expect_loads_cover_tiles<KernelShape<128, 1>>();
+  expect_loads_cover_tiles<KernelShape<128, 2>>();
+  expect_loads_cover_tiles<KernelShape<128, 4>>();
+  expect_loads_cover_tiles<KernelShape<256, 1>>();
+  expect_loads_cover_tiles<KernelShape<256, 4>>();
+}
+
+TEST(KernelShape, CompiledConfigurationsFitAnSmAndMatchTheirShape) {
+  ASSERT_FALSE(compiled_kernels().empty());
+  for (const KernelHandle& k : compiled_kernels()) {
+    EXPECT_NE(k.kernel, nullptr) << k.name;
+    EXPECT_EQ(k.rows, 16 * k.warps_m) << k.name;
+    EXPECT_EQ(k.threads, 128) << k.name;
+    EXPECT_LE(k.smem_bytes, 227 * 1024) << k.name;
+    EXPECT_GE(k.stages, 2) << k.name;
+    EXPECT_EQ(k.block_n % 16, 0) << k.name;
+  }
+}
+
+TEST(FastDivider, MatchesIntegerDivision) {
+  std::mt19937 rng(7);
+  std::vector<std::uint32_t> divisors;
+  for (std::uint32_t d = 1; d <= 300; ++d) divisors.push_back(d);
+  for (std::uint32_t d : {511u, 512u, 513u, 4096u, 65535u, 65536u, 1000003u, 0x7fffffffu}) {
+    divisors.push_back(d);
+  }
+  for (std::uint32_t d : divisors) {
+    const FastDivider f = FastDivider::make(d);
+    for (std::uint32_t n = 0; n < 3000; ++n) ASSERT_EQ(f.divide(n), n / d) << n << " / " << d;
+    for (int i = 0; i < 3000; ++i) {
+      const std::uint32_t n = rng() & 0x7fffffffu;
+      ASSERT_EQ(f.divide(n), n / d) << n << " / " << d;
+    }
+    ASSERT_EQ(f.divide(0x7fffffffu), 0x7fffffffu / d);
+  }
+}
+
+TEST(KvRowOffsets, MatchKvAddressingForBothLayouts) {
+  std::mt19937 rng(3);
+  // Contiguous: [batch 3, capacity 100, kv_heads 4, d 64], V with other strides.
+  const KvAddressing k{100 * 4 * 64, 4 * 64, 64, 0, nullptr, 0};
+  const KvAddressing v{100 * 4 * 72, 4 * 72, 72, 0, nullptr, 0};
+  for (int i = 0; i < 1000; ++i) {
+    const int b = static_cast<int>(rng() % 3), t = static_cast<int>(rng() % 100),
+              h = static_cast<int>(rng() % 4);
+    const KvRowOffsets o = kv_row_offsets(k, v, FastDivider::make(1), b, t, h);
+    ASSERT_EQ(o.k, k.row(b, t, h));
+    ASSERT_EQ(o.v, v.row(b, t, h));
+  }
+  // Paged, page sizes 1, 3, 16, 100: a shuffled block table of 2 requests.
+  for (int page : {1, 3, 16, 100}) {
+    const int max_pages = (1000 + page - 1) / page;
+    std::vector<std::int32_t> table(2 * static_cast<std::size_t>(max_pages));
+    for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<std::int32_t>(i);
+    std::shuffle(table.begin(), table.end(), rng);
+    const KvAddressing pk{page * 2 * 64, 2 * 64, 64, page, table.data(), max_pages};
+    const KvAddressing pv{page * 2 * 80, 2 * 80, 80, page, table.data(), max_pages};
+    const FastDivider div = FastDivider::make(static_cast<std::uint32_t>(page));
+    for (int b = 0; b < 2; ++b) {
+      for (int t = 0; t < 1000; ++t) {
+        const KvRowOffsets o = kv_row_offsets(pk, pv, div, b, t, t % 2);
+        ASSERT_EQ(o.k, pk.row(b, t, t % 2)) << "page " << page << " token " << t;
+        ASSERT_EQ(o.v, pv.row(b, t, t % 2));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace leanattn::cuda

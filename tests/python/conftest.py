@@ -37,7 +37,7 @@ def np_dtype(name: str) -> np.dtype:
 @dataclass
 class Case:
     q: np.ndarray  # [batch, q_heads, head_dim]
-    k: np.ndarray  # [batch, capacity, kv_heads, head_dim] or [num_pages, page_size, kv_heads, head_dim]
+    k: np.ndarray  # [batch, capacity, kv_heads, head_dim] or [num_pages, page_size, kv_heads, d]
     v: np.ndarray  # same as k
     seq_lens: np.ndarray  # [batch] int32
     block_table: Optional[np.ndarray] = None  # [batch, max_pages] int32, paged only

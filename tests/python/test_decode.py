@@ -227,3 +227,23 @@ def test_random_problems(seed):
                                strategy=STRATEGIES[seed % 3], workers=int(r.integers(1, 9)),
                                return_lse=True)
     check(case, dtype, out, lse)
+
+
+def test_inputs_are_not_copied(rng):
+    """A 23 MiB cache must not be copied: the call allocates only the small outputs (NumPy
+    reports its allocations to tracemalloc)."""
+    import tracemalloc
+
+    case = make_case(rng, [3000, 2000], q_heads=8, kv_heads=8, head_dim=128, dtype="float16",
+                     spare=0)
+    k_strided = np.zeros((2, 3000, 8, 256), np.float16)[..., :128]  # strided too
+    k_strided[...] = case.k
+    assert case.k.nbytes + case.v.nbytes >= 23 << 20
+    leanattn.decode(*case.args(), workers=2)  # engine and planning caches warm
+    tracemalloc.start()
+    try:
+        leanattn.decode(case.q, k_strided, case.v, case.seq_lens, workers=2, return_lse=True)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak
