@@ -38,6 +38,8 @@ IMPLS = {
     "leanattn-lean": ("leanattn lean", "#0b4f9c", "-", 2.6),
     "leanattn-split": ("leanattn split", "#4f8fd6", "--", 1.6),
     "leanattn-head": ("leanattn head", "#8fbbe8", ":", 1.8),
+    "leanattn-lean-head-major": ("leanattn lean, head-major", "#3a3aa8", "-.", 1.6),
+    "leanattn-lean-invariant": ("leanattn lean, batch-invariant", "#5b9aa8", "-.", 1.6),
     "ggml": ("ggml flash_attn_ext", "#e07b00", "-", 1.8),
     "torch-sdpa": ("PyTorch SDPA", "#c2185b", "-", 1.8),
     "onednn": ("oneDNN (unfused)", "#2e7d32", "-", 1.8),

@@ -19,9 +19,12 @@ COLUMNS = ["date", "commit", "cpu", "threads", "impl", "shape", "q_heads", "kv_h
 
 
 def peer_ok(r):
-    """A peer passes when its error is small against the output's scale: a wrong layout or a
-    missing normalisation gives errors of the order of the outputs themselves."""
-    return r["max_abs_err"] <= 0.02 * r["ref_max_abs"] + 1e-4
+    """A sanity bound, not a precision policy: a wrong layout, head mapping, scale or a missing
+    normalisation gives errors of the order of the outputs themselves (max |ref|), while a
+    correct f16 pipeline stays far below. ggml accumulates P V in f16, and its error against
+    max |ref| grows with the context (outputs shrink like 1/sqrt(n), its error does not), hence
+    the absolute floor of 4e-3 (a few f16 ulps at 1.0). The errors themselves are in the CSV."""
+    return r["max_abs_err"] <= max(0.1 * r["ref_max_abs"], 4e-3)
 
 
 def main(run_dir, out_csv):

@@ -6,24 +6,26 @@
 #   bench/results/cpu-peers-<cpu-slug>-<date>.csv   (+ .json: versions, machine, skipped runs)
 # (--quick: small shapes, few repeats, written as ...-smoke.csv). See bench/README.md.
 #
-#   bench/peers/run_peers.sh [--quick] [--threads N] [--repeat N] [--peers LIST]
+#   bench/peers/run_peers.sh [--quick] [--threads N] [--repeat N] [--peers LIST] [--contexts LIST]
 #                            [--out FILE] [--no-install] [--jobs N] [--leanattn BIN]
 set -euo pipefail
 
 usage() {
-  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
   cat <<'EOF'
 options:
   --quick        small contexts (1k, 4k), 5 repeats: a smoke test of the whole pipeline
   --threads N    threads for every implementation (default: number of cores)
-  --repeat N     timed runs per implementation and shape (default 30; --quick 5)
+  --repeat N     timed runs per implementation and shape (default 20; --quick 5)
   --peers LIST   comma-separated subset of leanattn,ggml,torch,onednn (default: all)
+  --contexts L   comma-separated context lengths (default 4096,32768,131072; --quick 1024,4096)
   --out FILE     results CSV (default: bench/results/cpu-peers-<cpu>-<date>[-smoke].csv)
   --no-install   skip apt/pip/sdist steps (use what build/peers* already holds)
   --jobs N       parallel compile jobs (default 2)
   --leanattn BIN use this leanattn binary instead of building the release preset
 environment: LLAMA_CPP_PYTHON_VERSION (default 0.3.36), TORCH_SPEC (pip spec, default torch),
-  TORCH_DTYPE (f16, bf16 or f32; default f16)
+  TORCH_DTYPE (f16, bf16 or f32; default f16), LEANATTN_ARGS (extra `leanattn bench` flags,
+  e.g. "--with-head-major --with-invariant")
 EOF
 }
 
@@ -33,13 +35,14 @@ say() { echo "run_peers.sh: $*" >&2; }
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 QUICK=0 THREADS=$(nproc) REPEAT="" PEERS="leanattn,ggml,torch,onednn" OUT="" INSTALL=1 JOBS=2
-LEANATTN=""
+LEANATTN="" CONTEXTS_ARG=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
     --threads) THREADS=${2:?--threads needs a value}; shift ;;
     --repeat) REPEAT=${2:?--repeat needs a value}; shift ;;
     --peers) PEERS=${2:?--peers needs a value}; shift ;;
+    --contexts) CONTEXTS_ARG=${2:?--contexts needs a value}; shift ;;
     --out) OUT=${2:?--out needs a value}; shift ;;
     --no-install) INSTALL=0 ;;
     --jobs) JOBS=${2:?--jobs needs a value}; shift ;;
@@ -50,7 +53,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 [[ "$THREADS" =~ ^[1-9][0-9]*$ ]] || die "--threads must be a positive integer (got '$THREADS')"
-[ -z "$REPEAT" ] && { [ "$QUICK" = 1 ] && REPEAT=5 || REPEAT=30; }
+[ -z "$REPEAT" ] && { [ "$QUICK" = 1 ] && REPEAT=5 || REPEAT=20; }
 [[ "$REPEAT" =~ ^[1-9][0-9]*$ ]] || die "--repeat must be a positive integer (got '$REPEAT')"
 for p in ${PEERS//,/ }; do
   case "$p" in leanattn|ggml|torch|onednn) ;; *) die "--peers: unknown '$p' (leanattn,ggml,torch,onednn)" ;; esac
@@ -95,7 +98,7 @@ if has torch; then "$PY" -c "import torch, numpy" 2>/dev/null || die "$PY lacks 
 if has leanattn && [ -z "$LEANATTN" ]; then
   say "building leanattn (release preset)"
   cmake --preset release >/dev/null
-  cmake --build --preset release -j"$JOBS" --target leanattn >/dev/null
+  cmake --build --preset release -j"$JOBS" --target leanattn_cli >/dev/null
   LEANATTN=build/release/apps/leanattn/leanattn
 fi
 has leanattn && { [ -x "$LEANATTN" ] || die "no leanattn binary at '$LEANATTN'"; }
@@ -122,6 +125,10 @@ else
   CONTEXTS=(4096 32768 131072)
   MIXED=65536,1024,2048,512,8192,300,4096,100
 fi
+if [ -n "$CONTEXTS_ARG" ]; then
+  [[ "$CONTEXTS_ARG" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--contexts: comma-separated token counts (got '$CONTEXTS_ARG')"
+  IFS=, read -r -a CONTEXTS <<<"$CONTEXTS_ARG"
+fi
 SHAPES=()
 for ctx in "${CONTEXTS[@]}"; do
   SHAPES+=("gqa-llama3-8b 32 8 128 $ctx" "mha 32 32 128 $ctx" "mqa 8 1 128 $ctx")
@@ -141,7 +148,7 @@ mkdir -p "$RUN"
 PIN=()
 [ "$THREADS" -le "$(nproc)" ] && PIN=(taskset -c "0-$((THREADS - 1))")
 OMP_ENV=(env OMP_NUM_THREADS="$THREADS" OMP_PROC_BIND=close OMP_PLACES=cores)
-MEM_AVAIL=$(awk '/MemAvailable/ {printf "%d", $2 * 1024}' /proc/meminfo)
+MEM_AVAIL=$(($(awk '/MemAvailable/ {print $2}' /proc/meminfo) * 1024))
 say "$CPU, $THREADS threads, $REPEAT repeats, ${#SHAPES[@]} shapes; logs in $RUN"
 
 # Runs a peer harness; its JSON line goes to peers.jsonl. Exit code 3 = shape not supported.
@@ -179,7 +186,7 @@ for shape in "${SHAPES[@]}"; do
     # leanattn pins its own workers; exit 1 = some strategy failed its check (recorded in the CSV).
     rc=0
     "$LEANATTN" bench "${args[@]}" --dtype f16 --workers "$THREADS" --repeat "$REPEAT" \
-      --csv "$lean_csv" >>"$RUN/leanattn.log" 2>&1 || rc=$?
+      --csv "$lean_csv" ${LEANATTN_ARGS:-} >>"$RUN/leanattn.log" 2>&1 || rc=$?
     [ "$rc" = 0 ] || [ "$rc" = 1 -a -f "$lean_csv" ] || die "leanattn bench failed (exit $rc; see $RUN/leanattn.log)"
   fi
   printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$qh" "$kvh" "$d" "$lens" "$lean_csv" >>"$RUN/shapes.tsv"

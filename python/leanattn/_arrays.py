@@ -40,6 +40,14 @@ def _dtype_error(name: str, dtype: Any) -> TypeError:
     return TypeError(f"{name}: dtype must be float32, float16 or bfloat16 (got {dtype})")
 
 
+def as_array(x: Any) -> Any:
+    """x itself when it is an array of a known framework or a DLPack producer; otherwise
+    numpy.asarray(x) (nested lists, scalars)."""
+    if framework(x) != "other" or hasattr(x, "__dlpack__"):
+        return x
+    return np.asarray(x)
+
+
 def tensor_view(x: Any, name: str) -> Tuple[Any, str]:
     """The object to hand to the compiled module for tensor argument ``name``, and its dtype
     hint ("f32", "f16", "bf16", or "" to read it from DLPack). No data is copied.
@@ -47,10 +55,8 @@ def tensor_view(x: Any, name: str) -> Tuple[Any, str]:
     NumPy bfloat16 arrays (ml_dtypes) have no DLPack type: they are passed as a uint16 view with
     the hint "bf16". Sequences that are not arrays are converted with numpy.asarray.
     """
+    x = as_array(x)
     kind = framework(x)
-    if kind == "other" and not hasattr(x, "__dlpack__"):
-        x = np.asarray(x)
-        kind = "numpy"
     if kind == "other":
         return x, ""
     if kind == "torch":

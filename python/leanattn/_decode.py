@@ -117,6 +117,7 @@ def decode(
     elif strategy not in _STRATEGIES:
         raise ValueError(f"strategy: must be one of lean, split, head (got '{strategy}')")
 
+    q = _arrays.as_array(q)
     qv, q_hint, kv, vv, kv_hint, lens, table = _inputs(q, k_cache, v_cache, seq_lens, block_table)
     batch, q_heads, head_dim = _arrays.require_shape(q, 3, "q", "[batch, q_heads, head_dim]")
     out, out_view = _arrays.empty_like(q, (batch, q_heads, head_dim))

@@ -22,7 +22,7 @@ namespace {
 struct Rename {
   std::string_view cpp;     // leanattn::Error::argument(), or a prefix ending in '.' or '_'
   std::string_view python;  // the Python parameter
-  std::string_view what;    // what the C++ name is, in terms of the Python argument ("" = same)
+  std::string_view what;    // what the C++ name is, in terms of the Python argument
 };
 
 // decode() and reference(): shapes come from the arrays.
@@ -41,12 +41,6 @@ constexpr Rename kDecodeNames[] = {
     {"v_strides.", "v_cache", "stride"},
     {"out_stride_", "out", "stride"},
     {"lse_stride_", "lse", "stride"},
-    {"tile", "tile", ""},
-};
-
-// plan(): shapes are keyword arguments of the same names; only the tile size is renamed.
-constexpr Rename kPlanNames[] = {
-    {"tile", "tile", ""},
 };
 
 bool matches(std::string_view argument, std::string_view cpp) {
@@ -58,16 +52,16 @@ bool matches(std::string_view argument, std::string_view cpp) {
 
 void raise_translated(const Error& error, Entry entry) {
   const std::string& argument = error.argument();
-  auto search = [&](const auto& table) -> const Rename* {
-    for (const Rename& r : table) {
-      if (matches(argument, r.cpp)) return &r;
+  if (entry == Entry::decode) {
+    for (const Rename& r : kDecodeNames) {
+      if (matches(argument, r.cpp)) {
+        value_error(std::string(r.python), std::string(r.what) + " " + error.rule());
+      }
     }
-    return nullptr;
-  };
-  const Rename* r = entry == Entry::decode ? search(kDecodeNames) : search(kPlanNames);
-  if (r == nullptr) value_error(argument, error.rule());
-  const std::string what = r->what.empty() ? "" : std::string(r->what) + " ";
-  value_error(std::string(r->python), what + error.rule());
+  }
+  // Options (strategy, workers, tile, splits, order, ...), seq_lens, scale and plan keep their
+  // names, and plan()'s shape arguments are named as in C++.
+  value_error(argument, error.rule());
 }
 
 }  // namespace leanattn::python

@@ -260,6 +260,7 @@ HWY_NOINLINE void pv_block(const float* HWY_RESTRICT p, const KvT* const* vrow,
       const VF sc = hn::Set(df, rescale[r]);
       for (int c = 0; c < C; ++c) acc[r * C + c] = hn::Mul(sc, hn::LoadU(df, o + r * d + i + c * n));
     }
+    HWY_UNROLL(2)
     for (std::int32_t t = 0; t < tokens; ++t) {
       VF v[C];
       for (int c = 0; c < C; ++c) v[c] = load_row(df, vrow[t] + i + c * n);

@@ -247,3 +247,36 @@ def test_inputs_are_not_copied(rng):
     finally:
         tracemalloc.stop()
     assert peak < 1 << 20, peak
+
+
+class DLPackOnly:
+    """An array of an unknown framework: only the DLPack protocol (wrapping a NumPy array)."""
+
+    def __init__(self, a):
+        self._a = a
+        self.shape = a.shape
+
+    def __dlpack__(self, **kwargs):
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_any_dlpack_producer_as_cache_but_q_needs_a_known_framework(rng):
+    case = make_case(rng, [40, 3], dtype="float16")
+    out = leanattn.decode(case.q, DLPackOnly(case.k), DLPackOnly(case.v), case.seq_lens)
+    assert_close(out, leanattn.reference(*case.args()), "float16")
+    with pytest.raises(TypeError, match="^q: "):
+        leanattn.decode(DLPackOnly(case.q), case.k, case.v, case.seq_lens)
+    with pytest.raises(TypeError, match="^k_cache: "):
+        leanattn.decode(case.q, DLPackOnly(case.k.astype(np.float64)),
+                        DLPackOnly(case.v.astype(np.float64)), case.seq_lens)
+
+
+def test_nested_lists_are_converted(rng):
+    case = make_case(rng, [5], q_heads=1, kv_heads=1, head_dim=16)
+    q = [[[np.float32(x) for x in case.q[0, 0]]]]
+    out = leanattn.decode(q, case.k, case.v, [5])
+    assert isinstance(out, np.ndarray) and out.dtype == np.float32
+    assert_close(out, leanattn.reference(*case.args()), "float32")

@@ -201,3 +201,25 @@ def test_plan_arguments():
     raises(ValueError, "worker", p.segments, -1)
     with pytest.raises(TypeError):
         leanattn.Plan(None)
+
+
+def test_cache_geometry_errors_name_the_python_argument(paged):
+    q, k = paged.q, paged.k
+    empty_pages = np.zeros((k.shape[0], 0) + k.shape[2:], k.dtype)
+    msg = raises(ValueError, "k_cache", leanattn.decode, q, empty_pages, empty_pages,
+                 paged.seq_lens, block_table=paged.block_table)
+    assert "page_size (k_cache.shape[1])" in msg
+    no_pages = np.zeros((0,) + k.shape[1:], k.dtype)
+    msg = raises(ValueError, "k_cache", leanattn.decode, q, no_pages, no_pages, [0, 0, 0],
+                 block_table=paged.block_table)
+    assert "num_pages (k_cache.shape[0])" in msg
+    msg = raises(ValueError, "block_table", leanattn.decode, q, k, k, [0, 0, 0],
+                 block_table=np.zeros((3, 0), np.int32))
+    assert "max_pages (block_table.shape[1])" in msg
+
+
+def test_misaligned_data(case):
+    raw = np.zeros(case.q.size * 4 + 1, np.uint8)
+    q = np.frombuffer(raw.data, np.float32, count=case.q.size, offset=1).reshape(case.q.shape)
+    msg = raises(ValueError, "q", leanattn.decode, q, case.k, case.v, case.seq_lens)
+    assert "aligned" in msg

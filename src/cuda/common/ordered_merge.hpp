@@ -21,7 +21,7 @@ struct RowStep {
 
 LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE RowStep row_step(float m_old, float block_max) {
   const float m_new = block_max > m_old ? block_max : m_old;
-  return {m_new, exp_shift(m_new), m_old == m_new ? 1.0f : rescale_factor(m_old, m_new) * 1.01f};
+  return {m_new, exp_shift(m_new), rescale_factor(m_old, m_new)};
 }
 
 // exp(score - shift) of one score, the state header's exponential.
