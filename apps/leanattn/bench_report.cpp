@@ -134,20 +134,24 @@ nlohmann::ordered_json to_json(const BenchRun& run) {
 std::string to_csv(const BenchRun& run) {
   std::ostringstream os;
   os << "date,commit,cpu,cores,backend,simd,case,strategy,batch,q_heads,kv_heads,head_dim,dtype,"
-        "page_size,total_tokens,max_seq_len,workers,splits,median_us,min_us,kv_bytes,gbps,"
-        "probe_gbps,probe_fraction,speedup_vs_head,speedup_vs_split,max_abs_err,ok\n";
+        "page_size,total_tokens,max_seq_len,seq_lens,workers,splits,median_us,min_us,kv_bytes,"
+        "gbps,probe_gbps,probe_fraction,speedup_vs_head,speedup_vs_split,max_abs_err,ok\n";
   for (const auto& lc : run.cases) {
     const bench::CaseResult& c = lc.result;
     const DecodeProblem& p = c.problem;
     const std::int32_t longest = *std::max_element(p.seq_lens.begin(), p.seq_lens.end());
+    std::string lens;  // ';'-separated, so the CSV keeps one field
+    for (std::size_t i = 0; i < p.seq_lens.size(); ++i) {
+      lens += (i ? ";" : "") + std::to_string(p.seq_lens[i]);
+    }
     for (const auto& r : c.results) {
       os << fmt::format(
-          "{},{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.2f},{:.2f},{},{:.3f},{:.3f},"
-          "{:.4f},{:.3f},{:.3f},{:.3e},{}\n",
+          "{},{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.2f},{:.2f},{},{:.3f},"
+          "{:.3f},{:.4f},{:.3f},{:.3f},{:.3e},{}\n",
           run.machine.date, run.machine.commit, run.machine.cpu, run.machine.cores, run.backend,
           c.simd, lc.label, r.strategy, p.batch(), p.q_heads, p.kv_heads, p.head_dim,
           dtype_name(p.kv_dtype), p.layout == KvLayout::paged ? p.page_size : 0,
-          p.total_tokens(), longest, r.workers, r.splits, r.median_us, r.min_us, c.kv_bytes,
+          p.total_tokens(), longest, lens, r.workers, r.splits, r.median_us, r.min_us, c.kv_bytes,
           r.gbps, run.probe.median_gbps, r.probe_fraction, speedup(c, r, "head"),
           speedup(c, r, "split"), r.max_abs_err, r.ok ? 1 : 0);
     }

@@ -13,6 +13,9 @@
 #include "leanattn/bandwidth_probe.hpp"
 #include "leanattn/error.hpp"
 #include "problem_args.hpp"
+#if defined(LEANATTN_WITH_CUDA)
+#include "bench/cuda_bench.hpp"
+#endif
 
 namespace leanattn::cli {
 
@@ -24,6 +27,7 @@ struct BenchArgs {
   std::vector<std::string> strategies = {"lean", "split", "head"};
   bool invariant = false;
   bool head_major = false;
+  bool check_all_rows = false;
   std::int32_t repeat = 0;  // 0: 10 for one case, 5 per case in the sweep
   std::string simd;
   std::string json_path, csv_path;
@@ -35,9 +39,15 @@ const char* const kShapeFlags[] = {"--batch",    "--q-heads", "--kv-heads", "--h
                                    "--seq-len",  "--seq-lens", "--dtype",    "--page-size"};
 
 int run_bench(const BenchArgs& a, bool sweep) {
+#if defined(LEANATTN_WITH_CUDA)
+  require(a.backend == "cpu" || a.backend == "cuda", "backend",
+          [&] { return "must be cpu or cuda (got '" + a.backend + "')"; });
+#else
   require(a.backend == "cpu", "backend", [&] {
     return "must be cpu in this build (CUDA engine not built) (got '" + a.backend + "')";
   });
+#endif
+  const bool gpu = a.backend == "cuda";
   bench::BenchConfig cfg;
   cfg.strategies.clear();
   for (const auto& s : a.strategies) cfg.strategies.push_back(parse_strategy(s, "strategy"));
@@ -55,6 +65,7 @@ int run_bench(const BenchArgs& a, bool sweep) {
   cfg.order = parse_line_order(a.problem.order, "order");
   cfg.pin_threads = !a.no_pin;
   cfg.add_invariant = a.invariant;
+  cfg.check_all_rows = a.check_all_rows;
   cfg.add_head_major = a.head_major;
 
   std::vector<SweepCase> cases;
@@ -68,24 +79,50 @@ int run_bench(const BenchArgs& a, bool sweep) {
 
   BenchRun run;
   run.machine = machine_info();
+  run.backend = a.backend;
   const std::int32_t threads =
       cfg.workers > 0 ? cfg.workers
                       : static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   const std::int64_t probe_bytes =
       a.probe_mib > 0 ? (a.probe_mib << 20) : std::max<std::int64_t>(largest + largest / 4, 1ll << 30);
-  fmt::print(stderr, "probe: reading {} MiB with {} threads...\n", probe_bytes >> 20, threads);
-  run.probe = cpu::measure_read_bandwidth(probe_bytes, threads, 7, cfg.pin_threads);
-  fmt::print("leanattn bench: {} ({} cores), commit {}, {}\n", run.machine.cpu, run.machine.cores,
-             run.machine.commit, run.machine.date);
-  fmt::print("probe: {:.1f} GB/s read (median of 7 passes over {} MiB, {} threads; best {:.1f})\n\n",
-             run.probe.median_gbps, run.probe.bytes >> 20, threads, run.probe.best_gbps);
+#if defined(LEANATTN_WITH_CUDA)
+  if (gpu) {
+    // Device probe: at least 4 GiB (far beyond L2), as large as the largest case's KV.
+    const std::int64_t gpu_probe =
+        a.probe_mib > 0 ? (a.probe_mib << 20) : std::max<std::int64_t>(largest, 4ll << 30);
+    fmt::print(stderr, "probe: reading {} MiB on the GPU...\n", gpu_probe >> 20);
+    run.probe = bench::measure_cuda_read_bandwidth(gpu_probe, 7);
+    fmt::print("leanattn bench (cuda): {}; host {}, commit {}, {}\n",
+               bench::cuda_device_description(), run.machine.cpu, run.machine.commit,
+               run.machine.date);
+    fmt::print("probe: {:.1f} GB/s read (median of 7 passes over {} MiB, {} CTAs; best {:.1f})\n\n",
+               run.probe.median_gbps, run.probe.bytes >> 20, run.probe.threads,
+               run.probe.best_gbps);
+  }
+#endif
+  if (!gpu) {
+    fmt::print(stderr, "probe: reading {} MiB with {} threads...\n", probe_bytes >> 20, threads);
+    run.probe = cpu::measure_read_bandwidth(probe_bytes, threads, 7, cfg.pin_threads);
+    fmt::print("leanattn bench: {} ({} cores), commit {}, {}\n", run.machine.cpu, run.machine.cores,
+               run.machine.commit, run.machine.date);
+    fmt::print(
+        "probe: {:.1f} GB/s read (median of 7 passes over {} MiB, {} threads; best {:.1f})\n\n",
+        run.probe.median_gbps, run.probe.bytes >> 20, threads, run.probe.best_gbps);
+  }
 
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const auto progress = [&](const std::string& what) {
       fmt::print(stderr, "[{}/{}] {}: {}\n", i + 1, cases.size(), cases[i].label, what);
     };
+#if defined(LEANATTN_WITH_CUDA)
+    LabelledCase lc{
+        cases[i].label,
+        gpu ? bench::run_cuda_case(cases[i].problem, cfg, run.probe.median_gbps, progress)
+            : bench::run_cpu_case(cases[i].problem, cfg, run.probe.median_gbps, progress)};
+#else
     LabelledCase lc{cases[i].label,
                     bench::run_cpu_case(cases[i].problem, cfg, run.probe.median_gbps, progress)};
+#endif
     fmt::print("{}\n", format_case(lc, run.probe.median_gbps));
     std::fflush(stdout);
     run.cases.push_back(std::move(lc));
@@ -117,6 +154,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--csv", args->csv_path, "write the results as CSV");
   cmd->add_option("--probe-mib", args->probe_mib, "probe buffer size (default: 1.25 x largest KV)");
   cmd->add_flag("--no-pin", args->no_pin, "do not pin threads to cores");
+  cmd->add_flag("--check-all-rows", args->check_all_rows,
+                "check every output row against the fp64 reference (default: a sample)");
   cmd->add_flag("--with-invariant", args->invariant,
                 "also time batch-invariant lean (what the mode costs)");
   cmd->add_flag("--with-head-major", args->head_major,

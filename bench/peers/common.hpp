@@ -250,11 +250,11 @@ inline Check check_all_rows(const Args& a, const std::vector<float>& q, const Kv
 
 // ---- result line --------------------------------------------------------------------------------
 
-// One JSON object on stdout; run_peers.sh appends it to the run's peers.jsonl. kv_bytes counts
-// 16-bit elements times bytes_factor (2 for an f32 cache).
+// One JSON object on stdout; run_peers.sh appends it to the run's peers.jsonl. kv_bytes is the
+// problem's K+V at 16 bits per element whatever the peer's dtype, so that GB/s ranks like speed.
 inline void print_result(const Args& a, const std::string& impl, const std::string& dtype,
                          const Timing& t, int copies, const Check& c, const std::string& version,
-                         const std::string& config, int bytes_factor = 1) {
+                         const std::string& config) {
   std::printf(
       "{\"impl\": \"%s\", \"label\": \"%s\", \"q_heads\": %d, \"kv_heads\": %d, \"head_dim\": %d, "
       "\"dtype\": \"%s\", \"seq_lens\": \"%s\", \"threads\": %d, \"repeat\": %d, "
@@ -262,7 +262,7 @@ inline void print_result(const Args& a, const std::string& impl, const std::stri
       "\"max_abs_err\": %.3e, \"ref_max_abs\": %.3e, \"version\": \"%s\", \"config\": \"%s\"}\n",
       impl.c_str(), a.label.c_str(), a.q_heads, a.kv_heads, a.head_dim, dtype.c_str(),
       a.lens_text().c_str(), a.threads, a.repeat, t.median_us, t.best_us,
-      static_cast<long long>(a.kv_bytes() * bytes_factor), copies, c.max_abs_err, c.ref_max_abs, version.c_str(),
+      static_cast<long long>(a.kv_bytes()), copies, c.max_abs_err, c.ref_max_abs, version.c_str(),
       config.c_str());
   std::fflush(stdout);
 }

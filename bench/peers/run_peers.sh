@@ -210,6 +210,8 @@ def sh(cmd):
         return ""
 versions = {}
 for line in (Path(run) / "peers.jsonl").read_text().splitlines():
+    if not line.startswith("{"):
+        continue
     r = json.loads(line)
     versions[r["impl"]] = r["version"]
 versions["llama-cpp-python (ggml sources)"] = lcp

@@ -63,6 +63,10 @@ class Engine {
   std::unique_ptr<Impl> impl_;
 };
 
+// The plan options cpu::Engine::plan() uses for `options`: lean with LineOrder::automatic gets
+// LineOrder::token_major (whole token rows per worker, docs/cpu-engine.md); the rest unchanged.
+PlanOptions cpu_plan_options(const PlanOptions& options);
+
 // SIMD targets compiled into the engine that this CPU supports, best first.
 std::vector<std::string> simd_targets();
 

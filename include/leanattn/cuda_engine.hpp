@@ -5,7 +5,7 @@
 //
 //   leanattn::cuda::Engine engine;                      // current device
 //   leanattn::Plan plan = engine.plan(problem);         // lean, one worker per resident CTA
-//   engine.prepare(plan, workspace, stream);            // optional: upload now (before capture)
+//   engine.prepare(problem, plan, workspace, stream);   // optional: upload now (before capture)
 //   engine.run(problem, plan, leanattn::dense_tensors(problem, q, k, v, table, out, lse),
 //              workspace, stream);                      // asynchronous on `stream`
 //
@@ -84,14 +84,18 @@ class Engine {
   // Device bytes run() needs as workspace for `plan` (0 when no pair is split).
   std::int64_t workspace_bytes(const Plan& plan) const;
 
-  // Uploads `plan` (if not cached yet) and zeroes the arrival counters of `workspace` (if this
-  // engine has not seen that workspace yet). run() does both by itself when needed; call this
-  // first when the run will be captured in a CUDA graph, where uploads are not allowed.
-  void prepare(const Plan& plan, void* workspace, void* stream);
+  // Everything run() does once rather than per launch: sets up the problem's kernel, uploads
+  // `plan` (if not cached yet) and zeroes the arrival counters of `workspace` (if this engine has
+  // not seen it yet). run() does these by itself when needed; call prepare() first when the run
+  // will be captured in a CUDA graph, where uploads are not allowed. The engine-owned workspace
+  // is allocated by a first run() outside the capture.
+  void prepare(const DecodeProblem& problem, const Plan& plan, void* workspace, void* stream);
 
   // Launches `plan` (made for `problem`, any worker count) on `stream`. tensors and workspace are
   // device pointers; workspace holds workspace_bytes(plan), 16-byte aligned, and is used by one
-  // stream at a time (launches on one stream are ordered, so it is reused without a reset).
+  // stream at a time (launches on one stream are ordered, so it is reused without a reset). Its
+  // arrival counters are zeroed the first time this engine sees it (every launch leaves them at
+  // zero); memory freed and reallocated at the same address must be zeroed by the caller.
   // Validates everything but block-table contents first (throws Error naming the argument).
   void run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
            void* workspace, void* stream);

@@ -93,7 +93,7 @@ def decode(
     last (head_dim) dimension is contiguous and no stride is negative. On the CPU the call
     returns when the result is written; on CUDA it is launched asynchronously on the
     framework's current stream (seq_lens are read on the host; a host block_table is copied
-    to the device).
+    to the device). There is no autograd: PyTorch inputs are read through detached views.
 
     Raises:
         ValueError: a shape or value breaks a rule (the message starts with the argument name).

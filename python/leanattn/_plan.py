@@ -177,7 +177,8 @@ def plan(
         workers: workers to plan for (default: one per core).
         tile: tokens per lean tile (default: by head_dim).
         order: lean only: ``"auto"`` (the CPU engine's ``"token_major"``), ``"token_major"``
-            or ``"head_major"`` (the paper's order).
+            or ``"head_major"`` (the paper's order, what the CUDA engine picks: pass it, and
+            workers = resident thread blocks, when planning for CUDA arrays).
         splits: split only: splits per pair (default: FlashAttention-2's heuristic).
         batch_invariant: lean only: cut each request into fixed chunks so its output does not
             depend on the rest of the batch or the worker count.

@@ -11,6 +11,7 @@
 #include "backends.hpp"
 #include "bindings.hpp"
 #include "errors.hpp"
+#include "leanattn/cpu_engine.hpp"
 #include "leanattn/plan_format.hpp"
 #include "leanattn/planner.hpp"
 
@@ -21,7 +22,7 @@ namespace {
 using namespace nb::literals;
 
 // seq_lens [batch] int32; workers 0 = one per core; tile, splits, chunk_tiles 0 = default. The
-// lean line order "auto" resolves as the CPU engine does (cpu::Engine::plan): token_major.
+// lean line order "auto" resolves as the CPU engine does (cpu::cpu_plan_options).
 Plan make_plan(const SeqLensArray& seq_lens, std::int32_t q_heads, std::int32_t kv_heads,
                std::int32_t head_dim, std::string_view strategy, std::int32_t workers,
                std::int32_t tile, std::string_view order, std::int32_t splits, bool batch_invariant,
@@ -37,15 +38,12 @@ Plan make_plan(const SeqLensArray& seq_lens, std::int32_t q_heads, std::int32_t 
     PlanOptions o;
     o.strategy = parse_strategy(strategy, "strategy");
     o.order = parse_line_order(order, "order");
-    if (o.strategy == Strategy::lean && o.order == LineOrder::automatic) {
-      o.order = LineOrder::token_major;
-    }
     o.tile_tokens = tile;
     o.splits = splits;
     o.batch_invariant = batch_invariant;
     o.chunk_tiles = chunk_tiles;
     const Hardware hw{workers > 0 ? workers : default_cpu_workers()};
-    return leanattn::make_plan(p, hw, o);
+    return leanattn::make_plan(p, hw, cpu::cpu_plan_options(o));
   });
 }
 

@@ -28,7 +28,8 @@ struct BenchConfig {
   bool add_invariant = false;
   bool add_head_major = false;
   std::int32_t chunk_tiles = 0;
-  std::int32_t sample_rows = 8;  // rows checked against the reference
+  std::int32_t sample_rows = 8;  // rows checked against the reference (within a read budget)
+  bool check_all_rows = false;   // check every row instead (slow on long contexts)
   bool pin_threads = true;
   std::int64_t rotate_bytes = 512ll << 20;  // rotate KV copies until at least this much is cycled
 };

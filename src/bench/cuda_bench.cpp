@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "cuda/device/cuda_check.hpp"
+#include "cuda/harness/busy_wait.hpp"
 #include "cuda/harness/device_case.hpp"
 #include "cuda/harness/read_probe.hpp"
 #include "cuda/kernel_registry.hpp"
@@ -46,6 +47,12 @@ struct EventPair {
   }
 };
 
+void require_device() {
+  if (!cuda::device_available()) {
+    throw cuda::CudaError("leanattn::cuda: no CUDA device (or driver) is available here", 0);
+  }
+}
+
 }  // namespace
 
 CaseResult run_cuda_case(const DecodeProblem& problem, const BenchConfig& cfg, double probe_gbps,
@@ -54,6 +61,7 @@ CaseResult run_cuda_case(const DecodeProblem& problem, const BenchConfig& cfg, d
     if (progress) progress(s);
   };
   validate(problem);
+  require_device();
   cuda::Engine engine({.workers = cfg.workers});
   require(engine.can_run(problem), "problem", [&] { return engine.why_not(problem); });
 
@@ -72,6 +80,7 @@ CaseResult run_cuda_case(const DecodeProblem& problem, const BenchConfig& cfg, d
   result.simd = engine.device().name + " " + (kernel ? kernel->name : std::string("?"));
 
   std::vector<Plan> plans;
+  std::vector<std::string> names;
   for (Strategy s : cfg.strategies) {
     PlanOptions o;
     o.strategy = s;
@@ -81,16 +90,24 @@ CaseResult run_cuda_case(const DecodeProblem& problem, const BenchConfig& cfg, d
     o.chunk_tiles = cfg.chunk_tiles;
     o.order = s == Strategy::lean ? cfg.order : LineOrder::automatic;
     plans.push_back(engine.plan(c.problem, o));
+    names.emplace_back(strategy_name(s));
   }
+  if (cfg.add_invariant) {
+    plans.push_back(engine.plan(
+        c.problem,
+        {.tile_tokens = cfg.tile, .batch_invariant = true, .chunk_tiles = cfg.chunk_tiles}));
+    names.emplace_back("lean-invariant");
+  }
+  // add_head_major adds nothing here: head-major is already lean's order on the GPU.
   result.workers = plans.empty() ? 0 : plans.front().workers;
   std::vector<cuda::DeviceBuffer> workspaces;
   for (const Plan& p : plans) {
     workspaces.emplace_back(static_cast<std::size_t>(engine.workspace_bytes(p)));
-    engine.prepare(p, workspaces.back().data(), nullptr);
+    engine.prepare(c.problem, p, workspaces.back().data(), nullptr);
   }
 
-  say("timing " + std::to_string(cfg.strategies.size()) + " strategies x " +
-      std::to_string(cfg.repeat) + " launches");
+  say("timing " + std::to_string(plans.size()) + " plans x " + std::to_string(cfg.repeat) +
+      " launches");
   std::vector<std::vector<EventPair>> events(plans.size());
   for (auto& e : events) e = std::vector<EventPair>(static_cast<std::size_t>(cfg.repeat) + 1);
   std::int32_t next = 0;
@@ -98,6 +115,7 @@ CaseResult run_cuda_case(const DecodeProblem& problem, const BenchConfig& cfg, d
     for (std::size_t i = 0; i < plans.size(); ++i) {
       const EventPair& e = events[i][static_cast<std::size_t>(rep)];
       const DecodeTensors t = d.tensors(next++ % copies);
+      cuda::busy_wait(50.0, nullptr);  // the GPU waits for nothing the host does below
       cuda::check(cudaEventRecord(e.start), "cudaEventRecord");
       engine.run(c.problem, plans[i], t, workspaces[i].data(), nullptr);
       cuda::check(cudaEventRecord(e.stop), "cudaEventRecord");
@@ -106,19 +124,27 @@ CaseResult run_cuda_case(const DecodeProblem& problem, const BenchConfig& cfg, d
   cuda::check(cudaDeviceSynchronize(), "decode kernel (timed launches)");
 
   say("checking against the fp64 reference");
-  const auto rows = harness::sample_rows(c.problem, cfg.sample_rows);
+  // The fp64 check costs about 2 x len x head_dim per row (reference and naive baseline): keep a
+  // long case's sample to about 2^27 element reads (as the CPU benchmark does).
+  const std::int64_t longest =
+      *std::max_element(c.problem.seq_lens.begin(), c.problem.seq_lens.end());
+  const auto budget_rows = static_cast<std::int32_t>(std::clamp<std::int64_t>(
+      (1ll << 27) / std::max<std::int64_t>(1, 2 * longest * c.problem.head_dim), 2,
+      cfg.sample_rows));
+  const auto rows = harness::sample_rows(c.problem, budget_rows);
   const auto ref = reference::naive_attention_rows(c.problem, c.tensors(), rows);
   const auto naive = harness::naive_same_precision(c.problem, c.tensors(), rows);
   for (std::size_t i = 0; i < plans.size(); ++i) {
     std::vector<double> us;
-    for (std::size_t rep = 1; rep < events[i].size(); ++rep) us.push_back(events[i][rep].elapsed_us());
+    for (std::size_t rep = 1; rep < events[i].size(); ++rep)
+      us.push_back(events[i][rep].elapsed_us());
     d.poison();
     engine.run(c.problem, plans[i], d.tensors(), workspaces[i].data(), nullptr);
     harness::poison_outputs(c);
     d.download(c);
     const harness::Accuracy a = harness::check_accuracy(c, ref, true, naive, rows);
     StrategyResult r;
-    r.strategy = std::string(strategy_name(cfg.strategies[i]));
+    r.strategy = names[i];
     r.median_us = median(us);
     r.min_us = *std::min_element(us.begin(), us.end());
     r.gbps = static_cast<double>(result.kv_bytes) / (r.median_us * 1e-6) / 1e9;
@@ -134,10 +160,12 @@ CaseResult run_cuda_case(const DecodeProblem& problem, const BenchConfig& cfg, d
 }
 
 cpu::ProbeResult measure_cuda_read_bandwidth(std::int64_t bytes, std::int32_t passes) {
+  require_device();
   return cuda::measure_device_read_bandwidth(bytes, passes);
 }
 
 std::string cuda_device_description() {
+  require_device();
   cuda::Engine engine;
   const cuda::DeviceInfo& d = engine.device();
   return d.name + ", " + std::to_string(d.sm_count) + " SMs, sm_" + std::to_string(d.cc_major) +
@@ -146,6 +174,7 @@ std::string cuda_device_description() {
 }
 
 std::int64_t cuda_device_memory() {
+  require_device();
   std::size_t free_bytes = 0, total = 0;
   cuda::check(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
   return static_cast<std::int64_t>(free_bytes);

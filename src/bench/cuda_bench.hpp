@@ -1,8 +1,9 @@
 // Benchmark of one decode problem on the CUDA engine, the GPU counterpart of cpu_bench.hpp: every
 // strategy timed in the same run, round-robin, one launch per sample timed with CUDA events (median
-// reported), K and V rotated over device copies when the cache is small enough to stay in L2, and
-// each strategy's output checked against the fp64 reference on a sample of rows. Used by
-// `leanattn bench --backend cuda` (built only with the CUDA engine).
+// reported; a busy-wait kernel ahead of each sample keeps host overhead out of the timing), K and V
+// rotated over device copies when the cache is small enough to stay in L2, and each strategy's
+// output checked against the fp64 reference on a sample of rows. Used by `leanattn bench --backend
+// cuda` (built only with the CUDA engine).
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,8 @@ namespace leanattn::bench {
 
 // Runs `problem` with every configured strategy on the current CUDA device. Uses from `config`:
 // strategies, repeat, workers (0: the kernel's occupancy), tile, splits, order, batch_invariant,
-// chunk_tiles, sample_rows and rotate_bytes (the SIMD and pinning fields are CPU-only).
+// chunk_tiles, add_invariant, sample_rows and rotate_bytes (SIMD, pinning and add_head_major are
+// CPU-only: lean is head-major on the GPU already).
 // probe_gbps fills probe_fraction. CaseResult::simd names the device and kernel configuration.
 CaseResult run_cuda_case(const DecodeProblem& problem, const BenchConfig& config, double probe_gbps,
                          const std::function<void(const std::string&)>& progress = {});

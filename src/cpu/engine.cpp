@@ -237,13 +237,17 @@ std::int32_t Engine::workers() const { return impl_->pool.size(); }
 
 const std::string& Engine::simd_target() const { return impl_->kernel.name; }
 
-Plan Engine::plan(const DecodeProblem& problem, const PlanOptions& options) const {
+PlanOptions cpu_plan_options(const PlanOptions& options) {
   PlanOptions o = options;
   // Whole token rows per worker: the CPU's prefetchers stream them (docs/cpu-engine.md).
   if (o.strategy == Strategy::lean && o.order == LineOrder::automatic) {
     o.order = LineOrder::token_major;
   }
-  return make_plan(problem, hardware(), o);
+  return o;
+}
+
+Plan Engine::plan(const DecodeProblem& problem, const PlanOptions& options) const {
+  return make_plan(problem, hardware(), cpu_plan_options(options));
 }
 
 void Engine::decode(const DecodeProblem& problem, const DecodeTensors& tensors,
@@ -252,7 +256,7 @@ void Engine::decode(const DecodeProblem& problem, const DecodeTensors& tensors,
 }
 
 void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors) {
-  const auto need = static_cast<std::size_t>(workspace_layout(plan).bytes);
+  const auto need = std::max<std::size_t>(64, static_cast<std::size_t>(workspace_layout(plan).bytes));
   if (impl_->workspace_bytes < need) {
     impl_->workspace = aligned_bytes(need);
     impl_->workspace_bytes = need;
@@ -290,7 +294,9 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
                       reinterpret_cast<float*>(ws + layout.m_offset),
                       reinterpret_cast<float*>(ws + layout.l_offset),
                       reinterpret_cast<std::uint32_t*>(ws + layout.counters_offset)};
-  std::memset(cx.counters, 0, plan.reductions.size() * sizeof(std::uint32_t));
+  if (!plan.reductions.empty()) {
+    std::memset(cx.counters, 0, plan.reductions.size() * sizeof(std::uint32_t));
+  }
   for (Scratch& sc : impl_->scratch) {
     sc.reserve(static_cast<std::size_t>(plan.kv_heads), plan.group_size, plan.head_dim);
   }

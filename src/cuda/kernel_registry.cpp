@@ -35,8 +35,7 @@ std::string compiled_head_dims(DType dtype) {
 std::string why_unsupported(const DecodeProblem& p) {
   if (p.q_dtype != p.kv_dtype) {
     return "q_dtype: must equal kv_dtype for the CUDA engine (got " +
-           std::string(dtype_name(p.q_dtype)) + " and " + std::string(dtype_name(p.kv_dtype)) +
-           ")";
+           std::string(dtype_name(p.q_dtype)) + " and " + std::string(dtype_name(p.kv_dtype)) + ")";
   }
   if (p.kv_dtype != DType::f16 && p.kv_dtype != DType::bf16) {
     return "kv_dtype: must be f16 or bf16 for the CUDA engine (got " +
@@ -50,19 +49,17 @@ std::string why_unsupported(const DecodeProblem& p) {
          std::to_string(p.head_dim) + ")";
 }
 
-std::optional<KernelHandle> find_kernel(const DecodeProblem& p) {
-  if (!why_unsupported(p).empty()) return std::nullopt;
-  std::vector<const KernelHandle*> fits;
+const KernelHandle* find_kernel(const DecodeProblem& p) {
+  if (p.q_dtype != p.kv_dtype || p.kv_heads < 1) return nullptr;
+  const std::int32_t group = p.q_heads / p.kv_heads;
+  const KernelHandle* fit = nullptr;      // fewest rows that hold the group
+  const KernelHandle* largest = nullptr;  // most rows (several passes)
   for (const KernelHandle& k : compiled_kernels()) {
-    if (k.dtype == p.kv_dtype && k.head_dim == p.head_dim) fits.push_back(&k);
+    if (k.dtype != p.kv_dtype || k.head_dim != p.head_dim) continue;
+    if (k.rows >= group && (fit == nullptr || k.rows < fit->rows)) fit = &k;
+    if (largest == nullptr || k.rows > largest->rows) largest = &k;
   }
-  std::sort(fits.begin(), fits.end(),
-            [](const KernelHandle* a, const KernelHandle* b) { return a->rows < b->rows; });
-  const std::int32_t group = p.q_heads / std::max(p.kv_heads, 1);
-  for (const KernelHandle* k : fits) {
-    if (k->rows >= group) return *k;
-  }
-  return *fits.back();
+  return fit != nullptr ? fit : largest;
 }
 
 }  // namespace leanattn::cuda

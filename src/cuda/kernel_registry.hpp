@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,11 +31,11 @@ struct KernelHandle {
   DType dtype = DType::f16;
   std::int32_t head_dim = 0;
   std::int32_t warps_m = 0;
-  std::int32_t rows = 0;      // query rows per pass (16 x warps_m)
-  std::int32_t block_n = 0;   // tokens per pipeline stage
+  std::int32_t rows = 0;     // query rows per pass (16 x warps_m)
+  std::int32_t block_n = 0;  // tokens per pipeline stage
   std::int32_t stages = 0;
   std::int32_t threads = 0;
-  std::int32_t smem_bytes = 0;  // dynamic shared memory per CTA
+  std::int32_t smem_bytes = 0;   // dynamic shared memory per CTA
   const void* kernel = nullptr;  // the __global__ function (for cudaLaunchKernel, occupancy)
   std::string name;              // e.g. "bf16_d128_wm1"
 };
@@ -50,8 +49,9 @@ const std::vector<KernelHandle>& compiled_kernels();
 
 // The kernel for a problem: Q and KV of the same 16-bit type, a compiled head_dim, and the
 // smallest warp-row count whose rows hold the GQA group (the largest when none does: the kernel
-// then takes several passes). Empty when there is none; why_unsupported() says why.
-std::optional<KernelHandle> find_kernel(const DecodeProblem& problem);
+// then takes several passes). Null when there is none; why_unsupported() says why ("" when
+// supported). find_kernel() allocates nothing (it runs on every launch).
+const KernelHandle* find_kernel(const DecodeProblem& problem);
 std::string why_unsupported(const DecodeProblem& problem);
 
 }  // namespace leanattn::cuda

@@ -61,9 +61,9 @@ class CudaEngineTest : public ::testing::Test {
         d.download(c);
         const harness::Accuracy a = harness::check_accuracy(c, ref, true, &naive);
         ASSERT_TRUE(a.ok()) << what << " " << strategy_name(s) << " workers " << plan.workers
-                            << ": err " << a.max_abs_err << " > tol " << a.tolerance
-                            << ", lse err " << a.max_lse_err << ", mismatches " << a.mismatches
-                            << " (" << a.first_problem << ")";
+                            << ": err " << a.max_abs_err << " > tol " << a.tolerance << ", lse err "
+                            << a.max_lse_err << ", mismatches " << a.mismatches << " ("
+                            << a.first_problem << ")";
       }
     }
   }
@@ -86,13 +86,14 @@ DecodeProblem make_problem(std::vector<std::int32_t> lens, std::int32_t q_heads,
 
 TEST_F(CudaEngineTest, EveryConfigurationAgainstTheReference) {
   for (const KernelHandle& k : compiled_kernels()) {
-    const std::vector<std::int32_t> groups =
-        k.warps_m == 1 ? std::vector<std::int32_t>{1, 4, 16} : std::vector<std::int32_t>{24, 64, 80};
+    const std::vector<std::int32_t> groups = k.warps_m == 1 ? std::vector<std::int32_t>{1, 4, 16}
+                                                            : std::vector<std::int32_t>{24, 64, 80};
     for (std::int32_t group : groups) {
-      DecodeProblem p = make_problem({1000, 0, 1, 127, 128, 129, 3000, 17}, 2 * group, 2,
-                                     k.head_dim, k.dtype);
+      DecodeProblem p =
+          make_problem({1000, 0, 1, 127, 128, 129, 3000, 17}, 2 * group, 2, k.head_dim, k.dtype);
       ASSERT_EQ(find_kernel(p)->name, k.name);
-      harness::HostCase c = harness::make_case(p, static_cast<std::uint64_t>(group * 1000 + k.head_dim));
+      harness::HostCase c =
+          harness::make_case(p, static_cast<std::uint64_t>(group * 1000 + k.head_dim));
       check_all(c, {0, 1, 7}, k.name + " group " + std::to_string(group));
     }
   }
@@ -209,13 +210,16 @@ TEST_F(CudaEngineTest, StridedOutputAndLse) {
   engine().decode(c.problem, t, nullptr, {.tile_tokens = 32});
   std::vector<std::uint16_t> host_out(static_cast<std::size_t>(4 * 3 * row));
   std::vector<float> host_lse(18);
-  ASSERT_EQ(cudaMemcpy(host_out.data(), out.data(), out.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(host_lse.data(), lse.data(), lse.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(host_out.data(), out.data(), out.size(), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(host_lse.data(), lse.data(), lse.size(), cudaMemcpyDeviceToHost),
+            cudaSuccess);
   for (std::int32_t b = 0; b < 3; ++b) {
     for (std::int32_t h = 0; h < 4; ++h) {
       for (std::int32_t i = 0; i < 64; ++i) {
         const double want = ref.out[(static_cast<std::size_t>(b) * 4 + h) * 64 + i];
-        const float got = bf16_bits_to_float(host_out[static_cast<std::size_t>(h * 3 * row + b * row + i)]);
+        const float got =
+            bf16_bits_to_float(host_out[static_cast<std::size_t>(h * 3 * row + b * row + i)]);
         EXPECT_NEAR(got, want, 2e-2) << b << " " << h << " " << i;
       }
       EXPECT_EQ(host_out[static_cast<std::size_t>(h * 3 * row + b * row + 64)], 0);  // gap kept

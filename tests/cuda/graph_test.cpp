@@ -36,7 +36,7 @@ TEST(CudaGraph, CapturedRunReplaysCorrectlyWithoutResets) {
 
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  engine.prepare(plan, ws.data(), stream);
+  engine.prepare(c.problem, plan, ws.data(), stream);
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
 
   // An unprepared plan cannot be uploaded inside a capture.

@@ -151,7 +151,12 @@ TEST(KernelArguments, RejectRowsThatAreNot16ByteAligned) {
   EXPECT_NO_THROW(check_workspace(direct, nullptr));
 }
 
+// The lookup tests assume the whole configuration table (a build trimmed with
+// LEANATTN_CUDA_HEAD_DIMS / LEANATTN_CUDA_DTYPES skips them).
+bool whole_table() { return compiled_kernels().size() == 12; }
+
 TEST(KernelLookup, PicksTheSmallestRowTileThatHoldsTheGroup) {
+  if (!whole_table()) GTEST_SKIP() << "partial kernel table build";
   EXPECT_EQ(find_kernel(problem(8, 8, 128, DType::f16))->warps_m, 1);    // MHA
   EXPECT_EQ(find_kernel(problem(32, 8, 128, DType::bf16))->warps_m, 1);  // GQA 4
   EXPECT_EQ(find_kernel(problem(16, 1, 64, DType::bf16))->warps_m, 1);   // 16 rows
@@ -162,7 +167,8 @@ TEST(KernelLookup, PicksTheSmallestRowTileThatHoldsTheGroup) {
 }
 
 TEST(KernelLookup, ExplainsWhatIsUnsupported) {
-  EXPECT_FALSE(find_kernel(problem(8, 2, 128, DType::f32)).has_value());
+  if (!whole_table()) GTEST_SKIP() << "partial kernel table build";
+  EXPECT_EQ(find_kernel(problem(8, 2, 128, DType::f32)), nullptr);
   EXPECT_NE(why_unsupported(problem(8, 2, 128, DType::f32)).find("kv_dtype"), std::string::npos);
   DecodeProblem mixed = problem(8, 2, 128, DType::f16);
   mixed.kv_dtype = DType::bf16;

@@ -40,8 +40,11 @@ std::vector<std::int32_t> in_order(const Plan& plan) {
 
 // The kernel the engine would pick for the problem (GPU-side: find_kernel).
 KernelHandle kernel_for(const DecodeProblem& p) {
-  const auto k = find_kernel(p);
-  EXPECT_TRUE(k.has_value()) << why_unsupported(p);
+  const KernelHandle* k = find_kernel(p);
+  if (k == nullptr) {
+    ADD_FAILURE() << why_unsupported(p);
+    return compiled_kernels().front();
+  }
   return *k;
 }
 
@@ -63,8 +66,8 @@ void expect_accurate(harness::HostCase& c, const Plan& plan, const reference::Ou
 TEST(KernelEmulation, EveryCompiledConfigurationAgainstTheReference) {
   for (const KernelHandle& k : compiled_kernels()) {
     // Groups that fill one tile, a part of one, and (wide tiles) more than one pass.
-    const std::vector<std::int32_t> groups =
-        k.warps_m == 1 ? std::vector<std::int32_t>{1, 5, 16} : std::vector<std::int32_t>{17, 64, 70};
+    const std::vector<std::int32_t> groups = k.warps_m == 1 ? std::vector<std::int32_t>{1, 5, 16}
+                                                            : std::vector<std::int32_t>{17, 64, 70};
     for (std::int32_t group : groups) {
       const std::vector<std::int32_t> lens =
           k.head_dim == 256 || group > 16 ? std::vector<std::int32_t>{130, 0, 17, 64}

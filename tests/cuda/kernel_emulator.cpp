@@ -24,7 +24,9 @@ float load16(const void* base, DType t, std::int64_t i) {
   return t == DType::f16 ? f16_bits_to_float(h) : bf16_bits_to_float(h);
 }
 
-float round16(DType t, float x) { return t == DType::f16 ? round_to_f16(x) : round_to_bf16(x); }
+float round16(DType t, float x) {
+  return t == DType::f16 ? round_to_f16(x) : round_to_bf16(x);
+}
 
 void store16(void* base, DType t, std::int64_t i, float x) {
   const std::uint16_t h = t == DType::f16 ? float_to_f16_bits(x) : float_to_bf16_bits(x);
@@ -69,8 +71,8 @@ struct Emulator {
         }
         float dot = 0.0f;
         if (row < g) {
-          const KvRowOffsets off = kv_row_offsets(k, v, page, request,
-                                                  static_cast<std::int32_t>(t0 + j), kv_head);
+          const KvRowOffsets off =
+              kv_row_offsets(k, v, page, request, static_cast<std::int32_t>(t0 + j), kv_head);
           const std::int64_t qb = request * t.q_stride_batch +
                                   static_cast<std::int64_t>(kv_head * g + row) * t.q_stride_head;
           for (int i = 0; i < d; ++i) {
@@ -114,7 +116,9 @@ struct Emulator {
     const std::vector<WarpState>* warps;  // the warp column states of one warp row
     const float* l;                       // [warps_n] quad-reduced l of the row
     int r, quad, d;
-    SoftmaxStats<float> stats(int k) const { return {(*warps)[static_cast<std::size_t>(k)].m[r], l[k]}; }
+    SoftmaxStats<float> stats(int k) const {
+      return {(*warps)[static_cast<std::size_t>(k)].m[r], l[k]};
+    }
     Columns4 columns(int k) const {
       const float* o = (*warps)[static_cast<std::size_t>(k)].o.data() +
                        static_cast<std::size_t>(r) * d + 4 * quad;
@@ -138,8 +142,9 @@ struct Emulator {
   // decode_kernel.cuh: one pass of rows [row0, row0 + rows_per_pass) over the segment.
   void pass(const DeviceSegment& seg, const TokenRange& range, int row0) {
     const int rows = std::min(rows_per_pass, g - row0);
-    std::vector<std::vector<WarpState>> warps(static_cast<std::size_t>(warps_m),
-                                              std::vector<WarpState>(static_cast<std::size_t>(warps_n), WarpState(d)));
+    std::vector<std::vector<WarpState>> warps(
+        static_cast<std::size_t>(warps_m),
+        std::vector<WarpState>(static_cast<std::size_t>(warps_n), WarpState(d)));
     for (int b = 0; b < block_count(range, block_n); ++b) {
       const std::int64_t block_begin = range.begin + static_cast<std::int64_t>(b) * block_n;
       for (int wm = 0; wm < warps_m; ++wm) {
@@ -160,7 +165,8 @@ struct Emulator {
       const int wm = r / 16, wr = r % 16;
       std::vector<float> l(static_cast<std::size_t>(warps_n));
       for (int wn = 0; wn < warps_n; ++wn) {
-        const float* ll = warps[static_cast<std::size_t>(wm)][static_cast<std::size_t>(wn)].lane_l[wr];
+        const float* ll =
+            warps[static_cast<std::size_t>(wm)][static_cast<std::size_t>(wn)].lane_l[wr];
         l[static_cast<std::size_t>(wn)] = (ll[0] + ll[1]) + (ll[2] + ll[3]);
       }
       for (int quad = 0; quad < d / 4; ++quad) {
@@ -171,8 +177,10 @@ struct Emulator {
           write_output(seg.request, seg.kv_head * g + row, quad, mc);
           continue;
         }
-        const std::size_t at = static_cast<std::size_t>(seg.slot) * g + static_cast<std::size_t>(row);
-        std::copy(mc.o.v, mc.o.v + 4, slot_o.begin() + static_cast<std::ptrdiff_t>(at * d + 4 * quad));
+        const std::size_t at =
+            static_cast<std::size_t>(seg.slot) * g + static_cast<std::size_t>(row);
+        std::copy(mc.o.v, mc.o.v + 4,
+                  slot_o.begin() + static_cast<std::ptrdiff_t>(at * d + 4 * quad));
         if (quad == 0) {
           slot_m[at] = mc.stats.m;
           slot_l[at] = mc.stats.l;
@@ -190,7 +198,8 @@ struct Emulator {
     ++merges;
     for (int row = 0; row < g; ++row) {
       for (int quad = 0; quad < d / 4; ++quad) {
-        const MergedColumns mc = merge_in_order(r.num_slots, SlotSource{this, r.slot_begin, row, quad});
+        const MergedColumns mc =
+            merge_in_order(r.num_slots, SlotSource{this, r.slot_begin, row, quad});
         write_output(r.request, r.kv_head * g + row, quad, mc);
       }
     }
@@ -204,8 +213,12 @@ EmulationResult emulate_kernel(const DecodeProblem& problem, const Plan& plan,
                                std::span<const std::int32_t> arrival) {
   const bool paged = problem.layout == KvLayout::paged;
   auto addressing = [&](const KvStrides& s) {
-    return KvAddressing{s.outer, s.token, s.head, paged ? problem.page_size : 0,
-                        tensors.block_table, tensors.block_table_stride};
+    return KvAddressing{s.outer,
+                        s.token,
+                        s.head,
+                        paged ? problem.page_size : 0,
+                        tensors.block_table,
+                        tensors.block_table_stride};
   };
   const int warps_n = 4 / kernel.warps_m;
   Emulator e{problem,
@@ -235,10 +248,11 @@ EmulationResult emulate_kernel(const DecodeProblem& problem, const Plan& plan,
   for (std::int32_t w : arrival) {
     for (const Segment& s : plan.worker_segments(w)) {
       const bool split = s.kind != SegmentKind::direct;
-      const DeviceSegment seg{s.request, s.kv_head, s.tile_begin, s.tile_end, split ? s.slot : -1,
-                              split ? s.reduction : -1};
-      const TokenRange range = segment_tokens(seg.tile_begin, seg.tile_end, plan.tile_tokens,
-                                              problem.seq_lens[static_cast<std::size_t>(seg.request)]);
+      const DeviceSegment seg{s.request,  s.kv_head,           s.tile_begin,
+                              s.tile_end, split ? s.slot : -1, split ? s.reduction : -1};
+      const TokenRange range =
+          segment_tokens(seg.tile_begin, seg.tile_end, plan.tile_tokens,
+                         problem.seq_lens[static_cast<std::size_t>(seg.request)]);
       for (int row0 = 0; row0 < e.g; row0 += e.rows_per_pass) e.pass(seg, range, row0);
       if (seg.slot >= 0) e.arrive(seg);
     }

@@ -20,8 +20,8 @@
 namespace leanattn::cuda::testing {
 
 struct EmulationResult {
-  std::int64_t merges = 0;                 // reductions merged by a last arriver
-  std::vector<std::uint32_t> counters;     // arrival counters after the run (all 0 expected)
+  std::int64_t merges = 0;              // reductions merged by a last arriver
+  std::vector<std::uint32_t> counters;  // arrival counters after the run (all 0 expected)
 };
 
 // Runs `plan` on host tensors as kernel configuration `kernel` would, CTAs finishing in

@@ -15,8 +15,8 @@
 namespace leanattn::cuda {
 namespace {
 
-using Reg = std::array<float, 2>;   // a 32-bit register holding two 16-bit elements
-using Frag = std::array<Reg, 4>;    // four registers of one lane
+using Reg = std::array<float, 2>;  // a 32-bit register holding two 16-bit elements
+using Frag = std::array<Reg, 4>;   // four registers of one lane
 using WarpFrag = std::array<Frag, 32>;
 
 // A tile of rows x head_dim 16-bit elements in shared memory, stored swizzled as the kernel does.
@@ -64,13 +64,14 @@ void mma(std::array<std::array<float, 4>, 32>& c, const WarpFrag& a,
     for (int i = 0; i < 4; ++i) {
       for (int h = 0; h < 2; ++h) {
         A[g + 8 * (i % 2)][2 * t + h + 8 * (i / 2)] =
-            a[static_cast<std::size_t>(lane)][static_cast<std::size_t>(i)][static_cast<std::size_t>(h)];
+            a[static_cast<std::size_t>(lane)][static_cast<std::size_t>(i)]
+             [static_cast<std::size_t>(h)];
       }
     }
     for (int i = 0; i < 2; ++i) {
       for (int h = 0; h < 2; ++h) {
-        B[2 * t + h + 8 * i][g] =
-            b[static_cast<std::size_t>(lane)][static_cast<std::size_t>(i)][static_cast<std::size_t>(h)];
+        B[2 * t + h + 8 * i][g] = b[static_cast<std::size_t>(lane)][static_cast<std::size_t>(i)]
+                                   [static_cast<std::size_t>(h)];
       }
     }
   }
@@ -136,8 +137,10 @@ TEST_P(WarpMath, QKAndPVThroughTheKernelsLaneMapsEqualTheDirectProducts) {
       for (int nt = 0; nt < 2; ++nt) {
         const int row = acc_row(lane, c), tok = nt * 8 + acc_col(lane, c);
         float want = 0.0f;
-        for (int i = 0; i < d; ++i) want += elem(q, warp_m * 16 + row, i) * elem(k, tile_row + tok, i);
-        const float got = (nt == 0 ? s0 : s1)[static_cast<std::size_t>(lane)][static_cast<std::size_t>(c)];
+        for (int i = 0; i < d; ++i)
+          want += elem(q, warp_m * 16 + row, i) * elem(k, tile_row + tok, i);
+        const float got =
+            (nt == 0 ? s0 : s1)[static_cast<std::size_t>(lane)][static_cast<std::size_t>(c)];
         ASSERT_EQ(got, want) << "d " << d << " lane " << lane << " c " << c << " nt " << nt;
       }
     }

@@ -94,8 +94,8 @@ struct Epilogue {
       return {__ldcg(p->slot_m + index(k)), __ldcg(p->slot_l + index(k))};
     }
     __device__ Columns4 columns(int k) const {
-      const float4 x = __ldcg(reinterpret_cast<const float4*>(
-          p->slot_o + index(k) * Shape::kHeadDim + 4 * quad));
+      const float4 x = __ldcg(
+          reinterpret_cast<const float4*>(p->slot_o + index(k) * Shape::kHeadDim + 4 * quad));
       return {{x.x, x.y, x.z, x.w}};
     }
   };

@@ -20,8 +20,7 @@ __device__ __forceinline__ std::uint32_t smem_address(const void* p) {
 // With valid == false nothing is read and the 16 bytes are zero-filled.
 __device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src, bool valid) {
   const int bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(bytes)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
                : "memory");
 }
 

@@ -26,14 +26,14 @@ struct TileLoader {
       const ChunkCoord c = load_coord(thread, i, Shape::kThreads, Shape::kChunksPerRow);
       const int row = row0 + c.row;
       const bool valid = row < p.group_size;
-      const T* src = valid ? q + request * p.q_stride_batch +
-                                 static_cast<std::int64_t>(kv_head * p.group_size + row) *
-                                     p.q_stride_head +
-                                 c.chunk * Shape::kChunkElems
-                           : q;
-      ptx::cp_async_16(ptx::smem_address(q_tile + swizzled_offset(c.row, c.chunk * 8,
-                                                                   Shape::kChunksPerRow)),
-                       src, valid);
+      const T* src =
+          valid ? q + request * p.q_stride_batch +
+                      static_cast<std::int64_t>(kv_head * p.group_size + row) * p.q_stride_head +
+                      c.chunk * Shape::kChunkElems
+                : q;
+      ptx::cp_async_16(
+          ptx::smem_address(q_tile + swizzled_offset(c.row, c.chunk * 8, Shape::kChunksPerRow)),
+          src, valid);
     }
   }
 
@@ -52,8 +52,8 @@ struct TileLoader {
       const T* k_src = k;
       const T* v_src = v;
       if (valid) {
-        const KvRowOffsets o = kv_row_offsets(p.k, p.v, p.page, request,
-                                              static_cast<std::int32_t>(token), kv_head);
+        const KvRowOffsets o =
+            kv_row_offsets(p.k, p.v, p.page, request, static_cast<std::int32_t>(token), kv_head);
         k_src = k + o.k + c.chunk * Shape::kChunkElems;
         v_src = v + o.v + c.chunk * Shape::kChunkElems;
       }

@@ -91,8 +91,8 @@ struct WarpAttention {
     for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
-        s[nt][c] = nt * 8 + acc_col(lane, c) < valid ? s[nt][c] * scale
-                                                      : softmax_detail::neg_inf<float>();
+        s[nt][c] =
+            nt * 8 + acc_col(lane, c) < valid ? s[nt][c] * scale : softmax_detail::neg_inf<float>();
       }
     }
 

@@ -51,7 +51,7 @@ struct KernelParams {
   KvAddressing k;
   KvAddressing v;
   FastDivider page;  // paged: division by page_size (shared by K and V)
-  void* out;  // [batch, q_heads, head_dim], Q's dtype
+  void* out;         // [batch, q_heads, head_dim], Q's dtype
   std::int64_t out_stride_batch;
   std::int64_t out_stride_head;
   float* lse;  // optional [batch, q_heads]

@@ -28,7 +28,7 @@ struct KernelShape {
   // Resident CTAs per SM the registers are budgeted for (__launch_bounds__): two CTAs of 128
   // threads leave each thread the full 255 registers.
   static constexpr int kMinBlocksPerSm = 2;
-  static constexpr int kStepTokens = 16;     // tokens per MMA step (one k16 of P.V)
+  static constexpr int kStepTokens = 16;  // tokens per MMA step (one k16 of P.V)
 
   // 16-byte chunks per K/V/Q row, and 16-bit elements per chunk.
   static constexpr int kChunkElems = 8;
@@ -36,10 +36,10 @@ struct KernelShape {
 
   // Tokens per pipeline stage: about 32 KiB of K and V (16-bit), and at least one step per warp
   // column. head_dim 64: 128 tokens; 128: 64; 256: 64 (WarpsN 4) or 32.
-  static constexpr int kBlockN =
-      8192 / HeadDim > kStepTokens * kWarpsN ? 8192 / HeadDim : kStepTokens * kWarpsN;
-  static constexpr int kStepsPerWarp = kBlockN / (kStepTokens * kWarpsN);
-  static_assert(kBlockN % (kStepTokens * kWarpsN) == 0, "stage must split evenly over warps");
+  static constexpr int kRoundTokens = kStepTokens * kWarpsN;  // one step of every warp column
+  static constexpr int kBlockN = 8192 / HeadDim > kRoundTokens ? 8192 / HeadDim : kRoundTokens;
+  static constexpr int kStepsPerWarp = kBlockN / kRoundTokens;
+  static_assert(kBlockN % kRoundTokens == 0, "stage must split evenly over warps");
 
   static constexpr int kStageTileBytes = kBlockN * HeadDim * 2;  // K (or V) of one stage
   // Three stages while a stage of K and V is at most 32 KiB, else two (head_dim 256, WarpsN 4).
@@ -70,8 +70,7 @@ struct KernelShape {
 
   static constexpr int kScratchRowFloats = HeadDim + 4;  // padded against bank conflicts
   static constexpr int kScratchOOffset = kKOffset;
-  static constexpr int kScratchMOffset =
-      kScratchOOffset + kWarpsN * kRows * kScratchRowFloats * 4;
+  static constexpr int kScratchMOffset = kScratchOOffset + kWarpsN * kRows * kScratchRowFloats * 4;
   static constexpr int kScratchLOffset = kScratchMOffset + kWarpsN * kRows * 4;
   static constexpr int kScratchEnd = kScratchLOffset + kWarpsN * kRows * 4;
   static_assert(kScratchEnd <= kSmemBytes, "epilogue scratch must fit in the K/V stages");

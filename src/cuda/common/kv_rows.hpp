@@ -43,16 +43,13 @@ struct KvRowOffsets {
 
 // Offsets of K[request, token, kv_head, 0] and V[...] (elements). For the paged layout K and V
 // share the block table (DecodeTensors has one) and `page` divides by their page_size.
-LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE KvRowOffsets kv_row_offsets(const KvAddressing& k,
-                                                                      const KvAddressing& v,
-                                                                      const FastDivider& page,
-                                                                      std::int32_t request,
-                                                                      std::int32_t token,
-                                                                      std::int32_t kv_head) {
+LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE KvRowOffsets
+kv_row_offsets(const KvAddressing& k, const KvAddressing& v, const FastDivider& page,
+               std::int32_t request, std::int32_t token, std::int32_t kv_head) {
   if (k.page_size == 0) return {k.row(request, token, kv_head), v.row(request, token, kv_head)};
   const std::uint32_t page_index = page.divide(static_cast<std::uint32_t>(token));
-  const auto in_page = static_cast<std::int64_t>(static_cast<std::uint32_t>(token) -
-                                                 page_index * page.divisor);
+  const auto in_page =
+      static_cast<std::int64_t>(static_cast<std::uint32_t>(token) - page_index * page.divisor);
   const std::int64_t page_id = k.block_table[request * k.block_table_stride + page_index];
   return {page_id * k.outer_stride + in_page * k.token_stride + kv_head * k.head_stride,
           page_id * v.outer_stride + in_page * v.token_stride + kv_head * v.head_stride};

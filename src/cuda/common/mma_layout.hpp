@@ -18,10 +18,14 @@ namespace leanattn::cuda {
 
 // Row of accumulator element c (0..3) of `lane` in an m16n8 tile: c0, c1 on row lane/4, c2, c3
 // on row lane/4 + 8.
-LEANATTN_HOST_DEVICE constexpr int acc_row(int lane, int c) { return lane / 4 + 8 * (c / 2); }
+LEANATTN_HOST_DEVICE constexpr int acc_row(int lane, int c) {
+  return lane / 4 + 8 * (c / 2);
+}
 
 // Column of accumulator element c: 2 (lane % 4) + (c % 2).
-LEANATTN_HOST_DEVICE constexpr int acc_col(int lane, int c) { return 2 * (lane % 4) + (c % 2); }
+LEANATTN_HOST_DEVICE constexpr int acc_col(int lane, int c) {
+  return 2 * (lane % 4) + (c % 2);
+}
 
 struct RowCol {
   int row;

@@ -30,7 +30,9 @@ LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE float row_weight(float score, float sh
 }
 
 // Max as the state header takes it (a NaN score does not become the max; it reaches l instead).
-LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE float score_max(float a, float b) { return b > a ? b : a; }
+LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE float score_max(float a, float b) {
+  return b > a ? b : a;
+}
 
 // Four consecutive output columns of one row.
 struct Columns4 {

@@ -62,7 +62,9 @@ LEANATTN_HOST_DEVICE constexpr int step_valid_keys(std::int64_t token0, TokenRan
 // Shared-memory rows are head_dim 16-bit elements = chunks_per_row 16-byte chunks (8 or more).
 // Chunk c of row r is stored at chunk c ^ (r % 8): the 8 rows an ldmatrix phase reads at one
 // logical chunk land in 8 different bank groups.
-LEANATTN_HOST_DEVICE constexpr int swizzle_chunk(int row, int chunk) { return chunk ^ (row & 7); }
+LEANATTN_HOST_DEVICE constexpr int swizzle_chunk(int row, int chunk) {
+  return chunk ^ (row & 7);
+}
 
 // Element offset of (row, element col) in a swizzled tile with `chunks_per_row` chunks per row;
 // col is a multiple of 8 for 16-byte accesses.

@@ -43,8 +43,7 @@ struct Engine::Impl {
   // Raises the kernel's dynamic shared-memory limit (once) and returns its occupancy.
   int occupancy(const KernelHandle& k) {
     if (auto it = blocks_per_sm.find(k.kernel); it != blocks_per_sm.end()) return it->second;
-    check(cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               k.smem_bytes),
+    check(cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes),
           ("cudaFuncSetAttribute (decode kernel " + k.name + ")").c_str());
     int blocks = 0;
     check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k.kernel, k.threads,
@@ -52,8 +51,8 @@ struct Engine::Impl {
           "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
     if (blocks < 1) {
       throw CudaError("leanattn::cuda: decode kernel " + k.name + " (" +
-                          std::to_string(k.smem_bytes) +
-                          " bytes of shared memory) cannot run on " + info.name,
+                          std::to_string(k.smem_bytes) + " bytes of shared memory) cannot run on " +
+                          info.name,
                       0);
     }
     blocks_per_sm.emplace(k.kernel, blocks);
@@ -80,9 +79,9 @@ struct Engine::Impl {
     zeroed.emplace_back(counters, bytes);
   }
 
-  KernelHandle kernel_for(const DecodeProblem& problem) const {
-    std::optional<KernelHandle> k = find_kernel(problem);
-    if (!k) {
+  const KernelHandle& kernel_for(const DecodeProblem& problem) const {
+    const KernelHandle* k = find_kernel(problem);
+    if (k == nullptr) {
       const std::string why = why_unsupported(problem);
       const auto colon = why.find(": ");
       throw Error(why.substr(0, colon), why.substr(colon + 2));
@@ -121,7 +120,9 @@ Engine::Engine(const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
 
 Engine::~Engine() = default;
 
-const DeviceInfo& Engine::device() const { return impl_->info; }
+const DeviceInfo& Engine::device() const {
+  return impl_->info;
+}
 
 bool Engine::can_run(const DecodeProblem& problem) const {
   return why_unsupported(problem).empty();
@@ -152,10 +153,15 @@ std::int64_t Engine::workspace_bytes(const Plan& plan) const {
   return workspace_layout(plan).bytes;
 }
 
-void Engine::prepare(const Plan& plan, void* workspace, void* stream) {
-  DeviceGuard guard(impl_->info.ordinal);
-  impl_->plans.upload(plan);
+void Engine::prepare(const DecodeProblem& problem, const Plan& plan, void* workspace,
+                     void* stream) {
+  validate(problem);
+  check_plan_matches(plan, problem);
+  const KernelHandle& kernel = impl_->kernel_for(problem);
   check_workspace(plan, workspace);
+  DeviceGuard guard(impl_->info.ordinal);
+  impl_->occupancy(kernel);
+  impl_->plans.upload(plan);
   impl_->zero_counters(plan, workspace, static_cast<cudaStream_t>(stream));
 }
 
@@ -164,7 +170,7 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
   validate(problem);
   validate(problem, tensors, MemorySpace::device);
   check_plan_matches(plan, problem);
-  const KernelHandle kernel = impl_->kernel_for(problem);
+  const KernelHandle& kernel = impl_->kernel_for(problem);
   check_kernel_alignment(problem, tensors);
   check_workspace(plan, workspace);
 
@@ -185,11 +191,13 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
 
   KernelParams params = make_kernel_params(problem, tensors, plan, *dp, workspace);
   void* args[] = {&params};
-  check(cudaLaunchKernel(kernel.kernel, dim3(static_cast<unsigned>(plan.workers)),
-                         dim3(static_cast<unsigned>(kernel.threads)), args,
-                         static_cast<std::size_t>(kernel.smem_bytes), s),
-        ("cudaLaunchKernel (decode kernel " + kernel.name + ")").c_str());
-  check(cudaGetLastError(), "decode kernel launch");
+  cudaError_t launched = cudaLaunchKernel(kernel.kernel, dim3(static_cast<unsigned>(plan.workers)),
+                                          dim3(static_cast<unsigned>(kernel.threads)), args,
+                                          static_cast<std::size_t>(kernel.smem_bytes), s);
+  if (launched == cudaSuccess) launched = cudaGetLastError();
+  if (launched != cudaSuccess) {
+    check(launched, ("cudaLaunchKernel (decode kernel " + kernel.name + ")").c_str());
+  }
 }
 
 void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,

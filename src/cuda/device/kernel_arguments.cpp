@@ -56,8 +56,8 @@ KernelParams make_kernel_params(const DecodeProblem& p, const DecodeTensors& t, 
                                 const DevicePlan& dp, void* workspace) {
   const bool paged = p.layout == KvLayout::paged;
   auto addressing = [&](const KvStrides& s) {
-    return KvAddressing{s.outer,  s.token, s.head, paged ? p.page_size : 0,
-                        t.block_table, t.block_table_stride};
+    return KvAddressing{
+        s.outer, s.token, s.head, paged ? p.page_size : 0, t.block_table, t.block_table_stride};
   };
   const WorkspaceLayout w = workspace_layout(plan);
   auto* ws = static_cast<std::byte*>(workspace);

@@ -40,10 +40,10 @@ DevicePlan pointers(const void* base, const PlanImage& im) {
 }  // namespace
 
 bool same_schedule(const Plan& a, const Plan& b) {
-  return a.workers == b.workers && a.tile_tokens == b.tile_tokens &&
-         a.group_size == b.group_size && a.head_dim == b.head_dim && a.kv_heads == b.kv_heads &&
-         a.num_slots == b.num_slots && a.seq_lens == b.seq_lens &&
-         a.worker_offsets == b.worker_offsets && same_list(a.segments, b.segments, same_segment) &&
+  return a.workers == b.workers && a.tile_tokens == b.tile_tokens && a.group_size == b.group_size &&
+         a.head_dim == b.head_dim && a.kv_heads == b.kv_heads && a.num_slots == b.num_slots &&
+         a.seq_lens == b.seq_lens && a.worker_offsets == b.worker_offsets &&
+         same_list(a.segments, b.segments, same_segment) &&
          same_list(a.reductions, b.reductions, same_reduction);
 }
 

@@ -12,7 +12,9 @@ namespace leanattn::cuda {
 
 namespace {
 
-std::size_t align16(std::size_t x) { return (x + 15) / 16 * 16; }
+std::size_t align16(std::size_t x) {
+  return (x + 15) / 16 * 16;
+}
 
 template <class T>
 void put(std::vector<std::byte>& bytes, std::size_t at, const T* data, std::size_t count) {

@@ -11,7 +11,8 @@ namespace {
 
 DeviceBuffer upload(const void* data, std::size_t bytes) {
   DeviceBuffer b(bytes);
-  if (bytes > 0) check(cudaMemcpy(b.data(), data, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (upload)");
+  if (bytes > 0)
+    check(cudaMemcpy(b.data(), data, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (upload)");
   return b;
 }
 

@@ -16,8 +16,8 @@ namespace {
 
 constexpr int kProbeThreads = 512;
 
-__global__ void __launch_bounds__(kProbeThreads) read_kernel(const uint4* data, std::int64_t n,
-                                                             unsigned* sink) {
+__global__ void __launch_bounds__(kProbeThreads)
+    read_kernel(const uint4* data, std::int64_t n, unsigned* sink) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   unsigned acc = 0;
   std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;

@@ -54,7 +54,7 @@ __device__ __forceinline__ void attend_range(WarpAttention<T, Shape>& acc, unsig
 
   for (int b = 0; b < blocks; ++b) {
     ptx::cp_async_wait<Shape::kStages - 2>();  // block b (and Q) landed for this thread
-    __syncthreads();                            // ... for every thread; stage b - 1 is free
+    __syncthreads();                           // ... for every thread; stage b - 1 is free
     if (b == 0 && warp_active) acc.load_q(q_addr, warp_m, lane);
     const int next = b + Shape::kStages - 1;
     if (next < blocks) {
@@ -107,8 +107,8 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocksPerSm)
       WarpAttention<T, Shape> acc;
       acc.clear();
       if (!range.empty()) {
-        attend_range<T, Shape>(acc, smem, p, seg, range, row0, warp_m * 16 < rows, warp_m,
-                               warp_n, lane, thread);
+        attend_range<T, Shape>(acc, smem, p, seg, range, row0, warp_m * 16 < rows, warp_m, warp_n,
+                               lane, thread);
       }
       acc.finish();
       Epilogue<T, Shape>::stash(acc, smem, warp_m, warp_n, lane);
