@@ -4,6 +4,11 @@
 
 #include "checks/bad_inputs.hpp"
 
+namespace leanattn::checks {
+// Lets GoogleTest print an entry by name (test lists and CTest names stay readable).
+void PrintTo(const BadInput& b, std::ostream* os) { *os << b.name; }
+}  // namespace leanattn::checks
+
 namespace leanattn {
 namespace {
 
