@@ -16,7 +16,8 @@
 #                                       carry=[".carry"]))
 # Environment: OUT, LEANATTN_CARRY (default .carry), JOBS, LEANATTN_MAX_KV_GIB (default 4),
 # LEANATTN_BENCH_REPEAT (default 20), LEANATTN_BUILD_GTEST=1 (rebuild GoogleTest from the carried
-# sources instead of using the carried archives).
+# sources instead of using the carried archives), LEANATTN_BUILD_TIMEOUT (seconds, default 360;
+# raise it for a dry run on a small machine).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -91,7 +92,7 @@ if ! configure; then
 fi
 say "build with $jobs jobs"
 targets=(leanattn_cuda cuda_gpu_tests cuda_host_tests leanattn_cli)
-if ! run_logged 360 cmake --build "$build" -j "$jobs" --target "${targets[@]}"; then
+if ! run_logged "${LEANATTN_BUILD_TIMEOUT:-360}" cmake --build "$build" -j "$jobs" --target "${targets[@]}"; then
   if [ -d "$carry/usr/src/googletest" ] && [ "${LEANATTN_BUILD_GTEST:-0}" != 1 ] &&
      grep -q "undefined reference to .*testing::" "$log"; then
     say "the carried GoogleTest archives do not link here: rebuilding from source"
@@ -164,6 +165,10 @@ for batch in 1 16; do
         --q-heads "$q" --kv-heads "$kv" --head-dim "$d" --seq-len "$ctx" --dtype bf16 \
         --repeat "$repeat" --csv "$tmp/$cases.csv" --json "$tmp/$cases.json" ||
         fail "bench $label"
+      if grep -q "no CUDA device" "$log"; then
+        say "no usable CUDA device: the sweep stops"
+        break 3
+      fi
       # Name the case (the CLI calls a single problem "custom").
       [ -f "$tmp/$cases.csv" ] && sed -i "s/,custom,/,$label,/" "$tmp/$cases.csv"
       [ -f "$tmp/$cases.json" ] && sed -i "s/\"case\": \"custom\"/\"case\": \"$label\"/" "$tmp/$cases.json"
@@ -185,8 +190,8 @@ rm -rf "$tmp"
 
 # --- 6. summary ---------------------------------------------------------------------------------
 {
-  echo "device-check: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)," \
-       "$(tail -1 "$out/ptxas.txt")"
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  echo "device-check: ${gpu:-no GPU found}; $(grep "check-ptxas.sh:" "$out/ptxas.txt")"
   grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$out/gpu-tests.log" | sed 's/^/  tests: /'
   if [ -f "$out/bench.csv" ]; then
     python3 - "$out/bench.csv" <<'EOF' 2>/dev/null || cat "$out/bench.csv"

@@ -64,8 +64,7 @@ stage_cuda() {
     return 0
   fi
   build_preset cuda &&
-    ctest --preset cuda -j "$jobs" -R "Cuda" &&
-    if [ -x scripts/check-ptxas.sh ]; then scripts/check-ptxas.sh build/cuda; fi
+    ctest --preset cuda -j "$jobs" -L cuda
 }
 
 stage_fuzz() {

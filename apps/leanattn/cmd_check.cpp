@@ -6,8 +6,14 @@
 #include "checks/bad_inputs.hpp"
 #include "checks/random_checks.hpp"
 #include "commands.hpp"
+#include "harness/host_case.hpp"
 #include "leanattn/error.hpp"
+#include "leanattn/reference.hpp"
 #include "problem_args.hpp"
+#if LEANATTN_WITH_CUDA
+#include "cuda/harness/device_case.hpp"
+#include "leanattn/cuda_engine.hpp"
+#endif
 
 namespace leanattn::cli {
 
@@ -23,10 +29,56 @@ struct CheckArgs {
   bool verbose = false;
 };
 
+#if LEANATTN_WITH_CUDA
+// The CUDA engine on case `index`: the drawn problem moved to a configuration the GPU kernels
+// cover (f16 or bf16, head_dim 64, 128 or 256), every strategy, checked like the CPU's.
+checks::CaseReport cuda_case(std::uint64_t seed, std::int64_t index,
+                             const harness::RandomLimits& limits, cuda::Engine& engine) {
+  harness::RandomCase rc = checks::draw_case(seed, index, limits);
+  DecodeProblem p = rc.problem;
+  if (p.q_dtype == DType::f32) p.q_dtype = p.kv_dtype = DType::bf16;
+  p.head_dim = p.head_dim <= 64 ? 64 : (p.head_dim <= 128 ? 128 : 256);
+  harness::HostCase c = harness::make_case(p, seed ^ static_cast<std::uint64_t>(index));
+  checks::CaseReport report;
+  report.problem = checks::describe(c.problem, rc.hardware.workers, rc.options.tile_tokens);
+  const auto ref = reference::naive_attention(c.problem, c.tensors());
+  const auto naive = harness::naive_same_precision(c.problem, c.tensors());
+  const std::int32_t tile = rc.options.tile_tokens;
+  const std::pair<const char*, PlanOptions> variants[] = {
+      {"cuda lean", {.strategy = Strategy::lean, .tile_tokens = tile}},
+      {"cuda lean/batch_invariant",
+       {.strategy = Strategy::lean, .tile_tokens = tile, .batch_invariant = true, .chunk_tiles = 2}},
+      {"cuda split", {.strategy = Strategy::split, .tile_tokens = tile}},
+      {"cuda head", {.strategy = Strategy::head, .tile_tokens = tile}},
+  };
+  for (const auto& [name, options] : variants) {
+    checks::Outcome o{name, false, ""};
+    try {
+      harness::poison_outputs(c);
+      cuda::run_host_case(engine, c, engine.plan(c.problem, options));
+      const harness::Accuracy acc = harness::check_accuracy(c, ref, true, &naive);
+      o.ok = acc.ok();
+      o.detail = checks::accuracy_text(acc);
+    } catch (const std::exception& e) {
+      o.detail = std::string("threw: ") + e.what();
+    }
+    report.outcomes.push_back(o);
+  }
+  return report;
+}
+#endif
+
 int run_check(const CheckArgs& a) {
+#if LEANATTN_WITH_CUDA
+  require(a.backend == "cpu" || a.backend == "cuda", "backend",
+          [&] { return "must be cpu or cuda (got '" + a.backend + "')"; });
+  require(a.backend == "cpu" || cuda::device_available(), "backend",
+          [] { return "cuda: no CUDA device is available on this machine"; });
+#else
   require(a.backend == "cpu", "backend", [&] {
     return "must be cpu in this build (CUDA engine not built) (got '" + a.backend + "')";
   });
+#endif
   require(a.count >= 1, "count", [&] { return "must be >= 1 (got " + std::to_string(a.count) + ")"; });
   require(a.max_len >= 1, "max_len",
           [&] { return "must be >= 1 (got " + std::to_string(a.max_len) + ")"; });
@@ -50,7 +102,17 @@ int run_check(const CheckArgs& a) {
   };
   const std::int64_t first = a.only >= 0 ? a.only : 0;
   const std::int64_t last = a.only >= 0 ? a.only + 1 : a.count;
+#if LEANATTN_WITH_CUDA
+  std::unique_ptr<cuda::Engine> gpu;
+  if (a.backend == "cuda") gpu = std::make_unique<cuda::Engine>();
+#endif
   for (std::int64_t i = first; i < last; ++i) {
+#if LEANATTN_WITH_CUDA
+    if (gpu) {
+      tally(cuda_case(a.seed, i, limits, *gpu), i, "cuda");
+      continue;
+    }
+#endif
     tally(checks::random_strategies_case(a.seed, i, limits, engines), i, "random");
     if (i % 10 == 0 || a.only >= 0) tally(checks::reproducibility_case(a.seed, i, engines), i, "repro");
     if (a.only < 0 && (i + 1) % 100 == 0) {

@@ -139,7 +139,9 @@ SHAPES+=("mixed-gqa 32 8 128 $MIXED")
 CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 SLUG=$(echo "$CPU" | tr 'A-Z' 'a-z' | sed -E 's/\((r|tm)\)//g; s/[^a-z0-9]+/-/g; s/^-|-$//g')
 DATE=$(date -u +%Y-%m-%d)
-[ -z "$OUT" ] && OUT=bench/results/cpu-peers-$SLUG-$DATE$([ "$QUICK" = 1 ] && echo -smoke).csv
+suffix=""
+[ "$QUICK" = 1 ] && suffix=-smoke
+[ -z "$OUT" ] && OUT=bench/results/cpu-peers-$SLUG-$DATE$suffix.csv
 RUN=build/peers/run-$(date -u +%Y%m%dT%H%M%S)
 mkdir -p "$RUN"
 : >"$RUN/shapes.tsv"

@@ -131,7 +131,8 @@ CaseResult run_cuda_case(const DecodeProblem& problem, const BenchConfig& cfg, d
   const auto budget_rows = static_cast<std::int32_t>(std::clamp<std::int64_t>(
       (1ll << 27) / std::max<std::int64_t>(1, 2 * longest * c.problem.head_dim), 2,
       cfg.sample_rows));
-  const auto rows = harness::sample_rows(c.problem, budget_rows);
+  const auto rows = cfg.check_all_rows ? harness::all_rows(c.problem)
+                                       : harness::sample_rows(c.problem, budget_rows);
   const auto ref = reference::naive_attention_rows(c.problem, c.tensors(), rows);
   const auto naive = harness::naive_same_precision(c.problem, c.tensors(), rows);
   for (std::size_t i = 0; i < plans.size(); ++i) {

@@ -18,9 +18,9 @@ namespace leanattn::bench {
 
 // Runs `problem` with every configured strategy on the current CUDA device. Uses from `config`:
 // strategies, repeat, workers (0: the kernel's occupancy), tile, splits, order, batch_invariant,
-// chunk_tiles, add_invariant, sample_rows and rotate_bytes (SIMD, pinning and add_head_major are
-// CPU-only: lean is head-major on the GPU already).
-// probe_gbps fills probe_fraction. CaseResult::simd names the device and kernel configuration.
+// chunk_tiles, add_invariant, sample_rows, check_all_rows and rotate_bytes (SIMD, pinning and
+// add_head_major are CPU-only: lean is head-major on the GPU already). probe_gbps fills
+// probe_fraction. CaseResult::simd names the device and kernel configuration.
 CaseResult run_cuda_case(const DecodeProblem& problem, const BenchConfig& config, double probe_gbps,
                          const std::function<void(const std::string&)>& progress = {});
 

@@ -27,6 +27,8 @@ std::mt19937_64 case_rng(std::uint64_t seed, std::int64_t index) {
   return std::mt19937_64(seq);
 }
 
+}  // namespace
+
 std::string describe(const DecodeProblem& p, std::int32_t workers, std::int32_t tile) {
   std::ostringstream os;
   os << "heads " << p.q_heads << "/" << p.kv_heads << " d " << p.head_dim << " "
@@ -46,6 +48,8 @@ std::string accuracy_text(const harness::Accuracy& a) {
   return os.str();
 }
 
+namespace {
+
 // Output rows of request b: bytes of out and lse.
 std::pair<std::vector<std::byte>, std::vector<float>> request_rows(const harness::HostCase& c,
                                                                    std::int32_t b) {
@@ -60,10 +64,15 @@ std::pair<std::vector<std::byte>, std::vector<float>> request_rows(const harness
 
 }  // namespace
 
+harness::RandomCase draw_case(std::uint64_t seed, std::int64_t index,
+                              const harness::RandomLimits& limits) {
+  std::mt19937_64 rng = case_rng(seed, index);
+  return harness::random_case(rng, limits);
+}
+
 CaseReport random_strategies_case(std::uint64_t seed, std::int64_t index,
                                   const harness::RandomLimits& limits, EnginePool& engines) {
-  std::mt19937_64 rng = case_rng(seed, index);
-  harness::RandomCase rc = harness::random_case(rng, limits);
+  harness::RandomCase rc = draw_case(seed, index, limits);
   harness::HostCase c = harness::make_case(rc.problem, seed ^ static_cast<std::uint64_t>(index));
   CaseReport report;
   report.problem = describe(c.problem, rc.hardware.workers, rc.options.tile_tokens);

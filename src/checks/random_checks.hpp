@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/accuracy.hpp"
 #include "harness/random_problem.hpp"
 #include "leanattn/cpu_engine.hpp"
 
@@ -36,6 +37,14 @@ struct CaseReport {
   std::string problem;  // one-line description of the drawn problem
   std::vector<Outcome> outcomes;
 };
+
+// One-line description of a drawn case, and of an accuracy verdict, for failure messages.
+std::string describe(const DecodeProblem& problem, std::int32_t workers, std::int32_t tile);
+std::string accuracy_text(const harness::Accuracy& accuracy);
+
+// The random case `index` of `seed` (the same draw every executor's check uses).
+harness::RandomCase draw_case(std::uint64_t seed, std::int64_t index,
+                              const harness::RandomLimits& limits);
 
 // Draws case `index` of `seed` and runs lean (both line orders), batch-invariant lean, split and
 // head on it; every output is compared with the fp64 reference (accuracy policy), NaN-poisoned

@@ -70,6 +70,15 @@ class CudaEngineTest : public ::testing::Test {
 
   std::int32_t sms() { return engine().device().sm_count; }
 
+  // False (and the test should skip) when the build lacks this configuration (builds can be
+  // trimmed with LEANATTN_CUDA_HEAD_DIMS / LEANATTN_CUDA_DTYPES).
+  static bool compiled(DType dtype, std::int32_t head_dim) {
+    for (const KernelHandle& k : compiled_kernels()) {
+      if (k.dtype == dtype && k.head_dim == head_dim) return true;
+    }
+    return false;
+  }
+
   std::unique_ptr<Engine> engine_;
 };
 
@@ -100,6 +109,7 @@ TEST_F(CudaEngineTest, EveryConfigurationAgainstTheReference) {
 }
 
 TEST_F(CudaEngineTest, ManyMoreCtasThanSmsAndTinyTiles) {
+  if (!compiled(DType::bf16, 128)) GTEST_SKIP() << "bf16 head_dim 128 not in this build";
   DecodeProblem p = make_problem({5000, 33, 0, 900, 2}, 32, 8, 128, DType::bf16);
   harness::HostCase c = harness::make_case(p, 21);
   check_all(c, {sms(), 4 * sms(), 16 * sms()}, "oversubscribed", 16);
@@ -112,6 +122,7 @@ TEST_F(CudaEngineTest, PagedCachesWithShuffledBlockTables) {
     for (int i = 0; i < 15; ++i) lens.push_back(1 + i * 37);
     lens.push_back(0);
     for (DType t : {DType::f16, DType::bf16}) {
+      if (!compiled(t, 128)) continue;
       DecodeProblem p = make_problem(lens, 8, 1, 128, t);
       p.layout = KvLayout::paged;
       p.page_size = page;
@@ -122,6 +133,7 @@ TEST_F(CudaEngineTest, PagedCachesWithShuffledBlockTables) {
 }
 
 TEST_F(CudaEngineTest, AllEmptySequences) {
+  if (!compiled(DType::f16, 64)) GTEST_SKIP() << "f16 head_dim 64 not in this build";
   DecodeProblem p = make_problem({0, 0, 0}, 4, 2, 64, DType::f16);
   harness::HostCase c = harness::make_case(p, 3);
   check_all(c, {0, 1, 4}, "empty");
@@ -151,6 +163,7 @@ TEST_F(CudaEngineTest, RandomProblems) {
 }
 
 TEST_F(CudaEngineTest, RepeatedRunsAreBitwiseIdentical) {
+  if (!compiled(DType::bf16, 128)) GTEST_SKIP() << "bf16 head_dim 128 not in this build";
   DecodeProblem p = make_problem({30000, 17, 900}, 32, 8, 128, DType::bf16);
   harness::HostCase c = harness::make_case(p, 5);
   DeviceCase d(c);
@@ -170,6 +183,7 @@ TEST_F(CudaEngineTest, RepeatedRunsAreBitwiseIdentical) {
 }
 
 TEST_F(CudaEngineTest, OneWorkspaceServesDifferentPlansInTurn) {
+  if (!compiled(DType::f16, 64)) GTEST_SKIP() << "f16 head_dim 64 not in this build";
   DecodeProblem p = make_problem({4000, 300, 1}, 16, 2, 64, DType::f16);
   harness::HostCase c = harness::make_case(p, 8);
   const auto ref = reference::naive_attention(c.problem, c.tensors());
@@ -193,6 +207,7 @@ TEST_F(CudaEngineTest, OneWorkspaceServesDifferentPlansInTurn) {
 }
 
 TEST_F(CudaEngineTest, StridedOutputAndLse) {
+  if (!compiled(DType::bf16, 64)) GTEST_SKIP() << "bf16 head_dim 64 not in this build";
   DecodeProblem p = make_problem({500, 0, 77}, 4, 2, 64, DType::bf16);
   harness::HostCase c = harness::make_case(p, 6);
   const auto ref = reference::naive_attention(c.problem, c.tensors());
@@ -235,6 +250,7 @@ TEST_F(CudaEngineTest, StridedOutputAndLse) {
 }
 
 TEST_F(CudaEngineTest, RejectsUnsupportedAndMisalignedInputs) {
+  if (!compiled(DType::f16, 64)) GTEST_SKIP() << "f16 head_dim 64 not in this build";
   DecodeProblem p = make_problem({100, 20}, 4, 2, 64, DType::f32);
   EXPECT_FALSE(engine().can_run(p));
   EXPECT_THROW(engine().plan(p), Error);
@@ -255,6 +271,7 @@ TEST_F(CudaEngineTest, RejectsUnsupportedAndMisalignedInputs) {
 }
 
 TEST_F(CudaEngineTest, WorkerCountComesFromOccupancy) {
+  if (!compiled(DType::bf16, 128)) GTEST_SKIP() << "bf16 head_dim 128 not in this build";
   const DecodeProblem p = make_problem({100}, 32, 8, 128, DType::bf16);
   const std::int32_t w = engine().workers_for(p);
   EXPECT_GE(w, sms());

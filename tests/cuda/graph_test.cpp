@@ -21,6 +21,13 @@ namespace {
 TEST(CudaGraph, CapturedRunReplaysCorrectlyWithoutResets) {
   if (!device_available()) GTEST_SKIP() << "no CUDA device (or driver) on this machine";
   Engine engine;
+  DecodeProblem probe;
+  probe.q_heads = 32;
+  probe.kv_heads = 8;
+  probe.head_dim = 128;
+  probe.seq_lens = {1};
+  probe.q_dtype = probe.kv_dtype = DType::bf16;
+  if (!engine.can_run(probe)) GTEST_SKIP() << "bf16 head_dim 128 not in this build";
   DecodeProblem p;
   p.q_heads = 32;
   p.kv_heads = 8;

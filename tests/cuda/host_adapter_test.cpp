@@ -153,7 +153,9 @@ TEST(KernelArguments, RejectRowsThatAreNot16ByteAligned) {
 
 // The lookup tests assume the whole configuration table (a build trimmed with
 // LEANATTN_CUDA_HEAD_DIMS / LEANATTN_CUDA_DTYPES skips them).
-bool whole_table() { return compiled_kernels().size() == 12; }
+bool whole_table() {
+  return compiled_kernels().size() == 12;
+}
 
 TEST(KernelLookup, PicksTheSmallestRowTileThatHoldsTheGroup) {
   if (!whole_table()) GTEST_SKIP() << "partial kernel table build";
