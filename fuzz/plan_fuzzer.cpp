@@ -36,7 +36,8 @@ DecodeProblem draw_problem(FuzzedDataProvider& in) {
                (in.ConsumeBool() ? 0 : in.ConsumeIntegralInRange<std::int32_t>(-3, 3));
   p.q_len = in.ConsumeBool() ? 1 : in.ConsumeIntegralInRange<std::int32_t>(0, 3);
   const auto batch = in.ConsumeIntegralInRange<std::int32_t>(0, 12);
-  for (std::int32_t b = 0; b < batch; ++b) p.seq_lens.push_back(in.ConsumeIntegralInRange<std::int32_t>(-2, 600));
+  for (std::int32_t b = 0; b < batch; ++b)
+    p.seq_lens.push_back(in.ConsumeIntegralInRange<std::int32_t>(-2, 600));
   p.q_dtype = p.kv_dtype = static_cast<DType>(in.ConsumeIntegralInRange<int>(0, 2));
   if (in.ConsumeBool()) {
     p.layout = KvLayout::paged;
@@ -118,7 +119,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto ref = reference::naive_attention(c.problem, c.tensors());
   const auto got = reference::interpret_plan(c.problem, plan, c.tensors());
   for (std::size_t i = 0; i < ref.out.size(); ++i) {
-    if (!(std::abs(ref.out[i] - got.out[i]) <= 1e-9) && !(std::isnan(ref.out[i]) && std::isnan(got.out[i]))) {
+    if (!(std::abs(ref.out[i] - got.out[i]) <= 1e-9) &&
+        !(std::isnan(ref.out[i]) && std::isnan(got.out[i]))) {
       fail("the plan interpreter disagrees with the reference");
     }
   }

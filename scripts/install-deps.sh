@@ -5,8 +5,8 @@
 #   scripts/install-deps.sh [fuzz] [python] [peers]
 set -euo pipefail
 
-packages=(cmake ninja-build g++ make pkg-config libgtest-dev libhwy-dev libcli11-dev
-          nlohmann-json3-dev libfmt-dev)
+packages=(cmake ninja-build g++ make pkg-config git clang-format libgtest-dev libhwy-dev
+          libcli11-dev nlohmann-json3-dev libfmt-dev)
 for group in "$@"; do
   case "$group" in
     fuzz) packages+=(clang libclang-rt-14-dev) ;;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # All tests, as CI runs them (.ci/run calls this): installs what is missing, then
-#   release   unit tests (GoogleTest via CTest) and `leanattn check --count 500`
+#   release   clang-format check, unit tests (GoogleTest via CTest), `leanattn check --count 500`
 #   asan      the unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   tsan      the threaded-engine tests under ThreadSanitizer
 #   cuda      compiles and links the CUDA engine (nvcc present), runs its tests (they skip
@@ -40,8 +40,15 @@ build_preset() {
   cmake --preset "$1" >/dev/null && cmake --build --preset "$1" -j "$jobs"
 }
 
+# Every C++/CUDA source tracked by git must match the repo's .clang-format.
+check_format() {
+  echo "== clang-format check"
+  git ls-files '*.cpp' '*.hpp' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
+}
+
 stage_release() {
-  build_preset release &&
+  check_format &&
+    build_preset release &&
     ctest --preset release -j "$jobs" &&
     echo "== leanattn check --count 500" &&
     build/release/apps/leanattn/leanattn check --count 500

@@ -24,22 +24,25 @@ double speedup(const bench::CaseResult& c, const bench::StrategyResult& r, const
 }
 
 std::string lengths_text(const std::vector<std::int32_t>& lens) {
-  bool uniform = std::all_of(lens.begin(), lens.end(), [&](std::int32_t x) { return x == lens[0]; });
+  bool uniform =
+      std::all_of(lens.begin(), lens.end(), [&](std::int32_t x) { return x == lens[0]; });
   if (uniform) return fmt::format("{} x {}", lens.size(), lens[0]);
   std::string s;
-  for (std::size_t i = 0; i < lens.size() && i < 6; ++i) s += (i ? "," : "") + std::to_string(lens[i]);
+  for (std::size_t i = 0; i < lens.size() && i < 6; ++i)
+    s += (i ? "," : "") + std::to_string(lens[i]);
   if (lens.size() > 6) s += fmt::format(",... ({} requests)", lens.size());
   return s;
 }
 
-std::string ratio(double x) { return x > 0 ? fmt::format("{:.2f}", x) : "-"; }
+std::string ratio(double x) {
+  return x > 0 ? fmt::format("{:.2f}", x) : "-";
+}
 
 }  // namespace
 
 std::string describe_problem(const DecodeProblem& p) {
-  std::string layout = p.layout == KvLayout::contiguous
-                           ? "contiguous"
-                           : fmt::format("paged {}", p.page_size);
+  std::string layout =
+      p.layout == KvLayout::contiguous ? "contiguous" : fmt::format("paged {}", p.page_size);
   return fmt::format("heads {}/{} d {} {} seq_lens {} ({})", p.q_heads, p.kv_heads, p.head_dim,
                      dtype_name(p.kv_dtype), lengths_text(p.seq_lens), layout);
 }
@@ -52,8 +55,8 @@ std::string format_case(const LabelledCase& lc, double probe_gbps) {
                     static_cast<double>(c.kv_bytes) / (1 << 20),
                     c.kv_copies > 1 ? fmt::format(" (x{} rotated copies)", c.kv_copies) : "",
                     c.workers, c.simd, probe_gbps);
-  os << fmt::format("  {:<15} {:>12} {:>8} {:>9} {:>8} {:>9} {:>10}  {}\n", "strategy",
-                    "median_us", "GB/s", "of_probe", "vs_head", "vs_split", "max_err", "check");
+  os << fmt::format("  {:<15} {:>12} {:>8} {:>9} {:>8} {:>9} {:>10}  {}\n", "strategy", "median_us",
+                    "GB/s", "of_probe", "vs_head", "vs_split", "max_err", "check");
   for (const auto& r : c.results) {
     os << fmt::format("  {:<15} {:>12.1f} {:>8.2f} {:>9.2f} {:>8} {:>9} {:>10.2e}  {}\n",
                       r.strategy + (r.strategy == "split" ? fmt::format("/{}", r.splits) : ""),
@@ -66,8 +69,7 @@ std::string format_case(const LabelledCase& lc, double probe_gbps) {
 std::string format_summary(const BenchRun& run) {
   std::ostringstream os;
   os << fmt::format("summary ({} backend, probe {:.1f} GB/s read with {} threads, {} MiB)\n",
-                    run.backend, run.probe.median_gbps, run.probe.threads,
-                    run.probe.bytes >> 20);
+                    run.backend, run.probe.median_gbps, run.probe.threads, run.probe.bytes >> 20);
   os << fmt::format("  {:<12} {:<44} {:>9} {:>8} {:>8} {:>8} {:>9}  {}\n", "case", "problem",
                     "lean_ms", "GB/s", "of_probe", "vs_head", "vs_split", "check");
   for (const auto& lc : run.cases) {
@@ -75,9 +77,9 @@ std::string format_summary(const BenchRun& run) {
     const bench::StrategyResult* lean = find(c, "lean");
     const bench::StrategyResult* r = lean ? lean : &c.results.front();
     bool ok = std::all_of(c.results.begin(), c.results.end(), [](const auto& x) { return x.ok; });
-    std::string problem = fmt::format("{}/{} d{} {} {}", c.problem.q_heads, c.problem.kv_heads,
-                                      c.problem.head_dim, dtype_name(c.problem.kv_dtype),
-                                      lengths_text(c.problem.seq_lens));
+    std::string problem =
+        fmt::format("{}/{} d{} {} {}", c.problem.q_heads, c.problem.kv_heads, c.problem.head_dim,
+                    dtype_name(c.problem.kv_dtype), lengths_text(c.problem.seq_lens));
     if (problem.size() > 44) problem = problem.substr(0, 41) + "...";
     os << fmt::format("  {:<12} {:<44} {:>9.2f} {:>8.2f} {:>8.2f} {:>8} {:>9}  {}\n", lc.label,
                       problem, r->median_us / 1000.0, r->gbps, r->probe_fraction,
@@ -150,10 +152,10 @@ std::string to_csv(const BenchRun& run) {
           "{:.3f},{:.4f},{:.3f},{:.3f},{:.3e},{}\n",
           run.machine.date, run.machine.commit, run.machine.cpu, run.machine.cores, run.backend,
           c.simd, lc.label, r.strategy, p.batch(), p.q_heads, p.kv_heads, p.head_dim,
-          dtype_name(p.kv_dtype), p.layout == KvLayout::paged ? p.page_size : 0,
-          p.total_tokens(), longest, lens, r.workers, r.splits, r.median_us, r.min_us, c.kv_bytes,
-          r.gbps, run.probe.median_gbps, r.probe_fraction, speedup(c, r, "head"),
-          speedup(c, r, "split"), r.max_abs_err, r.ok ? 1 : 0);
+          dtype_name(p.kv_dtype), p.layout == KvLayout::paged ? p.page_size : 0, p.total_tokens(),
+          longest, lens, r.workers, r.splits, r.median_us, r.min_us, c.kv_bytes, r.gbps,
+          run.probe.median_gbps, r.probe_fraction, speedup(c, r, "head"), speedup(c, r, "split"),
+          r.max_abs_err, r.ok ? 1 : 0);
     }
   }
   return os.str();

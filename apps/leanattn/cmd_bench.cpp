@@ -28,15 +28,15 @@ struct BenchArgs {
   bool invariant = false;
   bool head_major = false;
   bool check_all_rows = false;
-  std::int32_t repeat = 0;  // 0: 10 for one case, 5 per case in the sweep
+  std::int32_t repeat = 0;  // 0: 10 for one case, 7 per case in the sweep
   std::string simd;
   std::string json_path, csv_path;
   std::int64_t probe_mib = 0;
   bool no_pin = false;
 };
 
-const char* const kShapeFlags[] = {"--batch",    "--q-heads", "--kv-heads", "--head-dim",
-                                   "--seq-len",  "--seq-lens", "--dtype",    "--page-size"};
+const char* const kShapeFlags[] = {"--batch",   "--q-heads",  "--kv-heads", "--head-dim",
+                                   "--seq-len", "--seq-lens", "--dtype",    "--page-size"};
 
 int run_bench(const BenchArgs& a, bool sweep) {
 #if defined(LEANATTN_WITH_CUDA)
@@ -52,7 +52,7 @@ int run_bench(const BenchArgs& a, bool sweep) {
   cfg.strategies.clear();
   for (const auto& s : a.strategies) cfg.strategies.push_back(parse_strategy(s, "strategy"));
   require(!cfg.strategies.empty(), "strategy", [] { return "must name at least one strategy"; });
-  cfg.repeat = a.repeat > 0 ? a.repeat : (sweep ? 5 : 10);
+  cfg.repeat = a.repeat > 0 ? a.repeat : (sweep ? 7 : 10);
   require(a.repeat >= 0 && a.repeat <= 100000, "repeat", [&] {
     return "must be in [1, 100000], or 0 for the default (got " + std::to_string(a.repeat) + ")";
   });
@@ -81,10 +81,12 @@ int run_bench(const BenchArgs& a, bool sweep) {
   run.machine = machine_info();
   run.backend = a.backend;
   const std::int32_t threads =
-      cfg.workers > 0 ? cfg.workers
-                      : static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
-  const std::int64_t probe_bytes =
-      a.probe_mib > 0 ? (a.probe_mib << 20) : std::max<std::int64_t>(largest + largest / 4, 1ll << 30);
+      cfg.workers > 0
+          ? cfg.workers
+          : static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::int64_t probe_bytes = a.probe_mib > 0
+                                       ? (a.probe_mib << 20)
+                                       : std::max<std::int64_t>(largest + largest / 4, 1ll << 30);
 #if defined(LEANATTN_WITH_CUDA)
   if (gpu) {
     // Device probe: at least 4 GiB (far beyond L2), as large as the largest case's KV.
@@ -142,7 +144,8 @@ int run_bench(const BenchArgs& a, bool sweep) {
 void add_bench_command(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "bench", "time strategies against the memory-bandwidth probe (no shape flags: default sweep)");
+      "bench",
+      "time strategies against the memory-bandwidth probe (no shape flags: default sweep)");
   args->problem.add_shape_flags(*cmd);
   args->problem.add_plan_flags(*cmd);
   cmd->add_option("--backend", args->backend, "cpu (or cuda when built)");

@@ -47,7 +47,10 @@ checks::CaseReport cuda_case(std::uint64_t seed, std::int64_t index,
   const std::pair<const char*, PlanOptions> variants[] = {
       {"cuda lean", {.strategy = Strategy::lean, .tile_tokens = tile}},
       {"cuda lean/batch_invariant",
-       {.strategy = Strategy::lean, .tile_tokens = tile, .batch_invariant = true, .chunk_tiles = 2}},
+       {.strategy = Strategy::lean,
+        .tile_tokens = tile,
+        .batch_invariant = true,
+        .chunk_tiles = 2}},
       {"cuda split", {.strategy = Strategy::split, .tile_tokens = tile}},
       {"cuda head", {.strategy = Strategy::head, .tile_tokens = tile}},
   };
@@ -79,7 +82,8 @@ int run_check(const CheckArgs& a) {
     return "must be cpu in this build (CUDA engine not built) (got '" + a.backend + "')";
   });
 #endif
-  require(a.count >= 1, "count", [&] { return "must be >= 1 (got " + std::to_string(a.count) + ")"; });
+  require(a.count >= 1, "count",
+          [&] { return "must be >= 1 (got " + std::to_string(a.count) + ")"; });
   require(a.max_len >= 1, "max_len",
           [&] { return "must be >= 1 (got " + std::to_string(a.max_len) + ")"; });
   checks::EnginePool engines(a.simd);
@@ -96,8 +100,9 @@ int run_check(const CheckArgs& a) {
         continue;
       }
       ++failed;
-      fmt::print("FAIL  {} #{} {} on {}\n      {}\n      replay: leanattn check --seed {} --only {}\n",
-                 kind, index, o.what, r.problem, o.detail, a.seed, index);
+      fmt::print(
+          "FAIL  {} #{} {} on {}\n      {}\n      replay: leanattn check --seed {} --only {}\n",
+          kind, index, o.what, r.problem, o.detail, a.seed, index);
     }
   };
   const std::int64_t first = a.only >= 0 ? a.only : 0;
@@ -114,7 +119,8 @@ int run_check(const CheckArgs& a) {
     }
 #endif
     tally(checks::random_strategies_case(a.seed, i, limits, engines), i, "random");
-    if (i % 10 == 0 || a.only >= 0) tally(checks::reproducibility_case(a.seed, i, engines), i, "repro");
+    if (i % 10 == 0 || a.only >= 0)
+      tally(checks::reproducibility_case(a.seed, i, engines), i, "repro");
     if (a.only < 0 && (i + 1) % 100 == 0) {
       fmt::print(stderr, "  {} / {} cases ({} failed so far)\n", i + 1, a.count, failed);
     }

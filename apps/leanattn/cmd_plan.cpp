@@ -25,8 +25,7 @@ void add_plan_command(CLI::App& app) {
   args->problem.add_plan_flags(*cmd);
   args->problem.workers = 1;
   cmd->add_option("--strategy", args->strategy, "lean, split or head");
-  cmd->add_option("--format", args->format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--format", args->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->callback([args] {
     const int rc = run_guarded("plan", [&] {
       const DecodeProblem p = args->problem.problem();

@@ -40,9 +40,8 @@ DecodeProblem ProblemArgs::problem() const {
   p.head_dim = head_dim;
   p.q_dtype = p.kv_dtype = parse_dtype(dtype, "dtype");
   auto to_len = [](std::int64_t v) {
-    require(v >= 0 && v <= std::numeric_limits<std::int32_t>::max(), "seq_lens", [&] {
-      return "must be in [0, 2^31) tokens (got " + std::to_string(v) + ")";
-    });
+    require(v >= 0 && v <= std::numeric_limits<std::int32_t>::max(), "seq_lens",
+            [&] { return "must be in [0, 2^31) tokens (got " + std::to_string(v) + ")"; });
     return static_cast<std::int32_t>(v);
   };
   if (!seq_lens.empty()) {
@@ -88,16 +87,26 @@ PlanOptions ProblemArgs::plan_options(Strategy strategy) const {
 
 std::string flag_name(const std::string& argument) {
   static const std::map<std::string, std::string> kFlags = {
-      {"batch", "--batch"},         {"q_heads", "--q-heads"},
-      {"kv_heads", "--kv-heads"},   {"head_dim", "--head-dim"},
-      {"seq_len", "--seq-len"},     {"seq_lens", "--seq-lens"},
-      {"dtype", "--dtype"},         {"page_size", "--page-size"},
-      {"workers", "--workers"},     {"tile", "--tile"},
-      {"splits", "--splits"},       {"strategy", "--strategy"},
-      {"chunk_tiles", "--chunk-tiles"}, {"batch_invariant", "--batch-invariant"},
-      {"repeat", "--repeat"},       {"count", "--count"},
-      {"backend", "--backend"},     {"order", "--order"},
-      {"max_len", "--max-len"},     {"simd", "--simd"}};
+      {"batch", "--batch"},
+      {"q_heads", "--q-heads"},
+      {"kv_heads", "--kv-heads"},
+      {"head_dim", "--head-dim"},
+      {"seq_len", "--seq-len"},
+      {"seq_lens", "--seq-lens"},
+      {"dtype", "--dtype"},
+      {"page_size", "--page-size"},
+      {"workers", "--workers"},
+      {"tile", "--tile"},
+      {"splits", "--splits"},
+      {"strategy", "--strategy"},
+      {"chunk_tiles", "--chunk-tiles"},
+      {"batch_invariant", "--batch-invariant"},
+      {"repeat", "--repeat"},
+      {"count", "--count"},
+      {"backend", "--backend"},
+      {"order", "--order"},
+      {"max_len", "--max-len"},
+      {"simd", "--simd"}};
   const auto it = kFlags.find(argument);
   return it == kFlags.end() ? argument : it->second;
 }

@@ -16,8 +16,8 @@ struct ProblemArgs {
   std::int32_t q_heads = 0;  // 0: same as kv_heads
   std::int32_t kv_heads = 1;
   std::int32_t head_dim = 128;
-  std::int64_t seq_len = 4096;              // uniform length (when seq_lens is empty)
-  std::vector<std::int64_t> seq_lens;       // ragged lengths (overrides batch and seq_len)
+  std::int64_t seq_len = 4096;         // uniform length (when seq_lens is empty)
+  std::vector<std::int64_t> seq_lens;  // ragged lengths (overrides batch and seq_len)
   std::string dtype = "f16";
   std::int32_t page_size = 0;  // 0: contiguous
   std::int32_t workers = 0;    // 0: the executor's default

@@ -46,7 +46,8 @@ struct Args {
   }
   std::string lens_text() const {
     std::string s;
-    for (std::size_t i = 0; i < seq_lens.size(); ++i) s += (i ? ";" : "") + std::to_string(seq_lens[i]);
+    for (std::size_t i = 0; i < seq_lens.size(); ++i)
+      s += (i ? ";" : "") + std::to_string(seq_lens[i]);
     return s;
   }
 };
@@ -71,19 +72,29 @@ inline Args parse_args(int argc, char** argv) {
     const std::string f = argv[i];
     if (i + 1 >= argc) usage_error(argv[0], "missing value after " + f);
     const char* v = argv[++i];
-    if (f == "--label") a.label = v;
-    else if (f == "--q-heads") a.q_heads = static_cast<int>(num(v));
-    else if (f == "--kv-heads") a.kv_heads = static_cast<int>(num(v));
-    else if (f == "--head-dim") a.head_dim = static_cast<int>(num(v));
-    else if (f == "--threads") a.threads = static_cast<int>(num(v));
-    else if (f == "--repeat") a.repeat = static_cast<int>(num(v));
-    else if (f == "--warmup") a.warmup = static_cast<int>(num(v));
-    else if (f == "--rotate-mib") a.rotate_mib = num(v);
+    if (f == "--label")
+      a.label = v;
+    else if (f == "--q-heads")
+      a.q_heads = static_cast<int>(num(v));
+    else if (f == "--kv-heads")
+      a.kv_heads = static_cast<int>(num(v));
+    else if (f == "--head-dim")
+      a.head_dim = static_cast<int>(num(v));
+    else if (f == "--threads")
+      a.threads = static_cast<int>(num(v));
+    else if (f == "--repeat")
+      a.repeat = static_cast<int>(num(v));
+    else if (f == "--warmup")
+      a.warmup = static_cast<int>(num(v));
+    else if (f == "--rotate-mib")
+      a.rotate_mib = num(v);
     else if (f == "--seq-lens") {
       a.seq_lens.clear();
       std::stringstream ss(v);
-      for (std::string tok; std::getline(ss, tok, ',');) a.seq_lens.push_back(static_cast<int>(num(tok.c_str())));
-    } else usage_error(argv[0], "unknown flag " + f);
+      for (std::string tok; std::getline(ss, tok, ',');)
+        a.seq_lens.push_back(static_cast<int>(num(tok.c_str())));
+    } else
+      usage_error(argv[0], "unknown flag " + f);
   }
   if (a.kv_heads < 1 || a.q_heads < a.kv_heads || a.q_heads % a.kv_heads)
     usage_error(argv[0], "--q-heads must be a positive multiple of --kv-heads");
@@ -146,7 +157,8 @@ inline void fill_16bit(std::uint16_t* dst, std::int64_t count, std::uint64_t see
 // the same rule as leanattn's benchmark.
 inline int kv_copies(const Args& a, std::int64_t buffer_bytes) {
   const std::int64_t want = a.rotate_mib << 20;
-  return static_cast<int>(std::clamp<std::int64_t>((want + buffer_bytes - 1) / buffer_bytes, 1, 64));
+  return static_cast<int>(
+      std::clamp<std::int64_t>((want + buffer_bytes - 1) / buffer_bytes, 1, 64));
 }
 
 // ---- timing -------------------------------------------------------------------------------------
@@ -189,8 +201,8 @@ struct Check {
   double max_abs_err = 0, ref_max_abs = 0;
 };
 
-inline Check check_all_rows(const Args& a, const std::vector<float>& q, const KvView& k, const KvView& v,
-                            const std::vector<float>& got) {
+inline Check check_all_rows(const Args& a, const std::vector<float>& q, const KvView& k,
+                            const KvView& v, const std::vector<float>& got) {
   static std::vector<float> lut_f16, lut_bf16;  // 16-bit pattern -> float
   if (lut_f16.empty()) {
     lut_f16.resize(65536);

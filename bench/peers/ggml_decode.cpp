@@ -41,11 +41,13 @@ int main(int argc, char** argv) {
   std::vector<std::uint16_t> mask;  // [batch][capacity]: 0 for a request's tokens, -inf after
   if (a.ragged()) {
     mask.assign(static_cast<std::size_t>(B) * cap, peers::f32_to_f16(-INFINITY));
-    for (int b = 0; b < B; ++b) std::fill_n(mask.begin() + static_cast<std::int64_t>(b) * cap, a.seq_lens[b], 0);
+    for (int b = 0; b < B; ++b)
+      std::fill_n(mask.begin() + static_cast<std::int64_t>(b) * cap, a.seq_lens[b], 0);
   }
 
   // One graph per KV copy, tensors pointing at our buffers (no_alloc).
-  const std::size_t ctx_bytes = copies * (8 * ggml_tensor_overhead() + ggml_graph_overhead()) + (1 << 20);
+  const std::size_t ctx_bytes =
+      copies * (8 * ggml_tensor_overhead() + ggml_graph_overhead()) + (1 << 20);
   ggml_init_params ip = {ctx_bytes, nullptr, true};
   std::unique_ptr<ggml_context, decltype(&ggml_free)> ctx(ggml_init(ip), ggml_free);
   std::vector<ggml_cgraph*> graphs;
@@ -102,9 +104,9 @@ int main(int argc, char** argv) {
 
   const peers::KvView kv{k[0].data(), start, row, d, false}, vv{v[0].data(), start, row, d, false};
   const peers::Check chk = peers::check_all_rows(a, q, kv, vv, out);
-  const std::string config = std::string("flash_attn_ext f32 Q f16 KV token-major, GGML_PREC_F32, ") +
-                             (mask.empty() ? "no mask" : "padded streams + mask") +
-                             ", threadpool strict_cpu";
+  const std::string config =
+      std::string("flash_attn_ext f32 Q f16 KV token-major, GGML_PREC_F32, ") +
+      (mask.empty() ? "no mask" : "padded streams + mask") + ", threadpool strict_cpu";
   peers::print_result(a, "ggml", "f16", t, copies, chk,
                       std::string("ggml ") + ggml_version() + " (" + ggml_commit() + ")", config);
   return 0;

@@ -25,7 +25,8 @@ namespace {
 
 // The problem's data, bf16 values (the reference reads these); the peer gets them as T.
 struct Data {
-  std::vector<std::uint16_t> k, v, q;  // k, v: [batch, kv_heads, tokens, head_dim]; q: [batch, heads, d]
+  std::vector<std::uint16_t> k, v,
+      q;  // k, v: [batch, kv_heads, tokens, head_dim]; q: [batch, heads, d]
 };
 
 std::vector<float> widen(const std::vector<std::uint16_t>& x) {
@@ -41,8 +42,10 @@ int run(const peers::Args& a, const Data& data, dt et) {
   const memory::dim bh = static_cast<memory::dim>(a.batch()) * a.kv_heads;
   const int copies = peers::kv_copies(a, static_cast<std::int64_t>(data.k.size()) * 2 * sizeof(T));
   auto as_t = [](const std::vector<std::uint16_t>& x) {
-    if constexpr (std::is_same_v<T, float>) return widen(x);
-    else return x;
+    if constexpr (std::is_same_v<T, float>)
+      return widen(x);
+    else
+      return x;
   };
   std::vector<std::vector<T>> k(copies), v(copies);
   k[0] = as_t(data.k);
@@ -61,7 +64,8 @@ int run(const peers::Args& a, const Data& data, dt et) {
   const memory::desc o_md({bh, g, d}, dt::f32, memory::dims{g * d, d, 1});
 
   dnnl::post_ops po;
-  po.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, 1.0f / std::sqrt(static_cast<float>(d)), 0.0f);
+  po.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, 1.0f / std::sqrt(static_cast<float>(d)),
+                    0.0f);
   dnnl::primitive_attr scale_attr;
   scale_attr.set_post_ops(po);
   const dnnl::matmul::primitive_desc qk_pd(dnnl::matmul::desc(q_md, kt_md, s_md), scale_attr, eng);
@@ -112,7 +116,8 @@ int run(const peers::Args& a, const Data& data, dt et) {
 int main(int argc, char** argv) {
   const peers::Args a = peers::parse_args(argc, argv);
   if (a.ragged()) {
-    std::fprintf(stderr, "onednn_decode: ragged batches are not supported (one K length per matmul)\n");
+    std::fprintf(stderr,
+                 "onednn_decode: ragged batches are not supported (one K length per matmul)\n");
     return 3;
   }
   if (const char* env = std::getenv("OMP_NUM_THREADS"); !env || std::atoi(env) != a.threads) {

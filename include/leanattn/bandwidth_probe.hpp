@@ -8,9 +8,9 @@
 namespace leanattn::cpu {
 
 struct ProbeResult {
-  std::int64_t bytes = 0;      // bytes read per pass
+  std::int64_t bytes = 0;  // bytes read per pass
   std::int32_t threads = 0;
-  double median_gbps = 0.0;    // GB = 1e9 bytes
+  double median_gbps = 0.0;  // GB = 1e9 bytes
   double best_gbps = 0.0;
 };
 

@@ -91,8 +91,8 @@ struct Plan {
 
   std::int32_t batch() const { return static_cast<std::int32_t>(seq_lens.size()); }
   std::int32_t tiles_of(std::int32_t request) const {
-    return static_cast<std::int32_t>((static_cast<std::int64_t>(seq_lens[request]) + tile_tokens -
-                                      1) / tile_tokens);
+    return static_cast<std::int32_t>(
+        (static_cast<std::int64_t>(seq_lens[request]) + tile_tokens - 1) / tile_tokens);
   }
   std::span<const Segment> worker_segments(std::int32_t worker) const {
     const auto b = static_cast<std::size_t>(worker_offsets[worker]);

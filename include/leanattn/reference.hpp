@@ -37,7 +37,6 @@ Output naive_attention_rows(const DecodeProblem& problem, const DecodeTensors& t
 // Same result through `plan`: segments run worker by worker, then each reduction merges its
 // slots in order. Throws Error("plan", ...) if the plan is inconsistent (check_plan) or was
 // made for another problem.
-Output interpret_plan(const DecodeProblem& problem, const Plan& plan,
-                      const DecodeTensors& tensors);
+Output interpret_plan(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors);
 
 }  // namespace leanattn::reference

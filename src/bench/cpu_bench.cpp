@@ -22,6 +22,29 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
+std::vector<NamedOptions> bench_variants(const BenchConfig& cfg, bool head_major_row) {
+  std::vector<NamedOptions> v;
+  for (Strategy s : cfg.strategies) {
+    PlanOptions o;
+    o.strategy = s;
+    o.tile_tokens = cfg.tile;
+    o.splits = s == Strategy::split ? cfg.splits : 0;
+    o.batch_invariant = s == Strategy::lean && cfg.batch_invariant;
+    o.chunk_tiles = cfg.chunk_tiles;
+    o.order = s == Strategy::lean ? cfg.order : LineOrder::automatic;
+    v.push_back({std::string(strategy_name(s)), o});
+  }
+  if (cfg.add_invariant) {
+    v.push_back(
+        {"lean-invariant",
+         {.tile_tokens = cfg.tile, .batch_invariant = true, .chunk_tiles = cfg.chunk_tiles}});
+  }
+  if (cfg.add_head_major && head_major_row) {
+    v.push_back({"lean-head-major", {.order = LineOrder::head_major, .tile_tokens = cfg.tile}});
+  }
+  return v;
+}
+
 CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, double probe_gbps,
                         const std::function<void(const std::string&)>& progress) {
   auto say = [&](const std::string& s) {
@@ -56,30 +79,13 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, do
 
   std::vector<Plan> plans;
   std::vector<std::string> names;
-  for (Strategy s : cfg.strategies) {
-    PlanOptions o;
-    o.strategy = s;
-    o.tile_tokens = cfg.tile;
-    o.splits = s == Strategy::split ? cfg.splits : 0;
-    o.batch_invariant = s == Strategy::lean && cfg.batch_invariant;
-    o.chunk_tiles = cfg.chunk_tiles;
-    o.order = s == Strategy::lean ? cfg.order : LineOrder::automatic;
-    plans.push_back(engine.plan(c.problem, o));
-    names.emplace_back(strategy_name(s));
-  }
-  if (cfg.add_invariant) {
-    plans.push_back(engine.plan(c.problem, {.tile_tokens = cfg.tile,
-                                            .batch_invariant = true,
-                                            .chunk_tiles = cfg.chunk_tiles}));
-    names.emplace_back("lean-invariant");
-  }
-  if (cfg.add_head_major) {
-    plans.push_back(engine.plan(c.problem, {.order = LineOrder::head_major, .tile_tokens = cfg.tile}));
-    names.emplace_back("lean-head-major");
+  for (const NamedOptions& v : bench_variants(cfg)) {
+    plans.push_back(engine.plan(c.problem, v.options));
+    names.push_back(v.name);
   }
 
-  say("timing " + std::to_string(plans.size()) + " plans x " +
-      std::to_string(cfg.repeat) + " runs");
+  say("timing " + std::to_string(plans.size()) + " plans x " + std::to_string(cfg.repeat) +
+      " runs");
   std::vector<std::vector<double>> us(plans.size());
   std::size_t next = 0;
   for (std::int32_t rep = -1; rep < cfg.repeat; ++rep) {  // rep -1 warms up

@@ -16,13 +16,13 @@ namespace leanattn::bench {
 
 struct BenchConfig {
   std::vector<Strategy> strategies = {Strategy::lean, Strategy::split, Strategy::head};
-  std::int32_t repeat = 10;      // timed runs per strategy (median reported)
-  std::int32_t workers = 0;      // 0: one per core
-  std::string simd;              // "" = best
+  std::int32_t repeat = 10;  // timed runs per strategy (median reported)
+  std::int32_t workers = 0;  // 0: one per core
+  std::string simd;          // "" = best
   std::int32_t tile = 0;
   std::int32_t splits = 0;
   LineOrder order = LineOrder::automatic;  // lean only
-  bool batch_invariant = false;  // lean only
+  bool batch_invariant = false;            // lean only
   // Extra rows, timed in the same round-robin: "lean-invariant" (batch-invariant lean, what the
   // mode costs) and "lean-head-major" (the paper's line order, against the CPU's token-major).
   bool add_invariant = false;
@@ -34,6 +34,17 @@ struct BenchConfig {
   std::int64_t rotate_bytes = 512ll << 20;  // rotate KV copies until at least this much is cycled
 };
 
+// One timed row: its name ("lean", "split", "head", "lean-invariant", "lean-head-major") and the
+// plan options that make it.
+struct NamedOptions {
+  std::string name;
+  PlanOptions options;
+};
+
+// The rows a benchmark times for `config`: one per configured strategy, then the optional extra
+// rows (head_major_row false where head-major is already lean's order, as on the GPU).
+std::vector<NamedOptions> bench_variants(const BenchConfig& config, bool head_major_row = true);
+
 struct StrategyResult {
   std::string strategy;
   double median_us = 0.0;
@@ -42,9 +53,9 @@ struct StrategyResult {
   double probe_fraction = 0.0;  // gbps / probe
   double max_abs_err = 0.0;
   double tolerance = 0.0;
-  bool ok = false;              // within tolerance on the sample
+  bool ok = false;  // within tolerance on the sample
   std::int32_t workers = 0;
-  std::int32_t splits = 0;      // split: chosen splits per pair
+  std::int32_t splits = 0;  // split: chosen splits per pair
 };
 
 struct CaseResult {
@@ -52,7 +63,7 @@ struct CaseResult {
   std::string simd;
   std::int32_t workers = 0;
   std::int64_t kv_bytes = 0;
-  std::int32_t kv_copies = 1;   // rotated copies
+  std::int32_t kv_copies = 1;  // rotated copies
   std::vector<StrategyResult> results;
 };
 

@@ -81,24 +81,11 @@ CaseResult run_cuda_case(const DecodeProblem& problem, const BenchConfig& cfg, d
 
   std::vector<Plan> plans;
   std::vector<std::string> names;
-  for (Strategy s : cfg.strategies) {
-    PlanOptions o;
-    o.strategy = s;
-    o.tile_tokens = cfg.tile;
-    o.splits = s == Strategy::split ? cfg.splits : 0;
-    o.batch_invariant = s == Strategy::lean && cfg.batch_invariant;
-    o.chunk_tiles = cfg.chunk_tiles;
-    o.order = s == Strategy::lean ? cfg.order : LineOrder::automatic;
-    plans.push_back(engine.plan(c.problem, o));
-    names.emplace_back(strategy_name(s));
+  // No head-major row: head-major is already lean's order on the GPU.
+  for (const NamedOptions& v : bench_variants(cfg, false)) {
+    plans.push_back(engine.plan(c.problem, v.options));
+    names.push_back(v.name);
   }
-  if (cfg.add_invariant) {
-    plans.push_back(engine.plan(
-        c.problem,
-        {.tile_tokens = cfg.tile, .batch_invariant = true, .chunk_tiles = cfg.chunk_tiles}));
-    names.emplace_back("lean-invariant");
-  }
-  // add_head_major adds nothing here: head-major is already lean's order on the GPU.
   result.workers = plans.empty() ? 0 : plans.front().workers;
   std::vector<cuda::DeviceBuffer> workspaces;
   for (const Plan& p : plans) {

@@ -58,9 +58,8 @@ BadInput tensor_rule(std::string name, std::string argument, std::string rule,
 // An entry that breaks a plan option.
 BadInput option_rule(std::string name, std::string argument, std::string rule, Hardware hw,
                      PlanOptions options) {
-  return {std::move(name), std::move(argument), std::move(rule), [hw, options](cpu::Engine&) {
-            make_plan(base_problem(), hw, options);
-          }};
+  return {std::move(name), std::move(argument), std::move(rule),
+          [hw, options](cpu::Engine&) { make_plan(base_problem(), hw, options); }};
 }
 
 }  // namespace
@@ -71,59 +70,64 @@ std::vector<BadInput> bad_inputs() {
                            [](auto& p) { p.seq_lens.clear(); }));
   v.push_back(problem_rule("negative length", "seq_lens", "must be >= 0",
                            [](auto& p) { p.seq_lens[1] = -1; }));
-  v.push_back(problem_rule("length over capacity", "seq_lens", "capacity",
-                           [](auto& p) { p.seq_lens[0] = static_cast<std::int32_t>(p.capacity) + 1; }));
-  v.push_back(problem_rule("length over max_pages x page_size", "seq_lens", "max_pages",
-                           [](auto& p) { p.seq_lens[0] = p.max_pages * p.page_size + 1; }, true));
+  v.push_back(problem_rule("length over capacity", "seq_lens", "capacity", [](auto& p) {
+    p.seq_lens[0] = static_cast<std::int32_t>(p.capacity) + 1;
+  }));
+  v.push_back(problem_rule(
+      "length over max_pages x page_size", "seq_lens", "max_pages",
+      [](auto& p) { p.seq_lens[0] = p.max_pages * p.page_size + 1; }, true));
   v.push_back(problem_rule("q_heads not a multiple of kv_heads", "q_heads", "multiple of kv_heads",
                            [](auto& p) { p.q_heads = 3; }));
-  v.push_back(problem_rule("zero kv_heads", "kv_heads", "must be in [1",
-                           [](auto& p) { p.kv_heads = 0; }));
+  v.push_back(
+      problem_rule("zero kv_heads", "kv_heads", "must be in [1", [](auto& p) { p.kv_heads = 0; }));
   v.push_back(problem_rule("absurd head count", "q_heads", "must be in [1",
                            [](auto& p) { p.q_heads = 1 << 30; }));
   v.push_back(problem_rule("unsupported head_dim", "head_dim", "multiple of 16",
                            [](auto& p) { p.head_dim = 100; }));
   v.push_back(problem_rule("head_dim too large", "head_dim", "multiple of 16",
                            [](auto& p) { p.head_dim = 512; }));
-  v.push_back(problem_rule("q_len other than 1", "q_len", "must be 1",
-                           [](auto& p) { p.q_len = 4; }));
-  v.push_back(problem_rule("negative scale", "scale", "finite and >= 0",
-                           [](auto& p) { p.scale = -0.5f; }));
+  v.push_back(
+      problem_rule("q_len other than 1", "q_len", "must be 1", [](auto& p) { p.q_len = 4; }));
+  v.push_back(
+      problem_rule("negative scale", "scale", "finite and >= 0", [](auto& p) { p.scale = -0.5f; }));
   v.push_back(problem_rule("infinite scale", "scale", "finite",
                            [](auto& p) { p.scale = std::numeric_limits<float>::infinity(); }));
-  v.push_back(problem_rule("page size 0", "page_size", ">= 1",
-                           [](auto& p) { p.page_size = 0; }, true));
-  v.push_back(tensor_rule("null q", "q", "must not be null",
-                          [](auto&, auto& t) { t.q = nullptr; }));
+  v.push_back(problem_rule(
+      "page size 0", "page_size", ">= 1", [](auto& p) { p.page_size = 0; }, true));
+  v.push_back(
+      tensor_rule("null q", "q", "must not be null", [](auto&, auto& t) { t.q = nullptr; }));
   v.push_back(tensor_rule("null k_cache", "k_cache", "must not be null",
                           [](auto&, auto& t) { t.k_cache = nullptr; }));
   v.push_back(tensor_rule("null v_cache", "v_cache", "must not be null",
                           [](auto&, auto& t) { t.v_cache = nullptr; }));
-  v.push_back(tensor_rule("null out", "out", "must not be null",
-                          [](auto&, auto& t) { t.out = nullptr; }));
+  v.push_back(
+      tensor_rule("null out", "out", "must not be null", [](auto&, auto& t) { t.out = nullptr; }));
   v.push_back(tensor_rule("misaligned q", "q", "aligned",
                           [](auto&, auto& t) { t.q = static_cast<const char*>(t.q) + 2; }));
-  v.push_back(tensor_rule("misaligned lse", "lse", "aligned",
-                          [](auto&, auto& t) { t.lse = reinterpret_cast<float*>(
-                                                   reinterpret_cast<char*>(t.lse) + 1); }));
+  v.push_back(tensor_rule("misaligned lse", "lse", "aligned", [](auto&, auto& t) {
+    t.lse = reinterpret_cast<float*>(reinterpret_cast<char*>(t.lse) + 1);
+  }));
   v.push_back(tensor_rule("negative stride", "k_strides.token", ">= 0",
                           [](auto&, auto& t) { t.k_strides.token = -t.k_strides.token; }));
   v.push_back(tensor_rule("overlapping output rows", "out", "overlap",
                           [](auto&, auto& t) { t.out_stride_head = 1; }));
-  v.push_back(tensor_rule("null block table", "block_table", "must not be null",
-                          [](auto&, auto& t) { t.block_table = nullptr; }, true));
-  v.push_back(tensor_rule("block-table entry out of range", "block_table", "num_pages",
-                          [](auto& c, auto& t) {
-                            c.block_table[0] = static_cast<std::int32_t>(c.problem.num_pages);
-                            t.block_table = c.block_table.data();
-                          },
-                          true));
-  v.push_back(tensor_rule("negative block-table entry", "block_table", "num_pages",
-                          [](auto& c, auto& t) {
-                            c.block_table[static_cast<std::size_t>(2 * c.problem.max_pages)] = -7;
-                            t.block_table = c.block_table.data();
-                          },
-                          true));
+  v.push_back(tensor_rule(
+      "null block table", "block_table", "must not be null",
+      [](auto&, auto& t) { t.block_table = nullptr; }, true));
+  v.push_back(tensor_rule(
+      "block-table entry out of range", "block_table", "num_pages",
+      [](auto& c, auto& t) {
+        c.block_table[0] = static_cast<std::int32_t>(c.problem.num_pages);
+        t.block_table = c.block_table.data();
+      },
+      true));
+  v.push_back(tensor_rule(
+      "negative block-table entry", "block_table", "num_pages",
+      [](auto& c, auto& t) {
+        c.block_table[static_cast<std::size_t>(2 * c.problem.max_pages)] = -7;
+        t.block_table = c.block_table.data();
+      },
+      true));
   v.push_back(option_rule("zero workers", "workers", "(got 0)", {0}, {}));
   v.push_back(option_rule("absurd workers", "workers", "must be in [1", {1 << 30}, {}));
   v.push_back(option_rule("negative tile", "tile", "(got -4)", {2}, {.tile_tokens = -4}));
@@ -153,8 +157,8 @@ std::string run_bad_input(const BadInput& b, cpu::Engine& engine) {
     b.call(engine);
   } catch (const Error& e) {
     if (e.argument() != b.argument) {
-      return "rejected, but named '" + e.argument() + "' instead of '" + b.argument + "': " +
-             e.what();
+      return "rejected, but named '" + e.argument() + "' instead of '" + b.argument +
+             "': " + e.what();
     }
     if (std::string(e.what()).find(b.rule) == std::string::npos) {
       return "rejected, but the message lacks '" + b.rule + "': " + e.what();

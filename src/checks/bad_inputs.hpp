@@ -12,9 +12,9 @@
 namespace leanattn::checks {
 
 struct BadInput {
-  std::string name;      // what is broken, e.g. "negative length"
-  std::string argument;  // the argument the Error must name
-  std::string rule;      // words its message must contain
+  std::string name;                        // what is broken, e.g. "negative length"
+  std::string argument;                    // the argument the Error must name
+  std::string rule;                        // words its message must contain
   std::function<void(cpu::Engine&)> call;  // must throw Error(argument, ...)
 };
 

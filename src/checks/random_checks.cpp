@@ -22,8 +22,7 @@ namespace {
 std::mt19937_64 case_rng(std::uint64_t seed, std::int64_t index) {
   const auto i = static_cast<std::uint64_t>(index);
   std::seed_seq seq{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32),
-                    static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(i >> 32),
-                    0x1ea9a77u};
+                    static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(i >> 32), 0x1ea9a77u};
   return std::mt19937_64(seq);
 }
 
@@ -84,10 +83,15 @@ CaseReport random_strategies_case(std::uint64_t seed, std::int64_t index,
   };
   const std::int32_t tile = rc.options.tile_tokens;
   const Variant variants[] = {
-      {"lean/head_major", {.strategy = Strategy::lean, .order = LineOrder::head_major, .tile_tokens = tile}},
-      {"lean/token_major", {.strategy = Strategy::lean, .order = LineOrder::token_major, .tile_tokens = tile}},
+      {"lean/head_major",
+       {.strategy = Strategy::lean, .order = LineOrder::head_major, .tile_tokens = tile}},
+      {"lean/token_major",
+       {.strategy = Strategy::lean, .order = LineOrder::token_major, .tile_tokens = tile}},
       {"lean/batch_invariant",
-       {.strategy = Strategy::lean, .tile_tokens = tile, .batch_invariant = true, .chunk_tiles = 2}},
+       {.strategy = Strategy::lean,
+        .tile_tokens = tile,
+        .batch_invariant = true,
+        .chunk_tiles = 2}},
       {"split", {.strategy = Strategy::split, .tile_tokens = tile}},
       {"head", {.strategy = Strategy::head, .tile_tokens = tile}},
   };
@@ -120,7 +124,8 @@ CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, EnginePo
   std::uniform_int_distribution<std::int32_t> len(0, 3000), workers(1, 24);
   CaseReport report;
   report.problem = describe(p, rc.hardware.workers, rc.options.tile_tokens);
-  const PlanOptions tile_only{.tile_tokens = rc.options.tile_tokens == 0 ? 16 : rc.options.tile_tokens};
+  const PlanOptions tile_only{.tile_tokens =
+                                  rc.options.tile_tokens == 0 ? 16 : rc.options.tile_tokens};
 
   // Determinism: one plan, two runs.
   {
@@ -133,7 +138,8 @@ CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, EnginePo
     const auto first_lse = c.lse;
     harness::poison_outputs(c);
     e.run(c.problem, plan, c.tensors());
-    if (first_out != c.out || std::memcmp(first_lse.data(), c.lse.data(), first_lse.size() * 4) != 0) {
+    if (first_out != c.out ||
+        std::memcmp(first_lse.data(), c.lse.data(), first_lse.size() * 4) != 0) {
       o.ok = false;
       o.detail = "two runs of one plan differ";
     }
@@ -153,10 +159,11 @@ CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, EnginePo
     pb.seq_lens.push_back(len(rng));
     harness::HostCase b = harness::make_case(pb, seed + 13 * static_cast<std::uint64_t>(index));
     // Copy request 0's query and cache rows of A into request `at` of B.
-    const std::size_t qrow = static_cast<std::size_t>(p.q_heads) * p.head_dim * dtype_size(p.q_dtype);
+    const std::size_t qrow =
+        static_cast<std::size_t>(p.q_heads) * p.head_dim * dtype_size(p.q_dtype);
     std::memcpy(b.q.data() + qrow * at, a.q.data(), qrow);
-    const std::size_t kvrow = static_cast<std::size_t>(p.capacity) * p.kv_heads * p.head_dim *
-                              dtype_size(p.kv_dtype);
+    const std::size_t kvrow =
+        static_cast<std::size_t>(p.capacity) * p.kv_heads * p.head_dim * dtype_size(p.kv_dtype);
     std::memcpy(b.k.data() + kvrow * at, a.k.data(), kvrow);
     std::memcpy(b.v.data() + kvrow * at, a.v.data(), kvrow);
     PlanOptions inv = tile_only;

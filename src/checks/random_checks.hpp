@@ -28,7 +28,7 @@ class EnginePool {
 };
 
 struct Outcome {
-  std::string what;    // e.g. "lean/token_major" or "batch invariance"
+  std::string what;  // e.g. "lean/token_major" or "batch invariance"
   bool ok = false;
   std::string detail;  // error and tolerance, or the first mismatch
 };

@@ -11,7 +11,9 @@ namespace leanattn {
 
 namespace {
 
-std::string got(std::int64_t v) { return " (got " + std::to_string(v) + ")"; }
+std::string got(std::int64_t v) {
+  return " (got " + std::to_string(v) + ")";
+}
 
 }  // namespace
 
@@ -52,8 +54,8 @@ void validate(const DecodeProblem& p) {
           });
   for (std::size_t b = 0; b < p.seq_lens.size(); ++b) {
     require(p.seq_lens[b] >= 0, "seq_lens", [&] {
-      return "must be >= 0, but seq_lens[" + std::to_string(b) + "] = " +
-             std::to_string(p.seq_lens[b]);
+      return "must be >= 0, but seq_lens[" + std::to_string(b) +
+             "] = " + std::to_string(p.seq_lens[b]);
     });
   }
   require(std::isfinite(p.scale) && p.scale >= 0.0f, "scale", [&] {
@@ -74,8 +76,8 @@ void validate(const DecodeProblem& p) {
     require(p.max_pages >= 1, "max_pages",
             [&] { return "must be >= 1 (block_table columns)" + got(p.max_pages); });
     for (std::size_t b = 0; b < p.seq_lens.size(); ++b) {
-      const std::int64_t need = (static_cast<std::int64_t>(p.seq_lens[b]) + p.page_size - 1) /
-                                p.page_size;
+      const std::int64_t need =
+          (static_cast<std::int64_t>(p.seq_lens[b]) + p.page_size - 1) / p.page_size;
       require(need <= p.max_pages, "seq_lens", [&] {
         return "must fit in max_pages x page_size = " + std::to_string(p.max_pages) + " x " +
                std::to_string(p.page_size) + " tokens, but seq_lens[" + std::to_string(b) +

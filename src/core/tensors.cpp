@@ -114,9 +114,9 @@ void validate(const DecodeProblem& p, const DecodeTensors& t, MemorySpace space)
     const std::int32_t* row = t.block_table + b * t.block_table_stride;
     for (std::int64_t i = 0; i < pages; ++i) {
       require(row[i] >= 0 && row[i] < p.num_pages, "block_table", [&] {
-        return "entries a request uses must be in [0, num_pages = " +
-               std::to_string(p.num_pages) + "), but block_table[" + std::to_string(b) + "][" +
-               std::to_string(i) + "] = " + std::to_string(row[i]);
+        return "entries a request uses must be in [0, num_pages = " + std::to_string(p.num_pages) +
+               "), but block_table[" + std::to_string(b) + "][" + std::to_string(i) +
+               "] = " + std::to_string(row[i]);
       });
     }
   }

@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "cpu/segment_kernel.hpp"
-#include "cpu/thread_pool.hpp"
 #include "cpu/tensor_io.hpp"
+#include "cpu/thread_pool.hpp"
 #include "leanattn/core/softmax_state.hpp"
 #include "leanattn/error.hpp"
 
@@ -116,7 +116,8 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
     }
     set_empty(job.o, job.m, job.l, g, d);
     job.q = sc.q.data() + i * stride;
-    if (te > tb) load_scaled_q(cx.problem, cx.tensors, s.request, s.kv_head, sc.q.data() + i * stride);
+    if (te > tb)
+      load_scaled_q(cx.problem, cx.tensors, s.request, s.kv_head, sc.q.data() + i * stride);
     job.rows = g;
     job.head_dim = d;
     job.k_cache = cx.tensors.k_cache;
@@ -134,8 +135,8 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
   const std::int32_t h0 = group.front().kv_head, h1 = group.back().kv_head;
   const bool adjacent = h1 - h0 + 1 == n && cx.k.head_stride == d && cx.v.head_stride == d;
   const std::int64_t row_bytes = d * static_cast<std::int64_t>(dtype_size(cx.problem.kv_dtype));
-  const std::int64_t ahead = std::clamp<std::int64_t>(
-      (32 << 10) / (kKernelBlockTokens * n * row_bytes), 1, 8);
+  const std::int64_t ahead =
+      std::clamp<std::int64_t>((32 << 10) / (kKernelBlockTokens * n * row_bytes), 1, 8);
   const char* kb = static_cast<const char*>(cx.tensors.k_cache);
   const char* vb = static_cast<const char*>(cx.tensors.v_cache);
   for (std::int64_t t = tb; t < te; t += kKernelBlockTokens) {
@@ -233,9 +234,13 @@ Engine::Engine(const EngineOptions& options) {
 
 Engine::~Engine() = default;
 
-std::int32_t Engine::workers() const { return impl_->pool.size(); }
+std::int32_t Engine::workers() const {
+  return impl_->pool.size();
+}
 
-const std::string& Engine::simd_target() const { return impl_->kernel.name; }
+const std::string& Engine::simd_target() const {
+  return impl_->kernel.name;
+}
 
 PlanOptions cpu_plan_options(const PlanOptions& options) {
   PlanOptions o = options;
@@ -256,7 +261,8 @@ void Engine::decode(const DecodeProblem& problem, const DecodeTensors& tensors,
 }
 
 void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors) {
-  const auto need = std::max<std::size_t>(64, static_cast<std::size_t>(workspace_layout(plan).bytes));
+  const auto need =
+      std::max<std::size_t>(64, static_cast<std::size_t>(workspace_layout(plan).bytes));
   if (impl_->workspace_bytes < need) {
     impl_->workspace = aligned_bytes(need);
     impl_->workspace_bytes = need;
@@ -280,9 +286,12 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
 
   std::byte* ws = workspace.data();
   auto kv = [&](const KvStrides& st) {
-    return KvAddressing{st.outer, st.token, st.head,
+    return KvAddressing{st.outer,
+                        st.token,
+                        st.head,
                         problem.layout == KvLayout::paged ? problem.page_size : 0,
-                        tensors.block_table, tensors.block_table_stride};
+                        tensors.block_table,
+                        tensors.block_table_stride};
   };
   const RunContext cx{problem,
                       plan,

@@ -47,7 +47,8 @@ HWY_EXPORT(sum_floats);
 ProbeResult measure_read_bandwidth(std::int64_t bytes, std::int32_t threads, std::int32_t passes,
                                    bool pin_threads) {
   constexpr std::size_t kChunk = 4096;  // floats: a multiple of 4 x lanes for every target
-  const std::size_t n = std::max<std::size_t>(kChunk, static_cast<std::size_t>(bytes) / 4 / kChunk * kChunk);
+  const std::size_t n =
+      std::max<std::size_t>(kChunk, static_cast<std::size_t>(bytes) / 4 / kChunk * kChunk);
   std::unique_ptr<float[], void (*)(void*)> buf(
       static_cast<float*>(std::aligned_alloc(64, n * sizeof(float))), std::free);
   if (!buf) throw std::bad_alloc();
@@ -55,7 +56,8 @@ ProbeResult measure_read_bandwidth(std::int64_t bytes, std::int32_t threads, std
   const std::size_t chunks = n / kChunk;
   auto share = [&](std::int32_t t) {
     const std::size_t b = chunks * static_cast<std::size_t>(t) / static_cast<std::size_t>(threads);
-    const std::size_t e = chunks * static_cast<std::size_t>(t + 1) / static_cast<std::size_t>(threads);
+    const std::size_t e =
+        chunks * static_cast<std::size_t>(t + 1) / static_cast<std::size_t>(threads);
     return std::pair<std::size_t, std::size_t>{b * kChunk, e * kChunk};
   };
   pool.run([&](std::int32_t t) {  // each thread writes (first-touches) the part it will read

@@ -86,19 +86,19 @@ using VF = hn::Vec<DF>;
 // with AVX-512, 16 otherwise).
 constexpr int kAccumulators = (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) ? 16 : 8;
 constexpr int kBlock = kKernelBlockTokens;  // tokens per block
-constexpr int kMaxRows = 16;  // bound for buffers sized by rows per pass
+constexpr int kMaxRows = 16;                // bound for buffers sized by rows per pass
 
 // IEEE half -> float from the bits, exact for every input (NaN, infinities, subnormals). Used on
 // targets without a native conversion instruction, where Highway 1.0's emulation turns NaN and
 // infinity into large finite values.
-HWY_INLINE VF f16_bits_to_f32(DF df, hn::Vec<hn::Rebind<uint16_t, DF>> h16) {
+HWY_INLINE VF f16_bits_to_f32(DF df, hn::Vec<hn::Rebind<uint16_t, DF> > h16) {
   const hn::RebindToUnsigned<DF> du;
   const auto h = hn::PromoteTo(du, h16);
   const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u)));
   const auto exp = hn::And(hn::ShiftRight<10>(h), hn::Set(du, 0x1fu));
   const auto man = hn::And(h, hn::Set(du, 0x3ffu));
-  const auto normal = hn::Or(hn::ShiftLeft<23>(hn::Add(exp, hn::Set(du, 112u))),
-                             hn::ShiftLeft<13>(man));
+  const auto normal =
+      hn::Or(hn::ShiftLeft<23>(hn::Add(exp, hn::Set(du, 112u))), hn::ShiftLeft<13>(man));
   const auto special = hn::Or(hn::Set(du, 0x7f800000u), hn::ShiftLeft<13>(man));
   const VF subnormal = hn::Mul(hn::ConvertTo(df, hn::BitCast(hn::RebindToSigned<DF>(), man)),
                                hn::Set(df, 5.9604644775390625e-08f));  // man x 2^-24
@@ -121,7 +121,9 @@ HWY_INLINE VF load_row(DF df, const KvT* HWY_RESTRICT p) {
 }
 
 // exp(x) with NaN kept (Highway's Exp maps NaN to 0; the NaN rule needs it to reach l).
-HWY_INLINE VF exp_keep_nan(DF df, VF x) { return hn::IfThenElse(hn::IsNaN(x), x, hn::Exp(df, x)); }
+HWY_INLINE VF exp_keep_nan(DF df, VF x) {
+  return hn::IfThenElse(hn::IsNaN(x), x, hn::Exp(df, x));
+}
 
 // Stores the lane sums of a, b, c, d to dst[0..3]. Within each 128-bit block, two interleave
 // rounds transpose the four vectors so one add gives [a, b, c, d] partial sums; the blocks are
@@ -249,16 +251,16 @@ HWY_INLINE void softmax_block(float* HWY_RESTRICT s, std::int32_t count, float* 
 
 // o[r] = o[r] * rescale[r] + sum_t P[t * R + r] v_t for the R rows, tokens t < tokens.
 template <int R, int C, class KvT>
-HWY_NOINLINE void pv_block(const float* HWY_RESTRICT p, const KvT* const* vrow,
-                           std::int32_t tokens, std::int32_t d, const float* rescale,
-                           float* HWY_RESTRICT o) {
+HWY_NOINLINE void pv_block(const float* HWY_RESTRICT p, const KvT* const* vrow, std::int32_t tokens,
+                           std::int32_t d, const float* rescale, float* HWY_RESTRICT o) {
   const DF df;
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
   for (std::int32_t i = 0; i < d; i += C * n) {
     VF acc[R * C];
     for (int r = 0; r < R; ++r) {
       const VF sc = hn::Set(df, rescale[r]);
-      for (int c = 0; c < C; ++c) acc[r * C + c] = hn::Mul(sc, hn::LoadU(df, o + r * d + i + c * n));
+      for (int c = 0; c < C; ++c)
+        acc[r * C + c] = hn::Mul(sc, hn::LoadU(df, o + r * d + i + c * n));
     }
     HWY_UNROLL(2)
     for (std::int32_t t = 0; t < tokens; ++t) {
@@ -293,8 +295,7 @@ HWY_INLINE void pv_dispatch(const float* p, const KvT* const* vrow, std::int32_t
 // One pass of R rows (starting at row r0) over one block of `tokens` K/V rows.
 template <int R, class KvT>
 HWY_INLINE void rows_pass(const SegmentJob& job, std::int32_t r0, const KvT* const* krow,
-                          const KvT* const* vrow, std::int32_t tokens,
-                          PrefetchSpreader& prefetch) {
+                          const KvT* const* vrow, std::int32_t tokens, PrefetchSpreader& prefetch) {
   constexpr int U = kAccumulators / R;
   const std::int32_t d = job.head_dim;
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(DF()));
@@ -316,7 +317,8 @@ void compute_typed(const SegmentJob& job) {
   const KvT* krow[kBlock + 16];
   const KvT* vrow[kBlock + 16];
   for (std::int64_t t0 = job.token_begin; t0 < job.token_end; t0 += kBlock) {
-    const auto tokens = static_cast<std::int32_t>(std::min<std::int64_t>(kBlock, job.token_end - t0));
+    const auto tokens =
+        static_cast<std::int32_t>(std::min<std::int64_t>(kBlock, job.token_end - t0));
     for (std::int32_t j = 0; j < tokens; ++j) {
       krow[j] = kbase + job.k.row(job.request, t0 + j, job.kv_head);
       vrow[j] = vbase + job.v.row(job.request, t0 + j, job.kv_head);
@@ -351,9 +353,12 @@ void compute_typed(const SegmentJob& job) {
 
 void compute_segment(const SegmentJob& job) {
   switch (job.kv_dtype) {
-    case DType::f32: return compute_typed<float>(job);
-    case DType::f16: return compute_typed<hwy::float16_t>(job);
-    case DType::bf16: return compute_typed<hwy::bfloat16_t>(job);
+    case DType::f32:
+      return compute_typed<float>(job);
+    case DType::f16:
+      return compute_typed<hwy::float16_t>(job);
+    case DType::bf16:
+      return compute_typed<hwy::bfloat16_t>(job);
   }
 }
 

@@ -37,7 +37,7 @@ struct SegmentJob {
   // burst of prefetches, or the hardware prefetchers alone, reach about half the bandwidth).
   const char* const* prefetch = nullptr;  // [prefetch_count] span starts
   std::int32_t prefetch_count = 0;
-  std::int32_t prefetch_bytes = 0;        // bytes per span
+  std::int32_t prefetch_bytes = 0;  // bytes per span
 };
 
 using SegmentKernelFn = void (*)(const SegmentJob&);
@@ -47,8 +47,8 @@ using SegmentKernelFn = void (*)(const SegmentJob&);
 inline constexpr std::int32_t kKernelBlockTokens = 32;
 
 struct SimdKernel {
-  std::string name;          // Highway's target name: "AVX3", "AVX2", "SSE4", "EMU128", ...
-  std::int64_t target = 0;   // Highway target bit (lower is better)
+  std::string name;         // Highway's target name: "AVX3", "AVX2", "SSE4", "EMU128", ...
+  std::int64_t target = 0;  // Highway target bit (lower is better)
   SegmentKernelFn compute = nullptr;
 };
 

@@ -20,9 +20,12 @@ float read(const void* base, DType type, std::int64_t i) {
 
 float round_to(DType type, float f) {
   switch (type) {
-    case DType::f32: return f;
-    case DType::f16: return round_to_f16(f);
-    case DType::bf16: return round_to_bf16(f);
+    case DType::f32:
+      return f;
+    case DType::f16:
+      return round_to_f16(f);
+    case DType::bf16:
+      return round_to_bf16(f);
   }
   return f;
 }
@@ -30,9 +33,12 @@ float round_to(DType type, float f) {
 // Unit roundoff of a dtype.
 double unit_roundoff(DType type) {
   switch (type) {
-    case DType::f32: return std::ldexp(1.0, -24);
-    case DType::f16: return std::ldexp(1.0, -11);
-    case DType::bf16: return std::ldexp(1.0, -8);
+    case DType::f32:
+      return std::ldexp(1.0, -24);
+    case DType::f16:
+      return std::ldexp(1.0, -11);
+    case DType::bf16:
+      return std::ldexp(1.0, -8);
   }
   return 0.0;
 }
@@ -56,7 +62,8 @@ std::vector<reference::RowId> sample_rows(const DecodeProblem& p, std::int32_t c
   rows.push_back({longest, p.q_heads - 1});
   for (std::int32_t i = 0; i + 1 < count; ++i) {
     const std::int64_t k = i * (total - 1) / std::max(1, count - 2);
-    rows.push_back({static_cast<std::int32_t>(k / p.q_heads), static_cast<std::int32_t>(k % p.q_heads)});
+    rows.push_back(
+        {static_cast<std::int32_t>(k / p.q_heads), static_cast<std::int32_t>(k % p.q_heads)});
   }
   return rows;
 }
@@ -71,9 +78,9 @@ std::vector<double> naive_same_precision(const DecodeProblem& p, const DecodeTen
   const std::int32_t d = p.head_dim;
   const std::int32_t group = p.group_size();
   const DType qt = p.q_dtype;
-  KvAddressing k{t.k_strides.outer, t.k_strides.token, t.k_strides.head,
-                 p.layout == KvLayout::paged ? p.page_size : 0, t.block_table,
-                 t.block_table_stride};
+  KvAddressing k{t.k_strides.outer, t.k_strides.token,
+                 t.k_strides.head,  p.layout == KvLayout::paged ? p.page_size : 0,
+                 t.block_table,     t.block_table_stride};
   KvAddressing v = k;
   v.outer_stride = t.v_strides.outer;
   v.token_stride = t.v_strides.token;
@@ -141,8 +148,8 @@ Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse
       const double x = all[at + i];
       auto where = [&] {
         return "out[" + std::to_string(rows[row].request) + "][" +
-               std::to_string(rows[row].q_head) + "][" + std::to_string(i) + "] = " +
-               std::to_string(x) + ", reference " + std::to_string(r);
+               std::to_string(rows[row].q_head) + "][" + std::to_string(i) +
+               "] = " + std::to_string(x) + ", reference " + std::to_string(r);
       };
       if (std::isnan(r) != std::isnan(x) || std::isinf(r) != std::isinf(x)) {
         if (a.mismatches++ == 0) a.first_problem = where();
@@ -165,8 +172,8 @@ Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse
   if (with_lse) {
     for (std::size_t row = 0; row < rows.size(); ++row) {
       const double r = ref.lse[row];
-      const double x = c.lse[static_cast<std::size_t>(rows[row].request) * p.q_heads +
-                             rows[row].q_head];
+      const double x =
+          c.lse[static_cast<std::size_t>(rows[row].request) * p.q_heads + rows[row].q_head];
       a.lse_tolerance = std::max(a.lse_tolerance, 1e-5 * std::max(1.0, std::abs(r)));
       const bool same_class =
           std::isnan(r) == std::isnan(x) && (std::isinf(r) ? x == r : !std::isinf(x));

@@ -15,13 +15,13 @@
 namespace leanattn::harness {
 
 struct Accuracy {
-  double max_abs_err = 0.0;      // max |out - ref| where ref is finite
-  double max_lse_err = 0.0;      // max |lse - ref_lse| where ref_lse is finite (if checked)
-  double naive_err = 0.0;        // max |naive - ref|, naive in the inputs' precision
-  double tolerance = 0.0;        // 2 * naive_err + floor
+  double max_abs_err = 0.0;  // max |out - ref| where ref is finite
+  double max_lse_err = 0.0;  // max |lse - ref_lse| where ref_lse is finite (if checked)
+  double naive_err = 0.0;    // max |naive - ref|, naive in the inputs' precision
+  double tolerance = 0.0;    // 2 * naive_err + floor
   double lse_tolerance = 0.0;
-  std::int64_t mismatches = 0;   // NaN / inf placement differences
-  std::string first_problem;     // where the first failure is, for messages
+  std::int64_t mismatches = 0;  // NaN / inf placement differences
+  std::string first_problem;    // where the first failure is, for messages
   bool ok() const {
     return mismatches == 0 && max_abs_err <= tolerance && max_lse_err <= lse_tolerance;
   }
@@ -32,8 +32,7 @@ struct Accuracy {
 // rounded to q_dtype. [batch, q_heads, head_dim], or [rows.size(), head_dim] for a sample.
 std::vector<double> naive_same_precision(const DecodeProblem& problem,
                                          const DecodeTensors& tensors);
-std::vector<double> naive_same_precision(const DecodeProblem& problem,
-                                         const DecodeTensors& tensors,
+std::vector<double> naive_same_precision(const DecodeProblem& problem, const DecodeTensors& tensors,
                                          std::span<const reference::RowId> rows);
 
 // Compares c.out (and c.lse when with_lse) with `ref`. `naive` (from naive_same_precision) may be

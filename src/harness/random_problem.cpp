@@ -24,7 +24,8 @@ RandomCase random_case(std::mt19937_64& rng, const RandomLimits& lim) {
   DecodeProblem& p = c.problem;
   p.kv_heads = uniform(rng, 1, lim.max_kv_heads);
   p.q_heads = p.kv_heads * uniform(rng, 1, lim.max_group);
-  p.head_dim = lim.any_head_dim ? 16 * uniform(rng, 1, 16) : pick(rng, std::array{16, 32, 48, 64, 128});
+  p.head_dim =
+      lim.any_head_dim ? 16 * uniform(rng, 1, 16) : pick(rng, std::array{16, 32, 48, 64, 128});
   p.q_dtype = p.kv_dtype = pick(rng, std::array{DType::f32, DType::f16, DType::bf16});
 
   const std::int32_t tile = pick(rng, std::array{1, 3, 16, 32, 64, 128, 0});
@@ -35,14 +36,30 @@ RandomCase random_case(std::mt19937_64& rng, const RandomLimits& lim) {
   for (std::int32_t b = 0; b < batch; ++b) {
     std::int32_t len = 0;
     switch (uniform(rng, 0, 8)) {
-      case 0: len = 0; break;
-      case 1: len = 1; break;
-      case 2: len = std::max(0, t - 1); break;
-      case 3: len = t; break;
-      case 4: len = t + 1; break;
-      case 5: len = 97; break;
-      case 6: len = t * uniform(rng, 2, 5); break;
-      default: len = uniform(rng, 0, lim.max_len); break;
+      case 0:
+        len = 0;
+        break;
+      case 1:
+        len = 1;
+        break;
+      case 2:
+        len = std::max(0, t - 1);
+        break;
+      case 3:
+        len = t;
+        break;
+      case 4:
+        len = t + 1;
+        break;
+      case 5:
+        len = 97;
+        break;
+      case 6:
+        len = t * uniform(rng, 2, 5);
+        break;
+      default:
+        len = uniform(rng, 0, lim.max_len);
+        break;
     }
     if (one_long && b == 0) len = lim.max_len;
     p.seq_lens.push_back(std::min(len, lim.max_len));
@@ -66,14 +83,14 @@ RandomCase random_case(std::mt19937_64& rng, const RandomLimits& lim) {
   if (uniform(rng, 0, 3) == 0) p.scale = 0.05f * static_cast<float>(uniform(rng, 1, 20));
 
   c.hardware.workers = uniform(rng, 0, 3) == 0 ? uniform(rng, 1, lim.max_workers)
-                                                : uniform(rng, 1, std::min(lim.max_workers, 12));
+                                               : uniform(rng, 1, std::min(lim.max_workers, 12));
   c.options.strategy = pick(rng, std::array{Strategy::lean, Strategy::split, Strategy::head});
   if (c.options.strategy == Strategy::split && uniform(rng, 0, 2) == 0) {
     c.options.splits = uniform(rng, 1, 8);
   }
   if (c.options.strategy == Strategy::lean) {
-    c.options.order = pick(rng, std::array{LineOrder::head_major, LineOrder::token_major,
-                                           LineOrder::automatic});
+    c.options.order =
+        pick(rng, std::array{LineOrder::head_major, LineOrder::token_major, LineOrder::automatic});
   }
   if (c.options.strategy == Strategy::lean && uniform(rng, 0, 4) == 0) {
     c.options.batch_invariant = true;

@@ -18,8 +18,8 @@ void validate_options(const Hardware& hw, const PlanOptions& opt) {
            std::to_string(hw.workers) + ")";
   });
   require(opt.tile_tokens >= 0 && opt.tile_tokens <= kMaxTileTokens, "tile", [&] {
-    return "must be in [1, " + std::to_string(kMaxTileTokens) + "] tokens, or 0 for the default (got " +
-           std::to_string(opt.tile_tokens) + ")";
+    return "must be in [1, " + std::to_string(kMaxTileTokens) +
+           "] tokens, or 0 for the default (got " + std::to_string(opt.tile_tokens) + ")";
   });
   require(opt.splits >= 0 && opt.splits <= kMaxSplits, "splits", [&] {
     return "must be in [1, " + std::to_string(kMaxSplits) + "], or 0 for the heuristic (got " +
@@ -62,16 +62,16 @@ Plan make_plan(const DecodeProblem& problem, const Hardware& hardware, const Pla
   planner::WorkerPieces pieces;
   switch (options.strategy) {
     case Strategy::lean: {
-      plan.order = options.order == LineOrder::token_major ? LineOrder::token_major
-                                                            : LineOrder::head_major;
+      plan.order =
+          options.order == LineOrder::token_major ? LineOrder::token_major : LineOrder::head_major;
       const bool rows = plan.order == LineOrder::token_major;
       if (options.batch_invariant) {
         plan.batch_invariant = true;
         plan.chunk_tiles = options.chunk_tiles > 0 ? options.chunk_tiles : kDefaultChunkTiles;
-        pieces = rows ? planner::chunked_partition_rows(problem.seq_lens, problem.kv_heads,
-                                                        plan.tile_tokens, plan.workers,
-                                                        plan.chunk_tiles)
-                      : planner::chunked_partition(line, plan.workers, plan.chunk_tiles);
+        pieces =
+            rows ? planner::chunked_partition_rows(problem.seq_lens, problem.kv_heads,
+                                                   plan.tile_tokens, plan.workers, plan.chunk_tiles)
+                 : planner::chunked_partition(line, plan.workers, plan.chunk_tiles);
       } else {
         pieces = rows ? planner::lean_partition_rows(problem.seq_lens, problem.kv_heads,
                                                      plan.tile_tokens, plan.workers)
@@ -84,8 +84,8 @@ Plan make_plan(const DecodeProblem& problem, const Hardware& hardware, const Pla
                         ? options.splits
                         : fa2_num_splits(line.pairs(), plan.workers, max_tiles, kMaxSplits);
       // FA2 sizes every split from the longest request: ceil(max_tiles / splits) tiles each.
-      const std::int64_t chunk = std::max<std::int64_t>(1, (max_tiles + plan.splits - 1) /
-                                                               plan.splits);
+      const std::int64_t chunk =
+          std::max<std::int64_t>(1, (max_tiles + plan.splits - 1) / plan.splits);
       pieces = planner::list_schedule(line, plan.workers, chunk);
       break;
     }

@@ -15,8 +15,8 @@ PairLine make_pair_line(const std::vector<std::int32_t>& seq_lens, std::int32_t 
   line.prefix.reserve(pairs + 1);
   line.prefix.push_back(0);
   for (std::int32_t len : seq_lens) {
-    const auto n = static_cast<std::int32_t>((static_cast<std::int64_t>(len) + tile_tokens - 1) /
-                                             tile_tokens);
+    const auto n =
+        static_cast<std::int32_t>((static_cast<std::int64_t>(len) + tile_tokens - 1) / tile_tokens);
     for (std::int32_t h = 0; h < kv_heads; ++h) {
       line.tiles.push_back(n);
       line.prefix.push_back(line.prefix.back() + n);
@@ -44,6 +44,20 @@ std::int32_t empty_owner(std::int64_t position, std::int64_t total, std::int32_t
   return lean_owner(std::min(position, total - 1), total, workers);
 }
 
+// Pieces dealt on the line of tile rows (one "pair" per request) become one piece per KV head,
+// each with the row's tile range.
+WorkerPieces pieces_for_every_head(const WorkerPieces& by_request, std::int32_t kv_heads) {
+  WorkerPieces out(by_request.size());
+  for (std::size_t w = 0; w < by_request.size(); ++w) {
+    for (const Piece& pc : by_request[w]) {
+      for (std::int32_t h = 0; h < kv_heads; ++h) {
+        out[w].push_back({pc.pair * kv_heads + h, pc.tile_begin, pc.tile_end});
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 WorkerPieces lean_partition(const PairLine& line, std::int32_t workers) {
@@ -62,8 +76,8 @@ WorkerPieces lean_partition(const PairLine& line, std::int32_t workers) {
       const std::int64_t lo = std::max(begin, lean_begin(w, total, workers));
       const std::int64_t hi = std::min(end, lean_begin(w + 1, total, workers));
       if (lo == hi) continue;  // a worker with an empty range (more workers than tiles)
-      out[w].push_back({p, static_cast<std::int32_t>(lo - begin),
-                        static_cast<std::int32_t>(hi - begin)});
+      out[w].push_back(
+          {p, static_cast<std::int32_t>(lo - begin), static_cast<std::int32_t>(hi - begin)});
     }
   }
   return out;
@@ -91,32 +105,14 @@ WorkerPieces lean_partition_rows(const std::vector<std::int32_t>& seq_lens, std:
                                  std::int32_t tile_tokens, std::int32_t workers) {
   // One "pair" per request on the row line: its tiles are the request's tile rows.
   const PairLine rows = make_pair_line(seq_lens, 1, tile_tokens);
-  const WorkerPieces by_request = lean_partition(rows, workers);
-  WorkerPieces out(static_cast<std::size_t>(workers));
-  for (std::int32_t w = 0; w < workers; ++w) {
-    for (const Piece& pc : by_request[w]) {
-      for (std::int32_t h = 0; h < kv_heads; ++h) {
-        out[w].push_back({pc.pair * kv_heads + h, pc.tile_begin, pc.tile_end});
-      }
-    }
-  }
-  return out;
+  return pieces_for_every_head(lean_partition(rows, workers), kv_heads);
 }
 
 WorkerPieces chunked_partition_rows(const std::vector<std::int32_t>& seq_lens,
                                     std::int32_t kv_heads, std::int32_t tile_tokens,
                                     std::int32_t workers, std::int32_t chunk_tiles) {
   const PairLine rows = make_pair_line(seq_lens, 1, tile_tokens);
-  const WorkerPieces by_request = chunked_partition(rows, workers, chunk_tiles);
-  WorkerPieces out(static_cast<std::size_t>(workers));
-  for (std::int32_t w = 0; w < workers; ++w) {
-    for (const Piece& pc : by_request[w]) {
-      for (std::int32_t h = 0; h < kv_heads; ++h) {
-        out[w].push_back({pc.pair * kv_heads + h, pc.tile_begin, pc.tile_end});
-      }
-    }
-  }
-  return out;
+  return pieces_for_every_head(chunked_partition(rows, workers, chunk_tiles), kv_heads);
 }
 
 WorkerPieces list_schedule(const PairLine& line, std::int32_t workers, std::int64_t chunk_tiles) {
@@ -138,8 +134,8 @@ WorkerPieces list_schedule(const PairLine& line, std::int32_t workers, std::int6
       continue;
     }
     for (std::int64_t t = 0; t < n; t += chunk_tiles) {
-      deal(p, static_cast<std::int32_t>(t), static_cast<std::int32_t>(std::min<std::int64_t>(
-                                                n, t + chunk_tiles)));
+      deal(p, static_cast<std::int32_t>(t),
+           static_cast<std::int32_t>(std::min<std::int64_t>(n, t + chunk_tiles)));
     }
   }
   return out;

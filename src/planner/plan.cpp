@@ -10,9 +10,12 @@ namespace leanattn {
 
 std::string_view strategy_name(Strategy s) {
   switch (s) {
-    case Strategy::lean: return "lean";
-    case Strategy::split: return "split";
-    case Strategy::head: return "head";
+    case Strategy::lean:
+      return "lean";
+    case Strategy::split:
+      return "split";
+    case Strategy::head:
+      return "head";
   }
   return "?";
 }
@@ -26,9 +29,12 @@ Strategy parse_strategy(std::string_view text, const char* argument) {
 
 std::string_view line_order_name(LineOrder o) {
   switch (o) {
-    case LineOrder::automatic: return "automatic";
-    case LineOrder::head_major: return "head_major";
-    case LineOrder::token_major: return "token_major";
+    case LineOrder::automatic:
+      return "automatic";
+    case LineOrder::head_major:
+      return "head_major";
+    case LineOrder::token_major:
+      return "token_major";
   }
   return "?";
 }
@@ -43,9 +49,12 @@ LineOrder parse_line_order(std::string_view text, const char* argument) {
 
 std::string_view segment_kind_name(SegmentKind k) {
   switch (k) {
-    case SegmentKind::direct: return "direct";
-    case SegmentKind::finalise: return "finalise";
-    case SegmentKind::partial: return "partial";
+    case SegmentKind::direct:
+      return "direct";
+    case SegmentKind::finalise:
+      return "finalise";
+    case SegmentKind::partial:
+      return "partial";
   }
   return "?";
 }
@@ -70,7 +79,9 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
 
 namespace {
 
-[[noreturn]] void broken(const std::string& rule) { throw Error("plan", rule); }
+[[noreturn]] void broken(const std::string& rule) {
+  throw Error("plan", rule);
+}
 
 std::string where(std::int64_t seg, const Segment& s) {
   return "segment " + std::to_string(seg) + " (request " + std::to_string(s.request) +

@@ -90,9 +90,10 @@ std::string format_plan_picture(const Plan& plan, int width) {
       }
     }
     os << "  w" << w << (w < 10 ? "  " : (w < 100 ? " " : "")) << "|" << row
-       << std::string(static_cast<std::size_t>(std::max<std::int64_t>(
-                          0, (hi + per_char - 1) / per_char - static_cast<std::int64_t>(row.size()))),
-                      ' ')
+       << std::string(
+              static_cast<std::size_t>(std::max<std::int64_t>(
+                  0, (hi + per_char - 1) / per_char - static_cast<std::int64_t>(row.size()))),
+              ' ')
        << "|\n";
   }
   if (plan.workers > 64) os << "  ... " << plan.workers - 64 << " more workers\n";

@@ -54,7 +54,8 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, std::int32_t b, s
   for (std::int64_t j = 0; j < n; ++j) {
     const std::int64_t base = kv_offset(t.v_strides, j);
     const double w = s[static_cast<std::size_t>(j)] / l;
-    for (std::int32_t i = 0; i < d; ++i) out[i] += w * read_element(t.v_cache, p.kv_dtype, base + i);
+    for (std::int32_t i = 0; i < d; ++i)
+      out[i] += w * read_element(t.v_cache, p.kv_dtype, base + i);
   }
   *lse = m + std::log(l);
 }
@@ -80,8 +81,8 @@ Output naive_attention_rows(const DecodeProblem& p, const DecodeTensors& t,
     require(rows[i].request >= 0 && rows[i].request < p.batch() && rows[i].q_head >= 0 &&
                 rows[i].q_head < p.q_heads,
             "rows", [&] { return "must name rows inside the problem"; });
-    naive_row(p, t, rows[i].request, rows[i].q_head, &r.out[i * static_cast<std::size_t>(p.head_dim)],
-              &r.lse[i]);
+    naive_row(p, t, rows[i].request, rows[i].q_head,
+              &r.out[i * static_cast<std::size_t>(p.head_dim)], &r.lse[i]);
   }
   return r;
 }

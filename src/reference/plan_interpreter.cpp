@@ -30,8 +30,9 @@ class Interpreter {
  public:
   Interpreter(const DecodeProblem& p, const Plan& plan, const DecodeTensors& t)
       : p_(p), plan_(plan), t_(t), group_(p.group_size()), d_(p.head_dim) {
-    k_ = {t.k_strides.outer, t.k_strides.token, t.k_strides.head,
-          p.layout == KvLayout::paged ? p.page_size : 0, t.block_table, t.block_table_stride};
+    k_ = {t.k_strides.outer, t.k_strides.token,
+          t.k_strides.head,  p.layout == KvLayout::paged ? p.page_size : 0,
+          t.block_table,     t.block_table_stride};
     v_ = k_;
     v_.outer_stride = t.v_strides.outer;
     v_.token_stride = t.v_strides.token;
@@ -114,7 +115,8 @@ class Interpreter {
         throw Error("plan", "reads slot " + std::to_string(slot) + " that no segment writes");
       }
       for (std::int32_t row = 0; row < group_; ++row) {
-        merge_into(acc.stats[static_cast<std::size_t>(row)], &acc.o[static_cast<std::size_t>(row) * d_],
+        merge_into(acc.stats[static_cast<std::size_t>(row)],
+                   &acc.o[static_cast<std::size_t>(row) * d_],
                    slots_[slot].stats[static_cast<std::size_t>(row)],
                    &slots_[slot].o[static_cast<std::size_t>(row) * d_], d_);
       }

@@ -6,7 +6,9 @@
 
 namespace leanattn::checks {
 // Lets GoogleTest print an entry by name (test lists and CTest names stay readable).
-void PrintTo(const BadInput& b, std::ostream* os) { *os << b.name; }
+void PrintTo(const BadInput& b, std::ostream* os) {
+  *os << b.name;
+}
 }  // namespace leanattn::checks
 
 namespace leanattn {

@@ -16,7 +16,8 @@ TEST(Reproducibility, RandomCasesAreDeterministicAndBatchInvariant) {
   checks::EnginePool engines;
   for (std::int64_t i = 0; i < 40; ++i) {
     const checks::CaseReport r = checks::reproducibility_case(7, i, engines);
-    for (const auto& o : r.outcomes) EXPECT_TRUE(o.ok) << o.what << " on " << r.problem << ": " << o.detail;
+    for (const auto& o : r.outcomes)
+      EXPECT_TRUE(o.ok) << o.what << " on " << r.problem << ": " << o.detail;
   }
 }
 
@@ -26,7 +27,8 @@ TEST(Reproducibility, RandomStrategiesMatchTheReference) {
   lim.any_head_dim = true;
   for (std::int64_t i = 0; i < 40; ++i) {
     const checks::CaseReport r = checks::random_strategies_case(11, i, lim, engines);
-    for (const auto& o : r.outcomes) EXPECT_TRUE(o.ok) << o.what << " on " << r.problem << ": " << o.detail;
+    for (const auto& o : r.outcomes)
+      EXPECT_TRUE(o.ok) << o.what << " on " << r.problem << ": " << o.detail;
   }
 }
 

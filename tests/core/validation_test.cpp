@@ -44,7 +44,9 @@ void expect_problem_error(const std::function<void(DecodeProblem&)>& edit,
   expect_error([&] { validate(p); }, argument, words);
 }
 
-TEST(Validation, GoodProblemPasses) { EXPECT_NO_THROW(validate(good_problem())); }
+TEST(Validation, GoodProblemPasses) {
+  EXPECT_NO_THROW(validate(good_problem()));
+}
 
 TEST(Validation, ProblemRules) {
   expect_problem_error([](auto& p) { p.kv_heads = 0; }, "kv_heads", "must be in [1");
@@ -94,9 +96,8 @@ TEST(Validation, PlanOptionRules) {
                "(got 500)");
   expect_error([&] { make_plan(p, {2}, {.strategy = Strategy::lean, .splits = 2}); }, "splits",
                "split strategy only");
-  expect_error(
-      [&] { make_plan(p, {2}, {.strategy = Strategy::head, .batch_invariant = true}); },
-      "batch_invariant", "lean strategy only");
+  expect_error([&] { make_plan(p, {2}, {.strategy = Strategy::head, .batch_invariant = true}); },
+               "batch_invariant", "lean strategy only");
   expect_error([&] { parse_strategy("fast"); }, "strategy", "lean, split, head");
   expect_error([&] { parse_dtype("f8"); }, "dtype", "f32, f16, bf16");
 }

@@ -22,7 +22,8 @@ class EngineTest : public ::testing::TestWithParam<std::string> {
  protected:
   cpu::Engine& engine(std::int32_t workers) {
     auto& e = engines_[workers];
-    if (!e) e = std::make_unique<cpu::Engine>(cpu::EngineOptions{.workers = workers, .simd = GetParam()});
+    if (!e)
+      e = std::make_unique<cpu::Engine>(cpu::EngineOptions{.workers = workers, .simd = GetParam()});
     return *e;
   }
 

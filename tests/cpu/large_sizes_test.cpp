@@ -29,7 +29,8 @@ struct Mapping {
   void* p = nullptr;
   std::size_t bytes = 0;
   explicit Mapping(std::size_t n) : bytes(n) {
-    p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+             0);
     if (p == MAP_FAILED) p = nullptr;
   }
   ~Mapping() {
@@ -72,7 +73,8 @@ TEST(LargeSizes, PagedCacheBeyondTwoToThe31Elements) {
   std::vector<std::byte> out(q.size());
   std::vector<float> lse(static_cast<std::size_t>(p.batch() * p.q_heads));
   harness::fill_normal(q.data(), DType::f16, static_cast<std::int64_t>(q.size() / 2), 7);
-  const DecodeTensors t = dense_tensors(p, q.data(), k.p, v.p, table.data(), out.data(), lse.data());
+  const DecodeTensors t =
+      dense_tensors(p, q.data(), k.p, v.p, table.data(), out.data(), lse.data());
   harness::HostCase view;  // wraps the buffers for the accuracy check
   view.problem = p;
   const auto ref = reference::naive_attention(p, t);
@@ -85,8 +87,8 @@ TEST(LargeSizes, PagedCacheBeyondTwoToThe31Elements) {
     const auto rows = harness::all_rows(p);
     const auto naive = harness::naive_same_precision(p, t, rows);
     const harness::Accuracy a = harness::check_accuracy(view, ref, true, naive, rows);
-    EXPECT_TRUE(a.ok()) << strategy_name(s) << ": " << a.max_abs_err << " > " << a.tolerance
-                        << " (" << a.first_problem << ")";
+    EXPECT_TRUE(a.ok()) << strategy_name(s) << ": " << a.max_abs_err << " > " << a.tolerance << " ("
+                        << a.first_problem << ")";
   }
 }
 

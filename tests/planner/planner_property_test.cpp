@@ -64,8 +64,8 @@ void expect_lean_shape(const Plan& plan) {
       }
     }
   }
-  EXPECT_LE(hi - lo, rows ? plan.kv_heads : 1) << "lean loads must differ by at most one "
-                                               << (rows ? "tile row" : "tile");
+  EXPECT_LE(hi - lo, rows ? plan.kv_heads : 1)
+      << "lean loads must differ by at most one " << (rows ? "tile row" : "tile");
   EXPECT_LE(plan.num_slots, 2 * plan.workers * per_pair_ends);
   const WorkspaceLayout ws = workspace_layout(plan);
   const std::int64_t bound =
@@ -149,8 +149,7 @@ TEST(PlannerProperties, EmptySequencesGetOneDirectSegment) {
                           std::pair{Strategy::split, LineOrder::automatic},
                           std::pair{Strategy::head, LineOrder::automatic}}) {
     for (std::int32_t workers : {1, 3, 64}) {
-      const Plan plan =
-          make_plan(p, {workers}, {.strategy = s, .order = order, .tile_tokens = 16});
+      const Plan plan = make_plan(p, {workers}, {.strategy = s, .order = order, .tile_tokens = 16});
       check_plan(plan);
       int empty = 0;
       for (const Segment& seg : plan.segments) {

@@ -66,8 +66,8 @@ TEST(PlanInterpreter, SweepsWorkersAcrossRequestAndHeadBoundaries) {
       for (std::int32_t workers = 1; workers <= 300; workers += (workers < 20 ? 1 : 37)) {
         const Plan plan = make_plan(c.problem, {workers}, {.strategy = s, .tile_tokens = tile});
         expect_close(reference::interpret_plan(c.problem, plan, c.tensors()), want, 1e-12,
-                     std::string(strategy_name(s)) + " tile " + std::to_string(tile) +
-                         " workers " + std::to_string(workers));
+                     std::string(strategy_name(s)) + " tile " + std::to_string(tile) + " workers " +
+                         std::to_string(workers));
       }
     }
   }

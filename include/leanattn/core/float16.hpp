@@ -46,13 +46,17 @@ constexpr std::uint16_t float_to_f16_bits(float f) {
     return static_cast<std::uint16_t>(sign | q);
   }
   std::uint32_t r = abs - 0x38000000u;  // rebias exponent 127 -> 15
-  r += 0xfffu + ((r >> 13) & 1u);        // round to nearest even on the 13 dropped bits
+  r += 0xfffu + ((r >> 13) & 1u);       // round to nearest even on the 13 dropped bits
   return static_cast<std::uint16_t>(sign | (r >> 13));
 }
 
 // Rounds a float to the nearest value representable in `bits` format (used to model what a
 // same-precision naive implementation would see).
-constexpr float round_to_f16(float f) { return f16_bits_to_float(float_to_f16_bits(f)); }
-constexpr float round_to_bf16(float f) { return bf16_bits_to_float(float_to_bf16_bits(f)); }
+constexpr float round_to_f16(float f) {
+  return f16_bits_to_float(float_to_f16_bits(f));
+}
+constexpr float round_to_bf16(float f) {
+  return bf16_bits_to_float(float_to_bf16_bits(f));
+}
 
 }  // namespace leanattn

@@ -29,10 +29,18 @@ struct SoftmaxStats {
 };
 
 namespace softmax_detail {
-LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE float exp_of(float x) { return ::expf(x); }
-LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE double exp_of(double x) { return ::exp(x); }
-LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE float log_of(float x) { return ::logf(x); }
-LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE double log_of(double x) { return ::log(x); }
+LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE float exp_of(float x) {
+  return ::expf(x);
+}
+LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE double exp_of(double x) {
+  return ::exp(x);
+}
+LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE float log_of(float x) {
+  return ::logf(x);
+}
+LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE double log_of(double x) {
+  return ::log(x);
+}
 template <class F>
 LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE constexpr F neg_inf() {
   return -std::numeric_limits<F>::infinity();
@@ -68,7 +76,7 @@ struct MergeWeights {
 
 template <class F>
 LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE MergeWeights<F> merge_weights(SoftmaxStats<F> a,
-                                                                          SoftmaxStats<F> b) {
+                                                                        SoftmaxStats<F> b) {
   const F m = a.m > b.m ? a.m : b.m;
   const F shift = exp_shift(m);
   const F sa = softmax_detail::exp_of(a.m - shift);
