@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "harness/host_case.hpp"
 #include "leanattn/planner.hpp"
 #include "leanattn/problem.hpp"
+#include "leanattn/reference.hpp"
 
 namespace leanattn::bench {
 
@@ -44,6 +46,15 @@ struct NamedOptions {
 // The rows a benchmark times for `config`: one per configured strategy, then the optional extra
 // rows (head_major_row false where head-major is already lean's order, as on the GPU).
 std::vector<NamedOptions> bench_variants(const BenchConfig& config, bool head_major_row = true);
+
+// The rows a benchmark checks (a sample within a read budget, or all with check_all_rows), their
+// fp64 reference and the naive same-precision baseline of the accuracy policy.
+struct ReferenceSample {
+  std::vector<reference::RowId> rows;
+  reference::Output ref;
+  std::vector<double> naive;
+};
+ReferenceSample reference_sample(harness::HostCase& c, const BenchConfig& config);
 
 struct StrategyResult {
   std::string strategy;

@@ -111,17 +111,7 @@ CaseResult run_cuda_case(const DecodeProblem& problem, const BenchConfig& cfg, d
   cuda::check(cudaDeviceSynchronize(), "decode kernel (timed launches)");
 
   say("checking against the fp64 reference");
-  // The fp64 check costs about 2 x len x head_dim per row (reference and naive baseline): keep a
-  // long case's sample to about 2^27 element reads (as the CPU benchmark does).
-  const std::int64_t longest =
-      *std::max_element(c.problem.seq_lens.begin(), c.problem.seq_lens.end());
-  const auto budget_rows = static_cast<std::int32_t>(std::clamp<std::int64_t>(
-      (1ll << 27) / std::max<std::int64_t>(1, 2 * longest * c.problem.head_dim), 2,
-      cfg.sample_rows));
-  const auto rows = cfg.check_all_rows ? harness::all_rows(c.problem)
-                                       : harness::sample_rows(c.problem, budget_rows);
-  const auto ref = reference::naive_attention_rows(c.problem, c.tensors(), rows);
-  const auto naive = harness::naive_same_precision(c.problem, c.tensors(), rows);
+  const ReferenceSample sample = reference_sample(c, cfg);
   for (std::size_t i = 0; i < plans.size(); ++i) {
     std::vector<double> us;
     for (std::size_t rep = 1; rep < events[i].size(); ++rep)
@@ -130,7 +120,8 @@ CaseResult run_cuda_case(const DecodeProblem& problem, const BenchConfig& cfg, d
     engine.run(c.problem, plans[i], d.tensors(), workspaces[i].data(), nullptr);
     harness::poison_outputs(c);
     d.download(c);
-    const harness::Accuracy a = harness::check_accuracy(c, ref, true, naive, rows);
+    const harness::Accuracy a =
+        harness::check_accuracy(c, sample.ref, true, sample.naive, sample.rows);
     StrategyResult r;
     r.strategy = names[i];
     r.median_us = median(us);

@@ -2,7 +2,9 @@
 #include "leanattn/plan.hpp"
 
 #include <algorithm>
+#include <span>
 #include <string>
+#include <utility>
 
 #include "leanattn/error.hpp"
 
@@ -102,8 +104,14 @@ void check_plan(const Plan& plan) {
     broken("worker_offsets must run from 0 to the segment count, non-decreasing");
   }
   const std::int64_t pairs = static_cast<std::int64_t>(plan.batch()) * plan.kv_heads;
-  std::vector<std::vector<std::int64_t>> of_pair(static_cast<std::size_t>(pairs));
+  // Segment indices grouped by pair, in tile order (one allocation: executors call this on
+  // every run of a plan they did not make).
+  std::vector<std::int64_t> order(plan.segments.size());
   std::vector<std::int32_t> worker_of(plan.segments.size());
+  auto pair_of = [&](std::int64_t i) {
+    const Segment& s = plan.segments[static_cast<std::size_t>(i)];
+    return static_cast<std::int64_t>(s.request) * plan.kv_heads + s.kv_head;
+  };
   std::int64_t total = 0;
   for (std::int32_t w = 0; w < plan.workers; ++w) {
     for (std::int64_t i = plan.worker_offsets[w]; i < plan.worker_offsets[w + 1]; ++i) {
@@ -120,24 +128,26 @@ void check_plan(const Plan& plan) {
       }
       total += s.tile_end - s.tile_begin;
       worker_of[static_cast<std::size_t>(i)] = w;
-      of_pair[static_cast<std::size_t>(static_cast<std::int64_t>(s.request) * plan.kv_heads +
-                                       s.kv_head)]
-          .push_back(i);
+      order[static_cast<std::size_t>(i)] = i;
     }
   }
+  std::sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+    return std::pair(pair_of(a), plan.segments[static_cast<std::size_t>(a)].tile_begin) <
+           std::pair(pair_of(b), plan.segments[static_cast<std::size_t>(b)].tile_begin);
+  });
   if (total != plan.total_tiles) broken("total_tiles must equal the tiles of all segments");
 
   std::vector<char> slot_used(static_cast<std::size_t>(std::max(plan.num_slots, 0)), 0);
   std::int64_t reductions_seen = 0;
+  std::size_t cursor = 0;
   for (std::int64_t p = 0; p < pairs; ++p) {
-    auto& segs = of_pair[static_cast<std::size_t>(p)];
+    const std::size_t first = cursor;
+    while (cursor < order.size() && pair_of(order[cursor]) == p) ++cursor;
+    const std::span<const std::int64_t> segs(order.data() + first, cursor - first);
     if (segs.empty()) {
       broken("pair (request " + std::to_string(p / plan.kv_heads) + ", kv_head " +
              std::to_string(p % plan.kv_heads) + ") has no segment: its output is never written");
     }
-    std::sort(segs.begin(), segs.end(), [&](std::int64_t a, std::int64_t b) {
-      return plan.segments[a].tile_begin < plan.segments[b].tile_begin;
-    });
     std::int32_t next = 0;
     for (std::int64_t i : segs) {
       const Segment& s = plan.segments[static_cast<std::size_t>(i)];
