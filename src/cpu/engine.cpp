@@ -38,15 +38,14 @@ AlignedBuffer aligned_bytes(std::size_t bytes) {
 struct Scratch {
   std::vector<float> q, o, m, l;
   std::vector<SegmentJob> jobs;
-  std::vector<const char*> spans;  // prefetch spans of the current group
+  std::vector<const char*> prefetch;  // [2, kKernelRowsPadded]: a call's K and V prefetch lines
   void reserve(std::size_t n, std::int32_t rows, std::int32_t d) {
     const std::size_t qo = n * static_cast<std::size_t>(rows) * d;
     const std::size_t ml = n * static_cast<std::size_t>(rows);
     if (q.size() < qo) q.resize(qo), o.resize(qo);
     if (m.size() < ml) m.resize(ml), l.resize(ml);
     if (jobs.size() < n) jobs.resize(n);
-    const std::size_t span_count = 2 * n * kKernelBlockTokens;
-    if (spans.size() < span_count) spans.resize(span_count);
+    prefetch.resize(2 * kKernelRowsPadded);
   }
 };
 
@@ -128,42 +127,77 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
     job.request = s.request;
     job.kv_head = s.kv_head;
   }
-  // Prefetch plan: `ahead` blocks ahead, about 32 KiB per stream. With adjacent heads (a
-  // token-major plan) every token's K and V rows of all heads form one span, and the group's calls
-  // share the target block's tokens; otherwise each call prefetches its own head's rows.
-  const std::int64_t n = static_cast<std::int64_t>(group.size());
-  const std::int32_t h0 = group.front().kv_head, h1 = group.back().kv_head;
-  const bool adjacent = h1 - h0 + 1 == n && cx.k.head_stride == d && cx.v.head_stride == d;
+  // The calls run block by block, head by head within a block. Each call prefetches part of what
+  // comes next (docs/cpu-engine.md, "Prefetch"): when the group's heads are adjacent in the token
+  // rows, the next block's rows split into n equal runs of lines in address order (DRAM then
+  // sees sequential streams); otherwise the next call's rows.
+  const auto n = static_cast<std::int64_t>(group.size());
+  const std::int32_t h0 = first.kv_head;
   const std::int64_t row_bytes = d * static_cast<std::int64_t>(dtype_size(cx.problem.kv_dtype));
-  const std::int64_t ahead =
-      std::clamp<std::int64_t>((32 << 10) / (kKernelBlockTokens * n * row_bytes), 1, 8);
+  const bool adjacent =
+      group.back().kv_head - h0 + 1 == n && cx.k.head_stride == d && cx.v.head_stride == d;
   const char* kb = static_cast<const char*>(cx.tensors.k_cache);
   const char* vb = static_cast<const char*>(cx.tensors.v_cache);
+  const std::int64_t elt = dtype_size(cx.problem.kv_dtype);
+  auto k_row = [&](std::int64_t u, std::int32_t h) {
+    return kb + cx.k.row(first.request, u, h) * elt;
+  };
+  auto v_row = [&](std::int64_t u, std::int32_t h) {
+    return vb + cx.v.row(first.request, u, h) * elt;
+  };
+  const char** pk = sc.prefetch.data();
+  const char** pv = pk + kKernelRowsPadded;
   for (std::int64_t t = tb; t < te; t += kKernelBlockTokens) {
     const std::int64_t next = std::min<std::int64_t>(t + kKernelBlockTokens, te);
-    const std::int64_t p0 = std::min(t + ahead * kKernelBlockTokens, te);
-    const std::int64_t p1 = std::min(p0 + kKernelBlockTokens, te);
+    const std::int64_t pbeg = next;  // the next block: [pbeg, pbeg + after)
+    const std::int64_t after = std::min<std::int64_t>(pbeg + kKernelBlockTokens, te) - pbeg;
+    // Adjacent heads: the next block is `after` rows of `row_lines` lines; call i takes lines
+    // [i x per_call, (i + 1) x per_call), `per_token` of them with each of its tokens.
+    const std::int64_t row_lines = (n * row_bytes + 63) / 64;
+    const std::int64_t per_token =
+        (after * row_lines + n * kKernelBlockTokens - 1) / (n * kKernelBlockTokens);
     for (std::int64_t i = 0; i < n; ++i) {
       SegmentJob& job = sc.jobs[static_cast<std::size_t>(i)];
       job.token_begin = t;
       job.token_end = next;
-      std::int32_t count = 0;
-      const char** spans = sc.spans.data();
-      if (adjacent) {
-        for (std::int64_t u = p0 + (p1 - p0) * i / n; u < p0 + (p1 - p0) * (i + 1) / n; ++u) {
-          spans[count++] = kb + cx.k.row(first.request, u, h0) * row_bytes / d;
-          spans[count++] = vb + cx.v.row(first.request, u, h0) * row_bytes / d;
+      job.prefetch_k = pk;
+      job.prefetch_v = pv;
+      job.prefetch_lines = 0;
+      if (adjacent && per_token > 0) {
+        job.prefetch_lines = static_cast<std::int32_t>(per_token);
+        // Token u's lines [line, line + per_token) of its row, walked without divisions.
+        const std::int64_t start =
+            std::min(i * kKernelBlockTokens * per_token, after * row_lines - 1);
+        std::int64_t u = pbeg + start / row_lines, line = start % row_lines;
+        const char* krow_u = k_row(u, h0);
+        const char* vrow_u = v_row(u, h0);
+        for (std::int32_t j = 0; j < kKernelBlockTokens; ++j) {
+          pk[j] = krow_u + line * 64;
+          pv[j] = vrow_u + line * 64;
+          line += per_token;
+          while (line >= row_lines && u + 1 < pbeg + after) {
+            line -= row_lines;
+            krow_u = k_row(++u, h0);
+            vrow_u = v_row(u, h0);
+          }
+          line = std::min(line, row_lines - 1);
         }
-        job.prefetch_bytes = static_cast<std::int32_t>(n * row_bytes);
-      } else {
-        for (std::int64_t u = p0; u < p1; ++u) {
-          spans[count++] = kb + cx.k.row(first.request, u, job.kv_head) * row_bytes / d;
-          spans[count++] = vb + cx.v.row(first.request, u, job.kv_head) * row_bytes / d;
+      } else if (!adjacent) {
+        // The next call: the next head, or after the last head the first head's next block.
+        const bool wrap = i + 1 == n;
+        const std::int64_t u0 = wrap ? next : t, count = wrap ? after : next - t;
+        const std::int32_t h = sc.jobs[static_cast<std::size_t>(wrap ? 0 : i + 1)].kv_head;
+        job.prefetch_lines = count > 0 ? static_cast<std::int32_t>((row_bytes + 63) / 64) : 0;
+        for (std::int32_t j = 0; j < kKernelBlockTokens && count > 0; ++j) {
+          const std::int64_t u = u0 + std::min<std::int64_t>(j, count - 1);
+          pk[j] = k_row(u, h);
+          pv[j] = v_row(u, h);
         }
-        job.prefetch_bytes = static_cast<std::int32_t>(row_bytes);
       }
-      job.prefetch = spans;
-      job.prefetch_count = count;
+      if (job.prefetch_lines > 0) {  // the kernel's padded tokens repeat the last row
+        std::fill(pk + kKernelBlockTokens, pk + kKernelRowsPadded, pk[kKernelBlockTokens - 1]);
+        std::fill(pv + kKernelBlockTokens, pv + kKernelRowsPadded, pv[kKernelBlockTokens - 1]);
+      }
       cx.kernel(job);
     }
   }

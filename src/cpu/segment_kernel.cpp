@@ -85,8 +85,17 @@ using VF = hn::Vec<DF>;
 // Accumulator registers a micro-kernel may use: half of the vector register file (32 registers
 // with AVX-512, 16 otherwise).
 constexpr int kAccumulators = (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) ? 16 : 8;
-constexpr int kBlock = kKernelBlockTokens;  // tokens per block
-constexpr int kMaxRows = 16;                // bound for buffers sized by rows per pass
+// The score and value loops keep 3/2 of that (12 of 16 AVX2 registers): 12 independent FMA
+// chains hide the 4-cycle FMA latency at 2 FMAs per cycle with slack, which 8 do not (measured on
+// Zen 3: scores 12 accumulators vs 8, -5 cycles per token and head; values, -6).
+constexpr int kScoreAccumulators = 3 * kAccumulators / 2;  // R rows x U tokens
+constexpr int kValueAccumulators = 3 * kAccumulators / 2;  // R rows x C vectors of d
+constexpr int kBlock = kKernelBlockTokens;                 // tokens per block
+constexpr int kRowsPadded = kKernelRowsPadded;
+constexpr int kMaxRows = 16;  // bound for buffers sized by rows per pass
+// Row arrays and S hold a block padded to U tokens (U = kScoreAccumulators with one row).
+static_assert((kBlock + kScoreAccumulators - 1) / kScoreAccumulators * kScoreAccumulators <=
+              kRowsPadded);
 
 // IEEE half -> float from the bits, exact for every input (NaN, infinities, subnormals). Used on
 // targets without a native conversion instruction, where Highway 1.0's emulation turns NaN and
@@ -149,36 +158,27 @@ HWY_INLINE void store_sums4(DF df, VF a, VF b, VF c, VF d, float* HWY_RESTRICT d
   store_fold(df, sum, dst);
 }
 
+// Prefetches `lines` cache lines from p + 64 x first on (hint T0; on Zen 3, T0, T1 and NTA
+// measured alike). Prefetches never fault, so the engine may repeat or overshoot addresses.
+HWY_INLINE void prefetch_lines(const char* p, std::int32_t first, std::int32_t lines) {
+  p += first * 64;
+  for (std::int32_t i = 0; i < lines; ++i) __builtin_prefetch(p + i * 64, 0, 3);
+}
+
 // S[t * R + r] = q[r] . k[t] for t in [0, tokens_padded), tokens_padded a multiple of U.
-// q: [R, d] float; krow[t]: the K row of token t.
-// Spreads prefetches of job.prefetch over the steps of a loop: start(steps) once, then step()
-// issues the next share of spans (one division per loop, none per step).
-struct PrefetchSpreader {
-  const char* const* spans;
-  std::int32_t count, bytes, issued = 0, per_step = 0;
-  HWY_INLINE void start(std::int32_t steps) {
-    per_step = steps > 0 ? (count - issued + steps - 1) / steps : 0;
-  }
-  HWY_INLINE void step() {
-    const std::int32_t end = std::min(count, issued + per_step);
-    for (; issued < end; ++issued) {
-      // Into L2 (locality 2 = prefetcht1): the spans are tens of KiB, more than L1 holds.
-      for (std::int32_t b = 0; b < bytes; b += 64) __builtin_prefetch(spans[issued] + b, 0, 2);
-    }
-  }
-};
+// q: [R, d] float; krow[t]: the K row of token t. With token t it prefetches `prefetch_count`
+// lines from prefetch[t].
 
 template <int R, class KvT>
 HWY_NOINLINE void qk_block(const float* HWY_RESTRICT q, const KvT* const* krow,
                            std::int32_t tokens_padded, std::int32_t d, float* HWY_RESTRICT s,
-                           PrefetchSpreader& prefetch) {
-  constexpr int U = kAccumulators / R;  // tokens per step
+                           const char* const* prefetch, std::int32_t prefetch_count) {
+  constexpr int U = kScoreAccumulators / R;  // tokens per step
   static_assert(R * U % 4 == 0);
   const DF df;
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
-  prefetch.start(tokens_padded / U);
   for (std::int32_t t = 0; t < tokens_padded; t += U) {
-    prefetch.step();
+    for (int u = 0; u < U; ++u) prefetch_lines(prefetch[t + u], 0, prefetch_count);
     VF acc[R * U];
     for (int a = 0; a < R * U; ++a) acc[a] = hn::Zero(df);
     for (std::int32_t i = 0; i < d; i += n) {
@@ -249,13 +249,23 @@ HWY_INLINE void softmax_block(float* HWY_RESTRICT s, std::int32_t count, float* 
   for (int r = 0; r < R; ++r) l[r] = l[r] * rescale[r] + block_sum[r];
 }
 
-// o[r] = o[r] * rescale[r] + sum_t P[t * R + r] v_t for the R rows, tokens t < tokens.
+// o[r] = o[r] * rescale[r] + sum_t P[t * R + r] v_t for the R rows, tokens t < tokens, over the
+// columns [i0, i1) of d (a multiple of C vectors; chunk0 = chunks of d before i0). R x C
+// accumulators stay in registers over the tokens. The `prefetch_count` lines from prefetch[t] are
+// spread over the chunks of d.
 template <int R, int C, class KvT>
 HWY_NOINLINE void pv_block(const float* HWY_RESTRICT p, const KvT* const* vrow, std::int32_t tokens,
-                           std::int32_t d, const float* rescale, float* HWY_RESTRICT o) {
+                           std::int32_t d, std::int32_t i0, std::int32_t i1, std::int32_t chunk0,
+                           const float* rescale, float* HWY_RESTRICT o, const char* const* prefetch,
+                           std::int32_t prefetch_count) {
   const DF df;
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
-  for (std::int32_t i = 0; i < d; i += C * n) {
+  for (std::int32_t i = i0, chunk = chunk0; i < i1; i += C * n, ++chunk) {
+    // This chunk's share of the prefetch lines [first, first + lines): line `chunk` for each
+    // chunk of d, the rest with the last one (no divisions: this runs per chunk and block).
+    const std::int32_t first = std::min(chunk, prefetch_count);
+    const std::int32_t lines =
+        i + C * n >= d ? prefetch_count - first : std::min(1, prefetch_count - first);
     VF acc[R * C];
     for (int r = 0; r < R; ++r) {
       const VF sc = hn::Set(df, rescale[r]);
@@ -264,6 +274,7 @@ HWY_NOINLINE void pv_block(const float* HWY_RESTRICT p, const KvT* const* vrow, 
     }
     HWY_UNROLL(2)
     for (std::int32_t t = 0; t < tokens; ++t) {
+      prefetch_lines(prefetch[t], first, lines);
       VF v[C];
       for (int c = 0; c < C; ++c) v[c] = load_row(df, vrow[t] + i + c * n);
       for (int r = 0; r < R; ++r) {
@@ -277,72 +288,128 @@ HWY_NOINLINE void pv_block(const float* HWY_RESTRICT p, const KvT* const* vrow, 
   }
 }
 
-// Largest C (vectors of o per row) with R * C <= kAccumulators and C * lanes dividing d.
+// Columns of d in chunks of C = kValueAccumulators / R vectors (at most 8), with the rest in
+// chunks of 2 and at most one of 1: a chunk of 1 keeps only R accumulators in flight, too few to
+// hide the FMA latency, so with C = 3 and 16 vectors this does 3+3+3+3+2+2, not 3+3+3+3+3+1.
 template <int R, class KvT>
 HWY_INLINE void pv_dispatch(const float* p, const KvT* const* vrow, std::int32_t tokens,
-                            std::int32_t d, const float* rescale, float* o) {
+                            std::int32_t d, const float* rescale, float* o,
+                            const char* const* prefetch, std::int32_t prefetch_count) {
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(DF()));
-  constexpr int kMaxC = kAccumulators / R;
-  if constexpr (kMaxC >= 4) {
-    if (d % (4 * n) == 0) return pv_block<R, 4>(p, vrow, tokens, d, rescale, o);
+  constexpr int kC = std::min(8, kValueAccumulators / R);
+  const std::int32_t vectors = d / n;
+  std::int32_t wide = vectors / kC;  // chunks of kC
+  if constexpr (kC > 2) {
+    while (wide > 0 && (vectors - wide * kC) % 2 != 0) --wide;
   }
-  if constexpr (kMaxC >= 2) {
-    if (d % (2 * n) == 0) return pv_block<R, 2>(p, vrow, tokens, d, rescale, o);
-  }
-  pv_block<R, 1>(p, vrow, tokens, d, rescale, o);
+  const std::int32_t i1 = wide * kC * n;
+  const std::int32_t i2 = kC > 2 ? i1 + (d - i1) / (2 * n) * (2 * n) : i1;
+  if (i1 > 0) pv_block<R, kC>(p, vrow, tokens, d, 0, i1, 0, rescale, o, prefetch, prefetch_count);
+  if (i2 > i1)
+    pv_block<R, 2>(p, vrow, tokens, d, i1, i2, wide, rescale, o, prefetch, prefetch_count);
+  if (d > i2)
+    pv_block<R, 1>(p, vrow, tokens, d, i2, d, wide + (i2 - i1) / (2 * n), rescale, o, prefetch,
+                   prefetch_count);
 }
 
 // One pass of R rows (starting at row r0) over one block of `tokens` K/V rows.
 template <int R, class KvT>
 HWY_INLINE void rows_pass(const SegmentJob& job, std::int32_t r0, const KvT* const* krow,
-                          const KvT* const* vrow, std::int32_t tokens, PrefetchSpreader& prefetch) {
-  constexpr int U = kAccumulators / R;
+                          const KvT* const* vrow, std::int32_t tokens,
+                          const char* const* prefetch_k, const char* const* prefetch_v,
+                          std::int32_t prefetch_count) {
+  constexpr int U = kScoreAccumulators / R;
   const std::int32_t d = job.head_dim;
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(DF()));
   const std::int32_t padded_tokens = (tokens + U - 1) / U * U;
   const std::int32_t period = std::max<std::int32_t>(R, n);
   const std::int32_t count = (tokens * R + period - 1) / period * period;
-  HWY_ALIGN float s[(kBlock + 16) * kMaxRows + 64];
-  qk_block<R>(job.q + r0 * d, krow, padded_tokens, d, s, prefetch);
+  HWY_ALIGN float s[(kRowsPadded)*kMaxRows + 64];
+  qk_block<R>(job.q + r0 * d, krow, padded_tokens, d, s, prefetch_k, prefetch_count);
   for (std::int32_t i = tokens * R; i < count; ++i) s[i] = -std::numeric_limits<float>::infinity();
   float rescale[R];
   softmax_block<R>(s, count, job.m + r0, job.l + r0, rescale);
-  pv_dispatch<R>(s, vrow, tokens, d, rescale, job.o + r0 * d);
+  pv_dispatch<R>(s, vrow, tokens, d, rescale, job.o + r0 * d, prefetch_v, prefetch_count);
+}
+
+// rows[j] = base + scale x (element offset of token t0 + j of `head`) for j < count, then the
+// last row repeated up to `fill`; for the contiguous layout without a multiply per row.
+template <class T>
+HWY_INLINE void fill_rows(const KvAddressing& a, const T* base, std::int64_t scale,
+                          std::int32_t request, std::int64_t t0, std::int32_t head,
+                          std::int32_t count, std::int32_t fill, const T** rows) {
+  if (a.page_size == 0) {
+    const T* first = base + a.row(request, t0, head) * scale;
+    const std::int64_t step = a.token_stride * scale;
+    for (std::int32_t j = 0; j < count; ++j) rows[j] = first + j * step;
+  } else {
+    for (std::int32_t j = 0; j < count; ++j) rows[j] = base + a.row(request, t0 + j, head) * scale;
+  }
+  for (std::int32_t j = count; j < fill; ++j) rows[j] = rows[count - 1];
 }
 
 template <class KvT>
 void compute_typed(const SegmentJob& job) {
   const auto* kbase = static_cast<const KvT*>(job.k_cache);
   const auto* vbase = static_cast<const KvT*>(job.v_cache);
-  const KvT* krow[kBlock + 16];
-  const KvT* vrow[kBlock + 16];
+  const auto* kbytes = static_cast<const char*>(job.k_cache);
+  const auto* vbytes = static_cast<const char*>(job.v_cache);
+  constexpr std::int64_t kElt = sizeof(KvT);
+  const KvT* krow[kRowsPadded];
+  const KvT* vrow[kRowsPadded];
+  const char* knext[kRowsPadded];  // the range's next block, which this block prefetches
+  const char* vnext[kRowsPadded];
+  const std::int32_t row_lines = (job.head_dim * static_cast<std::int32_t>(kElt) + 63) / 64;
   for (std::int64_t t0 = job.token_begin; t0 < job.token_end; t0 += kBlock) {
     const auto tokens =
         static_cast<std::int32_t>(std::min<std::int64_t>(kBlock, job.token_end - t0));
-    for (std::int32_t j = 0; j < tokens; ++j) {
-      krow[j] = kbase + job.k.row(job.request, t0 + j, job.kv_head);
-      vrow[j] = vbase + job.v.row(job.request, t0 + j, job.kv_head);
+    if (t0 == job.token_begin) {
+      fill_rows(job.k, kbase, 1, job.request, t0, job.kv_head, tokens, kRowsPadded, krow);
+      fill_rows(job.v, vbase, 1, job.request, t0, job.kv_head, tokens, tokens, vrow);
+    } else {  // the previous block's knext / vnext
+      for (std::int32_t j = 0; j < kRowsPadded; ++j) {
+        krow[j] = reinterpret_cast<const KvT*>(knext[j]);
+        vrow[j] = reinterpret_cast<const KvT*>(vnext[j]);
+      }
     }
-    for (std::int32_t j = tokens; j < kBlock + 16; ++j) krow[j] = krow[tokens - 1];
+    // What to prefetch, in step with this block's tokens: the range's next block, or after its
+    // last block what the engine named (prefetch_k/v hold kKernelBlockTokens + 16 entries).
+    const char* const* pk = job.prefetch_k;
+    const char* const* pv = job.prefetch_v;
+    std::int32_t lines = job.prefetch_lines;
+    if (t0 + kBlock < job.token_end) {
+      const auto next =
+          static_cast<std::int32_t>(std::min<std::int64_t>(kBlock, job.token_end - t0 - kBlock));
+      fill_rows(job.k, kbytes, kElt, job.request, t0 + kBlock, job.kv_head, next, kRowsPadded,
+                knext);
+      fill_rows(job.v, vbytes, kElt, job.request, t0 + kBlock, job.kv_head, next, kRowsPadded,
+                vnext);
+      pk = knext;
+      pv = vnext;
+      lines = row_lines;
+    } else if (lines == 0) {
+      static const char* const kNoRows[kRowsPadded] = {};
+      pk = kNoRows;
+      pv = kNoRows;
+    }
     // Passes of R rows: R = kAccumulators / 2 at most (4 with 16 registers, 8 with 32), which
     // keeps a broadcast per two FMAs in pv_block; wider passes read K and V once but spend more
     // on broadcasts and reductions than they save (measured: 8 rows in one AVX2 pass cost 1.8x
     // two passes of 4).
-    PrefetchSpreader prefetch{job.prefetch, job.prefetch_count, job.prefetch_bytes};
     std::int32_t r0 = 0;
     while (r0 < job.rows) {
       const std::int32_t left = job.rows - r0;
       if (kAccumulators >= 16 && left >= 8) {
-        rows_pass<8>(job, r0, krow, vrow, tokens, prefetch);
+        rows_pass<8>(job, r0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
         r0 += 8;
       } else if (left >= 4) {
-        rows_pass<4>(job, r0, krow, vrow, tokens, prefetch);
+        rows_pass<4>(job, r0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
         r0 += 4;
       } else if (left >= 2) {
-        rows_pass<2>(job, r0, krow, vrow, tokens, prefetch);
+        rows_pass<2>(job, r0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
         r0 += 2;
       } else {
-        rows_pass<1>(job, r0, krow, vrow, tokens, prefetch);
+        rows_pass<1>(job, r0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
         r0 += 1;
       }
     }

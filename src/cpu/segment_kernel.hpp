@@ -32,12 +32,15 @@ struct SegmentJob {
   float* o = nullptr;
   float* m = nullptr;
   float* l = nullptr;
-  // Memory the engine will need a few blocks from now: the kernel spreads prefetches of these
-  // spans over its compute, which keeps enough cache misses in flight to stream from DRAM (a
-  // burst of prefetches, or the hardware prefetchers alone, reach about half the bandwidth).
-  const char* const* prefetch = nullptr;  // [prefetch_count] span starts
-  std::int32_t prefetch_count = 0;
-  std::int32_t prefetch_bytes = 0;  // bytes per span
+  // Memory the engine reads next: with the block's token t the kernel prefetches prefetch_lines
+  // cache lines from prefetch_k[t] (while it computes scores) and from prefetch_v[t] (while it
+  // accumulates values), so DRAM streams while the FMAs run. The engine points them at the next
+  // block's rows, in address order where it can (docs/cpu-engine.md, "Prefetch"). Used for the
+  // last block of the range (earlier blocks prefetch the range's next block themselves);
+  // prefetch_lines = 0: none.
+  const char* const* prefetch_k = nullptr;  // [kKernelRowsPadded]
+  const char* const* prefetch_v = nullptr;  // [kKernelRowsPadded]
+  std::int32_t prefetch_lines = 0;
 };
 
 using SegmentKernelFn = void (*)(const SegmentJob&);
@@ -45,6 +48,9 @@ using SegmentKernelFn = void (*)(const SegmentJob&);
 // Tokens the kernel processes per block; the engine hands it ranges of at most this many tokens
 // when it interleaves several KV heads of one request.
 inline constexpr std::int32_t kKernelBlockTokens = 32;
+// Length of the kernel's per-block row arrays: a block padded to the score loop's step, which
+// may read up to 16 rows past the block (repeats of its last row).
+inline constexpr std::int32_t kKernelRowsPadded = kKernelBlockTokens + 16;
 
 struct SimdKernel {
   std::string name;         // Highway's target name: "AVX3", "AVX2", "SSE4", "EMU128", ...
