@@ -51,10 +51,15 @@ std::string format_case(const LabelledCase& lc, double probe_gbps) {
   const bench::CaseResult& c = lc.result;
   std::ostringstream os;
   os << fmt::format("{}: {}\n", lc.label, describe_problem(c.problem));
-  os << fmt::format("  KV {:.1f} MiB{}, {} workers, SIMD {}, probe {:.1f} GB/s\n",
+  const std::string probe =
+      c.probe_passes > 0
+          ? fmt::format("probe {:.1f} GB/s (median of {} passes between the runs)", c.probe_gbps,
+                        c.probe_passes)
+          : fmt::format("probe {:.1f} GB/s", c.probe_gbps > 0 ? c.probe_gbps : probe_gbps);
+  os << fmt::format("  KV {:.1f} MiB{}, {} workers, SIMD {}, {}\n",
                     static_cast<double>(c.kv_bytes) / (1 << 20),
                     c.kv_copies > 1 ? fmt::format(" (x{} rotated copies)", c.kv_copies) : "",
-                    c.workers, c.simd, probe_gbps);
+                    c.workers, c.simd, probe);
   os << fmt::format("  {:<15} {:>12} {:>8} {:>9} {:>8} {:>9} {:>10}  {}\n", "strategy", "median_us",
                     "GB/s", "of_probe", "vs_head", "vs_split", "max_err", "check");
   for (const auto& r : c.results) {
@@ -68,8 +73,10 @@ std::string format_case(const LabelledCase& lc, double probe_gbps) {
 
 std::string format_summary(const BenchRun& run) {
   std::ostringstream os;
-  os << fmt::format("summary ({} backend, probe {:.1f} GB/s read with {} threads, {} MiB)\n",
-                    run.backend, run.probe.median_gbps, run.probe.threads, run.probe.bytes >> 20);
+  os << fmt::format(
+      "summary ({} backend, probe {:.1f} GB/s read with {} threads, {} MiB; of_probe uses each "
+      "case's own probe passes)\n",
+      run.backend, run.probe.median_gbps, run.probe.threads, run.probe.bytes >> 20);
   os << fmt::format("  {:<12} {:<44} {:>9} {:>8} {:>8} {:>8} {:>9}  {}\n", "case", "problem",
                     "lean_ms", "GB/s", "of_probe", "vs_head", "vs_split", "check");
   for (const auto& lc : run.cases) {
@@ -121,6 +128,7 @@ nlohmann::ordered_json to_json(const BenchRun& run) {
                          {"min_us", r.min_us},
                          {"kv_bytes", c.kv_bytes},
                          {"gbps", r.gbps},
+                         {"probe_gbps", c.probe_gbps},
                          {"probe_fraction", r.probe_fraction},
                          {"speedup_vs_head", speedup(c, r, "head")},
                          {"speedup_vs_split", speedup(c, r, "split")},
@@ -154,7 +162,7 @@ std::string to_csv(const BenchRun& run) {
           c.simd, lc.label, r.strategy, p.batch(), p.q_heads, p.kv_heads, p.head_dim,
           dtype_name(p.kv_dtype), p.layout == KvLayout::paged ? p.page_size : 0, p.total_tokens(),
           longest, lens, r.workers, r.splits, r.median_us, r.min_us, c.kv_bytes, r.gbps,
-          run.probe.median_gbps, r.probe_fraction, speedup(c, r, "head"), speedup(c, r, "split"),
+          c.probe_gbps, r.probe_fraction, speedup(c, r, "head"), speedup(c, r, "split"),
           r.max_abs_err, r.ok ? 1 : 0);
     }
   }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include "bench_report.hpp"
@@ -102,9 +103,12 @@ int run_bench(const BenchArgs& a, bool sweep) {
                run.probe.best_gbps);
   }
 #endif
+  // CPU: the probe stays allocated, and each case interleaves its own passes with its runs.
+  std::unique_ptr<cpu::ReadProbe> probe;
   if (!gpu) {
     fmt::print(stderr, "probe: reading {} MiB with {} threads...\n", probe_bytes >> 20, threads);
-    run.probe = cpu::measure_read_bandwidth(probe_bytes, threads, 7, cfg.pin_threads);
+    probe = std::make_unique<cpu::ReadProbe>(probe_bytes, threads, cfg.pin_threads);
+    run.probe = cpu::measure_read_bandwidth(*probe, 7);
     fmt::print("leanattn bench: {} ({} cores), commit {}, {}\n", run.machine.cpu, run.machine.cores,
                run.machine.commit, run.machine.date);
     fmt::print(
@@ -120,10 +124,10 @@ int run_bench(const BenchArgs& a, bool sweep) {
     LabelledCase lc{
         cases[i].label,
         gpu ? bench::run_cuda_case(cases[i].problem, cfg, run.probe.median_gbps, progress)
-            : bench::run_cpu_case(cases[i].problem, cfg, run.probe.median_gbps, progress)};
+            : bench::run_cpu_case(cases[i].problem, cfg, probe.get(), progress)};
 #else
     LabelledCase lc{cases[i].label,
-                    bench::run_cpu_case(cases[i].problem, cfg, run.probe.median_gbps, progress)};
+                    bench::run_cpu_case(cases[i].problem, cfg, probe.get(), progress)};
 #endif
     fmt::print("{}\n", format_case(lc, run.probe.median_gbps));
     std::fflush(stdout);

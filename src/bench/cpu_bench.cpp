@@ -61,7 +61,7 @@ std::vector<NamedOptions> bench_variants(const BenchConfig& cfg, bool head_major
   return v;
 }
 
-CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, double probe_gbps,
+CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, cpu::ReadProbe* probe,
                         const std::function<void(const std::string&)>& progress) {
   auto say = [&](const std::string& s) {
     if (progress) progress(s);
@@ -82,8 +82,8 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, do
   const auto copies = static_cast<std::int32_t>(std::clamp<std::int64_t>(
       buffer_bytes > 0 ? (cfg.rotate_bytes + buffer_bytes - 1) / buffer_bytes : 1, 1, 64));
   result.kv_copies = copies;
-  std::vector<std::vector<std::byte>> k_copies(static_cast<std::size_t>(copies - 1), c.k);
-  std::vector<std::vector<std::byte>> v_copies(static_cast<std::size_t>(copies - 1), c.v);
+  std::vector<ByteBuffer> k_copies(static_cast<std::size_t>(copies - 1), c.k);
+  std::vector<ByteBuffer> v_copies(static_cast<std::size_t>(copies - 1), c.v);
   std::vector<DecodeTensors> tensors;
   tensors.push_back(c.tensors());
   for (std::int32_t i = 0; i + 1 < copies; ++i) {
@@ -103,6 +103,7 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, do
   say("timing " + std::to_string(plans.size()) + " plans x " + std::to_string(cfg.repeat) +
       " runs");
   std::vector<std::vector<double>> us(plans.size());
+  std::vector<double> probe_gbps;
   std::size_t next = 0;
   for (std::int32_t rep = -1; rep < cfg.repeat; ++rep) {  // rep -1 warms up
     for (std::size_t i = 0; i < plans.size(); ++i) {
@@ -113,7 +114,10 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, do
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       if (rep >= 0) us[i].push_back(dt);
     }
+    if (probe != nullptr && rep >= 0) probe_gbps.push_back(probe->pass());
   }
+  result.probe_gbps = probe_gbps.empty() ? 0.0 : median(probe_gbps);
+  result.probe_passes = static_cast<std::int32_t>(probe_gbps.size());
 
   say("checking against the fp64 reference");
   const ReferenceSample sample = reference_sample(c, cfg);
@@ -127,7 +131,7 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, do
     r.median_us = median(us[i]);
     r.min_us = *std::min_element(us[i].begin(), us[i].end());
     r.gbps = static_cast<double>(result.kv_bytes) / (r.median_us * 1e-6) / 1e9;
-    r.probe_fraction = probe_gbps > 0 ? r.gbps / probe_gbps : 0.0;
+    r.probe_fraction = result.probe_gbps > 0 ? r.gbps / result.probe_gbps : 0.0;
     r.max_abs_err = a.max_abs_err;
     r.tolerance = a.tolerance;
     r.ok = a.ok();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "harness/host_case.hpp"
+#include "leanattn/bandwidth_probe.hpp"
 #include "leanattn/planner.hpp"
 #include "leanattn/problem.hpp"
 #include "leanattn/reference.hpp"
@@ -75,12 +76,18 @@ struct CaseResult {
   std::int32_t workers = 0;
   std::int64_t kv_bytes = 0;
   std::int32_t kv_copies = 1;  // rotated copies
+  // Read-probe passes interleaved with this case's timed rounds (one per round): their median
+  // is the case's probe, which its fractions use (0 when the case ran without a probe).
+  double probe_gbps = 0.0;
+  std::int32_t probe_passes = 0;
   std::vector<StrategyResult> results;
 };
 
-// Runs `problem` with every configured strategy. probe_gbps fills probe_fraction.
-// progress(text) is called before each phase.
-CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& config, double probe_gbps,
+// Runs `problem` with every configured strategy. With a probe, one probe pass follows each timed
+// round of the strategies and their median is the case's probe (probe_fraction = gbps / it);
+// without, probe_fraction is 0. progress(text) is called before each phase.
+CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& config,
+                        cpu::ReadProbe* probe,
                         const std::function<void(const std::string&)>& progress = {});
 
 }  // namespace leanattn::bench

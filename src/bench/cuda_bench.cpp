@@ -69,6 +69,7 @@ CaseResult run_cuda_case(const DecodeProblem& problem, const BenchConfig& cfg, d
   harness::HostCase c = harness::make_case(problem, 2026);
   cuda::DeviceCase d(c);
   CaseResult result;
+  result.probe_gbps = probe_gbps;  // the run's device probe
   result.problem = c.problem;
   result.kv_bytes = c.problem.kv_bytes();
   const std::int64_t buffer_bytes = static_cast<std::int64_t>(c.k.size() + c.v.size());

@@ -1,6 +1,6 @@
-// measure_read_bandwidth(): the read-bandwidth probe (see bandwidth_probe.hpp). The sum kernel
-// is compiled for every SIMD target (Highway) with four independent accumulators, so the loop is
-// limited by memory, not by add latency.
+// ReadProbe and measure_read_bandwidth(): the read-bandwidth probe (see bandwidth_probe.hpp). The
+// sum kernel is compiled for every SIMD target (Highway) with four independent accumulators, so the
+// loop is limited by memory, not by add latency.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/read_probe.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -37,6 +37,7 @@ HWY_AFTER_NAMESPACE();
 #include <memory>
 #include <vector>
 
+#include "core/large_buffer.hpp"
 #include "cpu/thread_pool.hpp"
 #include "leanattn/bandwidth_probe.hpp"
 
@@ -44,46 +45,83 @@ namespace leanattn::cpu {
 
 HWY_EXPORT(sum_floats);
 
-ProbeResult measure_read_bandwidth(std::int64_t bytes, std::int32_t threads, std::int32_t passes,
-                                   bool pin_threads) {
-  constexpr std::size_t kChunk = 4096;  // floats: a multiple of 4 x lanes for every target
-  const std::size_t n =
-      std::max<std::size_t>(kChunk, static_cast<std::size_t>(bytes) / 4 / kChunk * kChunk);
-  std::unique_ptr<float[], void (*)(void*)> buf(
-      static_cast<float*>(std::aligned_alloc(64, n * sizeof(float))), std::free);
-  if (!buf) throw std::bad_alloc();
-  ThreadPool pool(threads, true, pin_threads);
-  const std::size_t chunks = n / kChunk;
-  auto share = [&](std::int32_t t) {
+namespace {
+constexpr std::size_t kChunk = 4096;  // floats: a multiple of 4 x lanes for every target
+}
+
+struct ReadProbe::Impl {
+  std::size_t n;  // floats
+  std::int32_t threads;
+  std::unique_ptr<float[], void (*)(void*) noexcept> buf;
+  ThreadPool pool;
+  std::vector<float> sums;
+
+  Impl(std::int64_t bytes, std::int32_t t, bool pin)
+      : n(std::max<std::size_t>(kChunk, static_cast<std::size_t>(bytes) / 4 / kChunk * kChunk)),
+        threads(t),
+        // The same kind of memory as the benchmarked caches (harness::HostCase): huge pages.
+        buf(static_cast<float*>(allocate_large(n * sizeof(float))), free_large),
+        pool(t, true, pin),
+        sums(static_cast<std::size_t>(t)) {}
+
+  std::pair<std::size_t, std::size_t> share(std::int32_t t) const {
+    const std::size_t chunks = n / kChunk;
     const std::size_t b = chunks * static_cast<std::size_t>(t) / static_cast<std::size_t>(threads);
     const std::size_t e =
         chunks * static_cast<std::size_t>(t + 1) / static_cast<std::size_t>(threads);
-    return std::pair<std::size_t, std::size_t>{b * kChunk, e * kChunk};
-  };
-  pool.run([&](std::int32_t t) {  // each thread writes (first-touches) the part it will read
-    auto [b, e] = share(t);
-    for (std::size_t i = b; i < e; ++i) buf[i] = static_cast<float>(i & 1023) * 1e-3f;
-  });
-  std::vector<float> sums(static_cast<std::size_t>(threads));
-  std::vector<double> gbps;
-  for (std::int32_t pass = 0; pass < passes + 1; ++pass) {
-    const auto t0 = std::chrono::steady_clock::now();
-    pool.run([&](std::int32_t t) {
-      auto [b, e] = share(t);
-      sums[static_cast<std::size_t>(t)] = HWY_DYNAMIC_DISPATCH(sum_floats)(buf.get() + b, e - b);
-    });
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (pass > 0) gbps.push_back(static_cast<double>(n) * 4.0 / s / 1e9);  // pass 0 warms up
+    return {b * kChunk, e * kChunk};
   }
+};
+
+ReadProbe::ReadProbe(std::int64_t bytes, std::int32_t threads, bool pin_threads)
+    : impl_(std::make_unique<Impl>(bytes, threads, pin_threads)) {
+  Impl& p = *impl_;
+  p.pool.run([&](std::int32_t t) {  // each thread writes (first-touches) the part it will read
+    auto [b, e] = p.share(t);
+    for (std::size_t i = b; i < e; ++i) p.buf[i] = static_cast<float>(i & 1023) * 1e-3f;
+  });
+}
+
+ReadProbe::~ReadProbe() = default;
+
+double ReadProbe::pass() {
+  Impl& p = *impl_;
+  const auto t0 = std::chrono::steady_clock::now();
+  p.pool.run([&](std::int32_t t) {
+    auto [b, e] = p.share(t);
+    p.sums[static_cast<std::size_t>(t)] = HWY_DYNAMIC_DISPATCH(sum_floats)(p.buf.get() + b, e - b);
+  });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   volatile float sink = 0.0f;
-  for (float x : sums) sink = sink + x;
+  for (float x : p.sums) sink = sink + x;
+  return static_cast<double>(p.n) * 4.0 / s / 1e9;
+}
+
+std::int64_t ReadProbe::bytes() const {
+  return static_cast<std::int64_t>(impl_->n * 4);
+}
+
+std::int32_t ReadProbe::threads() const {
+  return impl_->threads;
+}
+
+ProbeResult measure_read_bandwidth(ReadProbe& probe, std::int32_t passes) {
+  probe.pass();  // warm-up
+  std::vector<double> gbps;
+  for (std::int32_t i = 0; i < passes; ++i) gbps.push_back(probe.pass());
   std::sort(gbps.begin(), gbps.end());
   ProbeResult r;
-  r.bytes = static_cast<std::int64_t>(n * 4);
-  r.threads = threads;
+  r.bytes = probe.bytes();
+  r.threads = probe.threads();
   r.median_gbps = gbps[gbps.size() / 2];
   r.best_gbps = gbps.back();
   return r;
+}
+
+ProbeResult measure_read_bandwidth(std::int64_t bytes, std::int32_t threads, std::int32_t passes,
+                                   bool pin_threads) {
+  ReadProbe probe(bytes, threads, pin_threads);
+  return measure_read_bandwidth(probe, passes);
 }
 
 }  // namespace leanattn::cpu

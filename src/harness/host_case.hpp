@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/large_buffer.hpp"
 #include "leanattn/problem.hpp"
 #include "leanattn/tensors.hpp"
 
@@ -15,8 +16,8 @@ namespace leanattn::harness {
 struct HostCase {
   DecodeProblem problem;
   std::vector<std::byte> q;               // [batch, q_heads, head_dim], q_dtype
-  std::vector<std::byte> k;               // layout of problem.layout, kv_dtype
-  std::vector<std::byte> v;               // same as k
+  ByteBuffer k;                           // layout of problem.layout, kv_dtype; huge pages
+  ByteBuffer v;                           // same as k
   std::vector<std::byte> out;             // [batch, q_heads, head_dim], q_dtype
   std::vector<float> lse;                 // [batch, q_heads]
   std::vector<std::int32_t> block_table;  // paged: [batch, max_pages]

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
@@ -45,7 +46,7 @@ DecodeProblem small_problem(DType dt) {
   return p;
 }
 
-void set_element(std::vector<std::byte>& buf, DType dt, std::int64_t i, float value) {
+void set_element(std::span<std::byte> buf, DType dt, std::int64_t i, float value) {
   if (dt == DType::f32) {
     std::memcpy(buf.data() + i * 4, &value, 4);
     return;
@@ -113,7 +114,7 @@ TEST_P(NumericsTest, EmptySequencesGiveZerosAndMinusInfinity) {
 TEST_P(NumericsTest, F16InputsNearTheF16Maximum) {
   harness::HostCase c = harness::make_case(small_problem(DType::f16), 6);
   // Q and K near +-60000: scores reach 1e10 and more; V near +-60000: outputs near the f16 limit.
-  auto scale_all = [](std::vector<std::byte>& buf, float factor) {
+  auto scale_all = [](std::span<std::byte> buf, float factor) {
     for (std::size_t i = 0; i < buf.size() / 2; ++i) {
       std::uint16_t h;
       std::memcpy(&h, buf.data() + i * 2, 2);
