@@ -82,19 +82,39 @@ void compute_typed(const SegmentJob& job) {
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-// Accumulator registers a micro-kernel may use: half of the vector register file (32 registers
-// with AVX-512, 16 otherwise).
-constexpr int kAccumulators = (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) ? 16 : 8;
-// The score and value loops keep 3/2 of that (12 of 16 AVX2 registers): 12 independent FMA
-// chains hide the 4-cycle FMA latency at 2 FMAs per cycle with slack, which 8 do not (measured on
-// Zen 3: scores 12 accumulators vs 8, -5 cycles per token and head; values, -6).
-constexpr int kScoreAccumulators = 3 * kAccumulators / 2;  // R rows x U tokens
-constexpr int kValueAccumulators = 3 * kAccumulators / 2;  // R rows x C vectors of d
-constexpr int kBlock = kKernelBlockTokens;                 // tokens per block
+// Vector registers the loops may plan with: 32 with AVX-512, 16 with AVX2; SSE4 counts 12 of its
+// 16, since its f16 conversion is a dozen integer operations with temporaries of their own.
+constexpr int kRegisters = (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) ? 32
+                           : HWY_TARGET == HWY_SSE4                              ? 12
+                                                                                 : 16;
+// Accumulators a loop keeps for R query rows: up to 3/4 of the registers (12 of 16 with AVX2),
+// as long as the accumulators, the vectors they multiply (one per token or column of a step)
+// and one more still fit, which the compiler otherwise spills. 12 independent FMA chains hide
+// the 4-cycle FMA latency at 2 FMAs per cycle with slack, which 8 do not (measured on Zen 3, 4
+// rows: about 5 cycles per token and KV head saved in each loop).
+constexpr int kAccumulators = 3 * kRegisters / 4;
+// Tokens per score step: R x U accumulators (a multiple of 4, for the reduction tree), U K
+// vectors and a q vector in registers. AVX2: U = 8, 4, 3 for R = 1, 2, 4; AVX-512: 16, 8, 6, 3
+// for R = 1, 2, 4, 8; SSE4: 4, 2, 2.
+template <int R>
+constexpr int score_tokens() {
+  if (R == 1) return kRegisters / 8 * 4;  // each K vector feeds one FMA: no need to hold U of them
+  for (int u = kAccumulators / R; u > 1; --u) {
+    if (R * u % 4 == 0 && R * u + u + 1 <= kRegisters) return u;
+  }
+  return 4 / R > 0 ? 4 / R : 1;
+}
+// Vectors of o per row in a value chunk: R x C accumulators, C V vectors and a broadcast in
+// registers, at most 8. AVX2: C = 7, 5, 3 for R = 1, 2, 4; AVX-512: 8, 8, 6, 3; SSE4: 5, 3, 2.
+template <int R>
+constexpr int value_vectors() {
+  return std::min({8, kAccumulators / R, (kRegisters - 1) / (R + 1)});
+}
+constexpr int kBlock = kKernelBlockTokens;  // tokens per block
 constexpr int kRowsPadded = kKernelRowsPadded;
 constexpr int kMaxRows = 16;  // bound for buffers sized by rows per pass
-// Row arrays and S hold a block padded to U tokens (U = kScoreAccumulators with one row).
-static_assert((kBlock + kScoreAccumulators - 1) / kScoreAccumulators * kScoreAccumulators <=
+// Row arrays and S hold a block padded to U tokens.
+static_assert((kBlock + score_tokens<1>() - 1) / score_tokens<1>() * score_tokens<1>() <=
               kRowsPadded);
 
 // IEEE half -> float from the bits, exact for every input (NaN, infinities, subnormals). Used on
@@ -173,7 +193,7 @@ template <int R, class KvT>
 HWY_NOINLINE void qk_block(const float* HWY_RESTRICT q, const KvT* const* krow,
                            std::int32_t tokens_padded, std::int32_t d, float* HWY_RESTRICT s,
                            const char* const* prefetch, std::int32_t prefetch_count) {
-  constexpr int U = kScoreAccumulators / R;  // tokens per step
+  constexpr int U = score_tokens<R>();
   static_assert(R * U % 4 == 0);
   const DF df;
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
@@ -295,7 +315,7 @@ HWY_NOINLINE void pv_block(const float* HWY_RESTRICT p, const KvT* const* vrow, 
   }
 }
 
-// Columns of d in chunks of C = kValueAccumulators / R vectors (at most 8), with the rest in
+// Columns of d in chunks of C = value_vectors<R>() vectors, with the rest in
 // chunks of 2 and at most one of 1: a chunk of 1 keeps only R accumulators in flight, too few to
 // hide the FMA latency, so with C = 3 and 16 vectors this does 3+3+3+3+2+2, not 3+3+3+3+3+1.
 template <int R, class KvT>
@@ -303,7 +323,7 @@ HWY_INLINE void pv_dispatch(const float* p, const KvT* const* vrow, std::int32_t
                             std::int32_t d, const float* rescale, float* o,
                             const char* const* prefetch, std::int32_t prefetch_count) {
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(DF()));
-  constexpr int kC = std::min(8, kValueAccumulators / R);
+  constexpr int kC = value_vectors<R>();
   const std::int32_t vectors = d / n;
   std::int32_t wide = vectors / kC;  // chunks of kC
   if constexpr (kC > 2) {
@@ -325,7 +345,7 @@ HWY_INLINE void rows_pass(const SegmentJob& job, std::int32_t r0, const KvT* con
                           const KvT* const* vrow, std::int32_t tokens,
                           const char* const* prefetch_k, const char* const* prefetch_v,
                           std::int32_t prefetch_count) {
-  constexpr int U = kScoreAccumulators / R;
+  constexpr int U = score_tokens<R>();
   const std::int32_t d = job.head_dim;
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(DF()));
   const std::int32_t padded_tokens = (tokens + U - 1) / U * U;
@@ -399,14 +419,14 @@ void compute_typed(const SegmentJob& job) {
       pk = kNoRows;
       pv = kNoRows;
     }
-    // Passes of R rows: R = kAccumulators / 2 at most (4 with 16 registers, 8 with 32), which
+    // Passes of R rows: R = 4 at most with 16 registers, 8 with 32, which
     // keeps a broadcast per two FMAs in pv_block; wider passes read K and V once but spend more
     // on broadcasts and reductions than they save (measured: 8 rows in one AVX2 pass cost 1.8x
     // two passes of 4).
     std::int32_t r0 = 0;
     while (r0 < job.rows) {
       const std::int32_t left = job.rows - r0;
-      if (kAccumulators >= 16 && left >= 8) {
+      if (kRegisters >= 32 && left >= 8) {
         rows_pass<8>(job, r0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
         r0 += 8;
       } else if (left >= 4) {
