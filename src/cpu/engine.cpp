@@ -133,12 +133,12 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
   // sees sequential streams); otherwise the next call's rows.
   const auto n = static_cast<std::int64_t>(group.size());
   const std::int32_t h0 = first.kv_head;
-  const std::int64_t row_bytes = d * static_cast<std::int64_t>(dtype_size(cx.problem.kv_dtype));
+  const std::int64_t elt = dtype_size(cx.problem.kv_dtype);
+  const std::int64_t row_bytes = d * elt;  // one head's row
   const bool adjacent =
       group.back().kv_head - h0 + 1 == n && cx.k.head_stride == d && cx.v.head_stride == d;
   const char* kb = static_cast<const char*>(cx.tensors.k_cache);
   const char* vb = static_cast<const char*>(cx.tensors.v_cache);
-  const std::int64_t elt = dtype_size(cx.problem.kv_dtype);
   auto k_row = [&](std::int64_t u, std::int32_t h) {
     return kb + cx.k.row(first.request, u, h) * elt;
   };
@@ -149,10 +149,10 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
   const char** pv = pk + kKernelRowsPadded;
   for (std::int64_t t = tb; t < te; t += kKernelBlockTokens) {
     const std::int64_t next = std::min<std::int64_t>(t + kKernelBlockTokens, te);
-    const std::int64_t pbeg = next;  // the next block: [pbeg, pbeg + after)
-    const std::int64_t after = std::min<std::int64_t>(pbeg + kKernelBlockTokens, te) - pbeg;
-    // Adjacent heads: the next block is `after` rows of `row_lines` lines; call i takes lines
-    // [i x per_call, (i + 1) x per_call), `per_token` of them with each of its tokens.
+    // The next block: tokens [next, next + after).
+    const std::int64_t after = std::min<std::int64_t>(next + kKernelBlockTokens, te) - next;
+    // Adjacent heads: the next block is `after` rows of `row_lines` lines (all n heads); call i
+    // takes the i-th run of kKernelBlockTokens x per_token lines, per_token with each token.
     const std::int64_t row_lines = (n * row_bytes + 63) / 64;
     const std::int64_t per_token =
         (after * row_lines + n * kKernelBlockTokens - 1) / (n * kKernelBlockTokens);
@@ -168,14 +168,14 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
         // Token u's lines [line, line + per_token) of its row, walked without divisions.
         const std::int64_t start =
             std::min(i * kKernelBlockTokens * per_token, after * row_lines - 1);
-        std::int64_t u = pbeg + start / row_lines, line = start % row_lines;
+        std::int64_t u = next + start / row_lines, line = start % row_lines;
         const char* krow_u = k_row(u, h0);
         const char* vrow_u = v_row(u, h0);
         for (std::int32_t j = 0; j < kKernelBlockTokens; ++j) {
           pk[j] = krow_u + line * 64;
           pv[j] = vrow_u + line * 64;
           line += per_token;
-          while (line >= row_lines && u + 1 < pbeg + after) {
+          while (line >= row_lines && u + 1 < next + after) {
             line -= row_lines;
             krow_u = k_row(++u, h0);
             vrow_u = v_row(u, h0);
