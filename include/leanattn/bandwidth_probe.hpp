@@ -39,8 +39,4 @@ class ReadProbe {
 // A ReadProbe's median and best of `passes` passes, after one warm-up pass.
 ProbeResult measure_read_bandwidth(ReadProbe& probe, std::int32_t passes);
 
-// The same with a probe of its own.
-ProbeResult measure_read_bandwidth(std::int64_t bytes, std::int32_t threads, std::int32_t passes,
-                                   bool pin_threads);
-
 }  // namespace leanattn::cpu

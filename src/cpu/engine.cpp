@@ -145,6 +145,7 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
   auto v_row = [&](std::int64_t u, std::int32_t h) {
     return vb + cx.v.row(first.request, u, h) * elt;
   };
+  const std::int64_t row_lines = (n * row_bytes + 63) / 64;  // a token's row, all n heads
   const char** pk = sc.prefetch.data();
   const char** pv = pk + kKernelRowsPadded;
   for (std::int64_t t = tb; t < te; t += kKernelBlockTokens) {
@@ -153,7 +154,6 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
     const std::int64_t after = std::min<std::int64_t>(next + kKernelBlockTokens, te) - next;
     // Adjacent heads: the next block is `after` rows of `row_lines` lines (all n heads); call i
     // takes the i-th run of kKernelBlockTokens x per_token lines, per_token with each token.
-    const std::int64_t row_lines = (n * row_bytes + 63) / 64;
     const std::int64_t per_token =
         (after * row_lines + n * kKernelBlockTokens - 1) / (n * kKernelBlockTokens);
     for (std::int64_t i = 0; i < n; ++i) {

@@ -118,11 +118,5 @@ ProbeResult measure_read_bandwidth(ReadProbe& probe, std::int32_t passes) {
   return r;
 }
 
-ProbeResult measure_read_bandwidth(std::int64_t bytes, std::int32_t threads, std::int32_t passes,
-                                   bool pin_threads) {
-  ReadProbe probe(bytes, threads, pin_threads);
-  return measure_read_bandwidth(probe, passes);
-}
-
 }  // namespace leanattn::cpu
 #endif  // HWY_ONCE

@@ -351,7 +351,7 @@ HWY_INLINE void rows_pass(const SegmentJob& job, std::int32_t r0, const KvT* con
   const std::int32_t padded_tokens = (tokens + U - 1) / U * U;
   const std::int32_t period = std::max<std::int32_t>(R, n);
   const std::int32_t count = (tokens * R + period - 1) / period * period;
-  HWY_ALIGN float s[(kRowsPadded)*kMaxRows + 64];
+  HWY_ALIGN float s[kRowsPadded * kMaxRows + 64];
   qk_block<R>(job.q + r0 * d, krow, padded_tokens, d, s, prefetch_k, prefetch_count);
   for (std::int32_t i = tokens * R; i < count; ++i) s[i] = -std::numeric_limits<float>::infinity();
   float rescale[R];
@@ -359,18 +359,17 @@ HWY_INLINE void rows_pass(const SegmentJob& job, std::int32_t r0, const KvT* con
   pv_dispatch<R>(s, vrow, tokens, d, rescale, job.o + r0 * d, prefetch_v, prefetch_count);
 }
 
-// rows[j] = base + scale x (element offset of token t0 + j of `head`) for j < count, then the
-// last row repeated up to `fill`; for the contiguous layout without a multiply per row.
+// rows[j] = the row of token t0 + j of `head` for j < count, then the last row repeated up to
+// `fill`; for the contiguous layout without a multiply per row.
 template <class T>
-HWY_INLINE void fill_rows(const KvAddressing& a, const T* base, std::int64_t scale,
-                          std::int32_t request, std::int64_t t0, std::int32_t head,
-                          std::int32_t count, std::int32_t fill, const T** rows) {
+HWY_INLINE void fill_rows(const KvAddressing& a, const T* base, std::int32_t request,
+                          std::int64_t t0, std::int32_t head, std::int32_t count, std::int32_t fill,
+                          const T** rows) {
   if (a.page_size == 0) {
-    const T* first = base + a.row(request, t0, head) * scale;
-    const std::int64_t step = a.token_stride * scale;
-    for (std::int32_t j = 0; j < count; ++j) rows[j] = first + j * step;
+    const T* first = base + a.row(request, t0, head);
+    for (std::int32_t j = 0; j < count; ++j) rows[j] = first + j * a.token_stride;
   } else {
-    for (std::int32_t j = 0; j < count; ++j) rows[j] = base + a.row(request, t0 + j, head) * scale;
+    for (std::int32_t j = 0; j < count; ++j) rows[j] = base + a.row(request, t0 + j, head);
   }
   for (std::int32_t j = count; j < fill; ++j) rows[j] = rows[count - 1];
 }
@@ -379,46 +378,19 @@ template <class KvT>
 void compute_typed(const SegmentJob& job) {
   const auto* kbase = static_cast<const KvT*>(job.k_cache);
   const auto* vbase = static_cast<const KvT*>(job.v_cache);
-  const auto* kbytes = static_cast<const char*>(job.k_cache);
-  const auto* vbytes = static_cast<const char*>(job.v_cache);
-  constexpr std::int64_t kElt = sizeof(KvT);
   const KvT* krow[kRowsPadded];
   const KvT* vrow[kRowsPadded];
-  const char* knext[kRowsPadded];  // the range's next block, which this block prefetches
-  const char* vnext[kRowsPadded];
-  const std::int32_t row_lines = (job.head_dim * static_cast<std::int32_t>(kElt) + 63) / 64;
+  static const char* const kNoRows[kRowsPadded] = {};
   for (std::int64_t t0 = job.token_begin; t0 < job.token_end; t0 += kBlock) {
     const auto tokens =
         static_cast<std::int32_t>(std::min<std::int64_t>(kBlock, job.token_end - t0));
-    if (t0 == job.token_begin) {
-      fill_rows(job.k, kbase, 1, job.request, t0, job.kv_head, tokens, kRowsPadded, krow);
-      fill_rows(job.v, vbase, 1, job.request, t0, job.kv_head, tokens, tokens, vrow);
-    } else {  // the previous block's knext / vnext
-      for (std::int32_t j = 0; j < kRowsPadded; ++j) {
-        krow[j] = reinterpret_cast<const KvT*>(knext[j]);
-        vrow[j] = reinterpret_cast<const KvT*>(vnext[j]);
-      }
-    }
-    // What to prefetch, in step with this block's tokens: the range's next block, or after its
-    // last block what the engine named (prefetch_k/v hold kKernelBlockTokens + 16 entries).
-    const char* const* pk = job.prefetch_k;
-    const char* const* pv = job.prefetch_v;
-    std::int32_t lines = job.prefetch_lines;
-    if (t0 + kBlock < job.token_end) {
-      const auto next =
-          static_cast<std::int32_t>(std::min<std::int64_t>(kBlock, job.token_end - t0 - kBlock));
-      fill_rows(job.k, kbytes, kElt, job.request, t0 + kBlock, job.kv_head, next, kRowsPadded,
-                knext);
-      fill_rows(job.v, vbytes, kElt, job.request, t0 + kBlock, job.kv_head, next, kRowsPadded,
-                vnext);
-      pk = knext;
-      pv = vnext;
-      lines = row_lines;
-    } else if (lines == 0) {
-      static const char* const kNoRows[kRowsPadded] = {};
-      pk = kNoRows;
-      pv = kNoRows;
-    }
+    fill_rows(job.k, kbase, job.request, t0, job.kv_head, tokens, kRowsPadded, krow);
+    fill_rows(job.v, vbase, job.request, t0, job.kv_head, tokens, tokens, vrow);
+    // The engine hands out one block per call and names what to prefetch with it; a longer range
+    // prefetches only with its last block.
+    const std::int32_t lines = t0 + kBlock >= job.token_end ? job.prefetch_lines : 0;
+    const char* const* pk = lines > 0 ? job.prefetch_k : kNoRows;
+    const char* const* pv = lines > 0 ? job.prefetch_v : kNoRows;
     // Passes of R rows: R = 4 at most with 16 registers, 8 with 32, which
     // keeps a broadcast per two FMAs in pv_block; wider passes read K and V once but spend more
     // on broadcasts and reductions than they save (measured: 8 rows in one AVX2 pass cost 1.8x

@@ -35,8 +35,8 @@ struct SegmentJob {
   // Memory the engine reads next: with the block's token t the kernel prefetches prefetch_lines
   // cache lines from prefetch_k[t] (while it computes scores) and from prefetch_v[t] (while it
   // accumulates values), so DRAM streams while the FMAs run. The engine points them at the next
-  // block's rows, in address order where it can (docs/cpu-engine.md, "Prefetch"). Used for the
-  // last block of the range (earlier blocks prefetch the range's next block themselves);
+  // block's rows, in address order where it can (docs/cpu-engine.md, "Prefetch"). The engine's
+  // calls are one block each; in a longer range only the last block prefetches.
   // prefetch_lines = 0: none.
   const char* const* prefetch_k = nullptr;  // [kKernelRowsPadded]
   const char* const* prefetch_v = nullptr;  // [kKernelRowsPadded]
