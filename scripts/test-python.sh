@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Python package tests: installs what is missing, builds and installs the package with pip
 # (scikit-build-core + nanobind, pyproject.toml) into the venv build/venv, then runs pytest on
-# tests/python and prints its summary. Exit code non-zero if the build or any test failed.
-# Repeated runs reuse the venv and the CMake build in build/python/<wheel tag> (scikit-build-core's
-# build-dir), so only changed sources are recompiled. Called by scripts/test.sh.
-#   scripts/test-python.sh [pytest arguments...]
-# Environment: PYTHON (default python3) makes the venv; CMAKE_BUILD_PARALLEL_LEVEL (default nproc).
+# tests/python (less tests/python/torch, the torch stage's: scripts/test-torch.sh) and prints its
+# summary. Exit code non-zero if the build or any test failed. Repeated runs reuse the venv and
+# the CMake build in build/python/<wheel tag> (scikit-build-core's build-dir), so only changed
+# sources are recompiled. Called by scripts/test.sh.
+#   scripts/test-python.sh [pytest arguments...]   (arguments replace the default test selection)
+# Environment: PYTHON (default python3) makes the venv; CMAKE_BUILD_PARALLEL_LEVEL (default nproc);
+# LEANATTN_VENV (default build/venv) and LEANATTN_PY_BUILD (default build/python) let
+# scripts/test-torch.sh use its own cached venv and build dir.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh python
 
 python=${PYTHON:-python3}
-venv=build/venv
+venv=${LEANATTN_VENV:-build/venv}
+py_build=${LEANATTN_PY_BUILD:-build/python}
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 
@@ -39,13 +43,14 @@ PY
 echo "== python: build requirements ${build_requires[*]}"
 "$py" -m pip install -q "${build_requires[@]}"
 
-echo "== python: building and installing leanattn (build dir build/python)"
+echo "== python: building and installing leanattn (build dir $py_build)"
 "$py" -m pip install -q --no-build-isolation \
-  -Cbuild-dir="build/python/{wheel_tag}" \
+  -Cbuild-dir="$py_build/{wheel_tag}" \
   -Ccmake.define.LEANATTN_WARNINGS_AS_ERRORS=ON \
   ".[test]"
 
-echo "== python: pytest tests/python"
+[ $# -eq 0 ] && set -- tests/python --ignore=tests/python/torch
+echo "== python: pytest $*"
 # From the repository root: `import leanattn` finds the installed package (python/leanattn has
 # no compiled module).
-exec "$py" -m pytest -q tests/python "$@"
+exec "$py" -m pytest -q "$@"

@@ -6,20 +6,23 @@
 #   cuda      compiles and links the CUDA engine (nvcc present), runs its tests (they skip
 #             without a GPU) and checks the ptxas report for register spills
 #   fuzz      the libFuzzer target over the planner and validators, for FUZZ_SECONDS (60)
-#   python    pip install of the package into a venv and its pytest suite
+#   python    pip install of the package into a venv and its pytest suite (without torch)
+#   torch     the torch-based tests (torch tensors and custom op, transformers models,
+#             torch.distributed) in a venv cached outside the clone (scripts/test-torch.sh)
 # Stages can be chosen: scripts/test.sh release asan ... (default: all). Exit code non-zero if
-# any stage failed; a summary of the stages is printed last.
+# any stage failed; a summary of the stages is printed last, a stage that could not run on this
+# machine (cuda without nvcc) as "skipped", never as passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(release asan tsan cuda fuzz python)
+[ ${#stages[@]} -eq 0 ] && stages=(release asan tsan cuda fuzz python torch)
 
 groups=()
 for s in "${stages[@]}"; do
   case "$s" in
     fuzz) groups+=(fuzz) ;;
-    python) groups+=(python) ;;
+    python | torch) groups+=(python) ;;
   esac
 done
 scripts/install-deps.sh "${groups[@]}" || exit 1
@@ -31,8 +34,13 @@ run_stage() {
   shift
   echo
   echo "======== stage $name"
-  local start=$SECONDS
-  if "$@"; then result[$name]=passed; else result[$name]=FAILED; fi
+  local start=$SECONDS rc=0
+  "$@" || rc=$?
+  case $rc in
+    0) result[$name]=passed ;;
+    77) result[$name]=skipped ;;
+    *) result[$name]=FAILED ;;
+  esac
   seconds[$name]=$((SECONDS - start))
 }
 
@@ -68,7 +76,7 @@ stage_tsan() {
 stage_cuda() {
   if ! command -v nvcc >/dev/null; then
     echo "nvcc not found: CUDA stage skipped"
-    return 0
+    return 77
   fi
   build_preset cuda &&
     ctest --preset cuda -j "$jobs" -L cuda
@@ -86,16 +94,16 @@ stage_fuzz() {
 }
 
 stage_python() {
-  if [ ! -x scripts/test-python.sh ]; then
-    echo "scripts/test-python.sh missing: Python stage skipped"
-    return 0
-  fi
   scripts/test-python.sh
+}
+
+stage_torch() {
+  scripts/test-torch.sh
 }
 
 for s in "${stages[@]}"; do
   case "$s" in
-    release | asan | tsan | cuda | fuzz | python) run_stage "$s" "stage_$s" ;;
+    release | asan | tsan | cuda | fuzz | python | torch) run_stage "$s" "stage_$s" ;;
     *) echo "test.sh: unknown stage '$s'"; result[$s]=FAILED; seconds[$s]=0 ;;
   esac
 done
@@ -103,8 +111,11 @@ done
 echo
 echo "======== summary"
 status=0
+declare -A count=([passed]=0 [FAILED]=0 [skipped]=0)
 for s in "${stages[@]}"; do
   printf '  %-8s %-7s %5ss\n' "$s" "${result[$s]}" "${seconds[$s]}"
-  [ "${result[$s]}" = passed ] || status=1
+  count[${result[$s]}]=$((count[${result[$s]}] + 1))
+  [ "${result[$s]}" = FAILED ] && status=1
 done
+echo "stages: ${count[passed]} passed, ${count[FAILED]} failed, ${count[skipped]} skipped"
 exit $status

@@ -5,6 +5,7 @@ the accuracy check used against it and against leanattn.reference.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -19,6 +20,17 @@ except ImportError:  # bf16 tests are skipped without ml_dtypes
     BF16 = None
 
 DTYPES = ["float32", "float16", "bfloat16"]
+
+
+def import_torch():
+    """The torch module for the tests under tests/python/torch: a skip where it is not installed,
+    a failure where LEANATTN_REQUIRE_TORCH is set (scripts/test-torch.sh, so CI never reports
+    skipped torch tests as passed)."""
+    if os.environ.get("LEANATTN_REQUIRE_TORCH"):
+        import torch
+
+        return torch
+    return pytest.importorskip("torch")
 
 # Output tolerance |out - ref| <= ATOL + RTOL * |ref| per dtype: the output is rounded to the
 # dtype once (half an ulp) after float32 accumulation; values are weighted means of N(0, 1).

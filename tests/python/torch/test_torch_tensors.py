@@ -1,4 +1,4 @@
-"""PyTorch tensors in and out (skipped when torch is not installed): CPU tensors of every dtype,
+"""PyTorch tensors in and out (the torch stage, scripts/test-torch.sh): CPU tensors of every dtype,
 strided views, torch index tensors, merge_states; CUDA tensors when a GPU and the CUDA backend
 are there (and a clear error when only the GPU is)."""
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import leanattn
-from conftest import assert_close, make_case, numpy_attention
+from conftest import assert_close, import_torch, make_case, numpy_attention
 
-torch = pytest.importorskip("torch")
+torch = import_torch()
 
 TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
