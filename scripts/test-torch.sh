@@ -14,7 +14,7 @@ scripts/install-deps.sh python
 
 python=${PYTHON:-python3}
 cache=${LEANATTN_CACHE:-$HOME/.cache/leanattn}
-key=$(cat python/requirements/torch-tests.txt python/requirements/torch-tests-nodeps.txt |
+key=$(cat python/requirements/torch-tests-nodeps.txt python/requirements/torch-tests.txt |
   sha256sum | cut -c1-12)
 venv="$cache/venv-torch-$key"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
