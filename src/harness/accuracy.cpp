@@ -7,6 +7,7 @@
 
 #include "leanattn/core/float16.hpp"
 #include "leanattn/core/kv_addressing.hpp"
+#include "leanattn/core/variant_rules.hpp"
 
 namespace leanattn::harness {
 
@@ -43,27 +44,37 @@ double unit_roundoff(DType type) {
   return 0.0;
 }
 
+// Index of a row in [batch, q_len, q_heads] order (out and lse of a dense HostCase).
+std::size_t out_row(const DecodeProblem& p, const reference::RowId& r) {
+  return (static_cast<std::size_t>(r.request) * p.q_len + r.query) * p.q_heads + r.q_head;
+}
+
 }  // namespace
 
 std::vector<reference::RowId> all_rows(const DecodeProblem& p) {
   std::vector<reference::RowId> rows;
   for (std::int32_t b = 0; b < p.batch(); ++b) {
-    for (std::int32_t qh = 0; qh < p.q_heads; ++qh) rows.push_back({b, qh});
+    for (std::int32_t i = 0; i < p.q_len; ++i) {
+      for (std::int32_t qh = 0; qh < p.q_heads; ++qh) rows.push_back({b, qh, i});
+    }
   }
   return rows;
 }
 
 std::vector<reference::RowId> sample_rows(const DecodeProblem& p, std::int32_t count) {
-  const std::int64_t total = static_cast<std::int64_t>(p.batch()) * p.q_heads;
+  const std::int64_t per_request = static_cast<std::int64_t>(p.q_len) * p.q_heads;
+  const std::int64_t total = p.batch() * per_request;
   if (total <= count) return all_rows(p);
   std::vector<reference::RowId> rows;
   const auto longest = static_cast<std::int32_t>(
       std::max_element(p.seq_lens.begin(), p.seq_lens.end()) - p.seq_lens.begin());
-  rows.push_back({longest, p.q_heads - 1});
+  rows.push_back({longest, p.q_heads - 1, p.q_len - 1});
   for (std::int32_t i = 0; i + 1 < count; ++i) {
     const std::int64_t k = i * (total - 1) / std::max(1, count - 2);
-    rows.push_back(
-        {static_cast<std::int32_t>(k / p.q_heads), static_cast<std::int32_t>(k % p.q_heads)});
+    const std::int64_t in_request = k % per_request;
+    rows.push_back({static_cast<std::int32_t>(k / per_request),
+                    static_cast<std::int32_t>(in_request % p.q_heads),
+                    static_cast<std::int32_t>(in_request / p.q_heads)});
   }
   return rows;
 }
@@ -87,31 +98,38 @@ std::vector<double> naive_same_precision(const DecodeProblem& p, const DecodeTen
   v.head_stride = t.v_strides.head;
   std::vector<double> out(rows.size() * static_cast<std::size_t>(d), 0.0);
   std::vector<float> s, acc(static_cast<std::size_t>(d));
+  const AttentionVariant& var = p.variant;
   for (std::size_t row = 0; row < rows.size(); ++row) {
-    const std::int32_t b = rows[row].request, qh = rows[row].q_head;
+    const std::int32_t b = rows[row].request, qh = rows[row].q_head, query = rows[row].query;
     const std::int64_t n = p.seq_lens[b];
     if (n == 0) continue;
     const std::int32_t h = qh / group;
-    s.assign(static_cast<std::size_t>(n), 0.0f);
-    float m = -std::numeric_limits<float>::infinity();
-    for (std::int64_t j = 0; j < n; ++j) {
+    const KeyRange seen = visible_keys(n, p.q_len, query, var.causal, var.window_left);
+    const std::int64_t pos = query_position(n, p.q_len, query);
+    const std::int64_t q_base =
+        b * t.q_stride_batch + query * t.q_stride_token + qh * t.q_stride_head;
+    s.assign(static_cast<std::size_t>(seen.end - seen.begin), 0.0f);
+    float m = var.sinks ? t.sinks[qh] : -std::numeric_limits<float>::infinity();
+    for (std::int64_t j = seen.begin; j < seen.end; ++j) {
       float dot = 0.0f;
       const std::int64_t kb = k.row(b, j, h);
       for (std::int32_t i = 0; i < d; ++i) {
-        dot += read(t.q, qt, b * t.q_stride_batch + qh * t.q_stride_head + i) *
-               read(t.k_cache, p.kv_dtype, kb + i);
+        dot += read(t.q, qt, q_base + i) * read(t.k_cache, p.kv_dtype, kb + i);
       }
-      s[static_cast<std::size_t>(j)] = round_to(qt, round_to(qt, dot) * p.softmax_scale());
-      m = std::max(m, s[static_cast<std::size_t>(j)]);
+      float x = round_to(qt, round_to(qt, dot) * p.softmax_scale());
+      if (var.softcap > 0.0f) x = round_to(qt, apply_softcap(x, var.softcap));
+      if (var.alibi) x = round_to(qt, x + alibi_bias(t.alibi_slopes[qh], j, pos));
+      s[static_cast<std::size_t>(j - seen.begin)] = x;
+      m = std::max(m, x);
     }
-    float l = 0.0f;
+    float l = var.sinks ? std::exp(t.sinks[qh] - m) : 0.0f;
     for (float& x : s) {
       x = std::exp(x - m);
       l += x;
     }
     std::fill(acc.begin(), acc.end(), 0.0f);
-    for (std::int64_t j = 0; j < n; ++j) {
-      const float pj = round_to(qt, s[static_cast<std::size_t>(j)] / l);
+    for (std::int64_t j = seen.begin; j < seen.end; ++j) {
+      const float pj = round_to(qt, s[static_cast<std::size_t>(j - seen.begin)] / l);
       const std::int64_t vb = v.row(b, j, h);
       for (std::int32_t i = 0; i < d; ++i) {
         acc[static_cast<std::size_t>(i)] += pj * read(t.v_cache, p.kv_dtype, vb + i);
@@ -141,14 +159,13 @@ Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse
   Accuracy a;
   double ref_max = 0.0;
   for (std::size_t row = 0; row < rows.size(); ++row) {
-    const std::size_t at =
-        (static_cast<std::size_t>(rows[row].request) * p.q_heads + rows[row].q_head) * d;
+    const std::size_t at = out_row(p, rows[row]) * d;
     for (std::size_t i = 0; i < d; ++i) {
       const double r = ref.out[row * d + i];
       const double x = all[at + i];
       auto where = [&] {
-        return "out[" + std::to_string(rows[row].request) + "][" +
-               std::to_string(rows[row].q_head) + "][" + std::to_string(i) +
+        return "out[" + std::to_string(rows[row].request) + "][" + std::to_string(rows[row].query) +
+               "][" + std::to_string(rows[row].q_head) + "][" + std::to_string(i) +
                "] = " + std::to_string(x) + ", reference " + std::to_string(r);
       };
       if (std::isnan(r) != std::isnan(x) || std::isinf(r) != std::isinf(x)) {
@@ -172,14 +189,14 @@ Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse
   if (with_lse) {
     for (std::size_t row = 0; row < rows.size(); ++row) {
       const double r = ref.lse[row];
-      const double x =
-          c.lse[static_cast<std::size_t>(rows[row].request) * p.q_heads + rows[row].q_head];
+      const double x = c.lse[out_row(p, rows[row])];
       a.lse_tolerance = std::max(a.lse_tolerance, 1e-5 * std::max(1.0, std::abs(r)));
       const bool same_class =
           std::isnan(r) == std::isnan(x) && (std::isinf(r) ? x == r : !std::isinf(x));
       if (!same_class) {
         if (a.mismatches++ == 0) {
           a.first_problem = "lse[" + std::to_string(rows[row].request) + "][" +
+                            std::to_string(rows[row].query) + "][" +
                             std::to_string(rows[row].q_head) + "] = " + std::to_string(x) +
                             ", reference " + std::to_string(r);
         }
