@@ -1,6 +1,7 @@
-"""run_local: runs a function on every rank of a process group of local processes (spawned, one
-FileStore rendezvous, no ports), for tests, examples and the benchmark. Nothing hangs: the group
-has a timeout and the processes are joined with a deadline, then killed.
+"""run_local: runs a function on every rank of a process group of local processes (forked by a
+forkserver that has imported torch, or spawned; one FileStore rendezvous, no ports), for tests,
+examples and the benchmark. Nothing hangs: the group has a timeout and the processes are joined
+with a deadline, then killed.
 """
 
 from __future__ import annotations
@@ -49,6 +50,16 @@ def _child(fn: Callable[..., Any], rank: int, world_size: int, tmp: str, args: t
     # No destroy_process_group: with a dead peer it could wait; the process exit frees it all.
 
 
+def _context() -> Any:
+    """A forkserver context that has imported torch and leanattn once: every later process is a
+    fork of it, which saves each rank the import of torch (seconds); spawn where there is none."""
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", "torch.distributed", "leanattn.distributed"])
+    return ctx
+
+
 def run_local(fn: Callable[..., Any], world_size: int, *args: Any, timeout: float = 60.0,
               group_timeout: float = 10.0, threads: int = 1,
               backend: str = "gloo") -> List[RankResult]:
@@ -66,7 +77,7 @@ def run_local(fn: Callable[..., Any], world_size: int, *args: Any, timeout: floa
     """
     import torch
 
-    ctx = mp.get_context("spawn")
+    ctx = _context()
     results: List[RankResult] = []
     with tempfile.TemporaryDirectory(prefix="leanattn-dist-") as tmp:
         procs = [ctx.Process(target=_child, args=(fn, r, world_size, tmp, args, group_timeout,

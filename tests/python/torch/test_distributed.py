@@ -57,7 +57,8 @@ def _paged(k_shard, v_shard, local, page_size=8):
 
 
 def _cases_worker(rank, world):
-    """Every case, layout and combine on this rank; each run twice. Returns {key: (out, lse)}."""
+    """Every case, layout and combine on this rank; each run twice, the second time with the ranks
+    arriving in reverse order. Returns {key: (out, lse)}."""
     got = {}
     for name in CASES:
         q, k, v, lens, _ = _case(name)
@@ -67,8 +68,11 @@ def _cases_worker(rank, world):
             for combine in COMBINES:
                 if combine == "all_to_all" and q.shape[1] % world:
                     continue  # q_heads must split evenly over the ranks
-                runs = [ld.decode(q, ks, vs, local, positions=pos, combine=combine, workers=1,
-                                  return_lse=True) for _ in range(2)]
+                runs = []
+                for delay in (0.0, 0.01 * (world - rank)):  # the second run: arrival reversed
+                    time.sleep(delay)
+                    runs.append(ld.decode(q, ks, vs, local, positions=pos, combine=combine,
+                                          workers=1, return_lse=True))
                 assert all(torch.equal(a, b) for a, b in zip(*runs)), "run-to-run bits differ"
                 got[(name, layout, interleave, combine)] = runs[0]
             if name == "ragged":  # a paged shard, and out=
@@ -134,7 +138,7 @@ def _failing_worker(rank, world, mode):
         if mode == "raise":
             local = -local - 1  # a bad argument: ValueError before any communication
         else:
-            time.sleep(12)
+            time.sleep(5)
             return "slept"
     start = time.monotonic()
     try:
@@ -146,7 +150,7 @@ def _failing_worker(rank, world, mode):
 
 @pytest.mark.parametrize("mode", ["raise", "absent"])
 def test_a_failing_rank_makes_the_others_fail(mode):
-    group_timeout = 4.0
+    group_timeout = 3.0
     start = time.monotonic()
     results = ld.run_local(_failing_worker, 3, mode, timeout=60.0, group_timeout=group_timeout)
     assert time.monotonic() - start < 60.0
