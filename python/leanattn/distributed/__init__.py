@@ -8,12 +8,19 @@ Functions:
     shard_cache(cache, positions)                                     a rank's shard of a cache
     merge_partials(outs, lses)                                        the rank-order merge
     all_gather_combine / all_reduce_combine / all_to_all_combine      the combine collectives
-    run_local(fn, world_size, ...)                                    a local Gloo group of processes
+    run_local(fn, world_size, ...)                                    local processes in a group
 
-Needs PyTorch (``import torch``); ``python -m leanattn.distributed.bench`` measures it.
+Needs PyTorch. ``python -m leanattn.distributed.bench`` measures it on local Gloo processes,
+``python -m leanattn.distributed.model`` models it on GPUs (docs/context-parallel.md).
 """
 
 from __future__ import annotations
+
+try:
+    import torch.distributed  # noqa: F401
+except ImportError as e:  # pragma: no cover - the torch stage always has it
+    raise ImportError("leanattn.distributed needs PyTorch with torch.distributed "
+                      "(pip install torch)") from e
 
 from ._combine import (
     COMBINES,

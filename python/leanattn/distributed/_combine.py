@@ -41,8 +41,11 @@ def _weights(lse: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
     return torch.exp(lse - _finite_max(m))
 
 
-def _finish(acc: torch.Tensor, s: torch.Tensor, m: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-    """``(acc / s, m + log s)``; s = 0 (every part empty) gives zeros and -inf, NaN stays NaN."""
+def _finish(
+    acc: torch.Tensor, s: torch.Tensor, m: torch.Tensor
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``(acc * (1 / s), m + log s)``; s = 0 (every part empty) gives zeros and -inf, NaN stays
+    NaN. acc ``[..., head_dim]``, s and m ``[...]``."""
     inv = torch.where(s == 0, torch.zeros_like(s), 1.0 / s)
     return acc * inv.unsqueeze(-1), _finite_max(m) + torch.log(s)
 
