@@ -9,8 +9,8 @@ log of the softmax denominator (``-inf`` for an empty shard). Over the union of 
 Three ways to get there (all send fp32):
 
 * :func:`all_gather_combine`: one all-gather of ``[batch, q_heads, head_dim + 1]`` per rank,
-  then :func:`merge_partials` in rank order: a pure function of the gathered tensors, hence
-  bitwise identical on every rank and every run, whatever the arrival order.
+  then :func:`merge_partials` in a fixed order over the ranks: a pure function of the gathered
+  tensors, hence bitwise identical on every rank and every run, whatever the arrival order.
 * :func:`all_reduce_combine`: an all-reduce MAX of lse, then one all-reduce SUM of
   ``[w * out, w]``. The max is exact; the sum's order is the backend's (see docs).
 * :func:`all_to_all_combine`: the head-sharded form of serving engines (a reduce-scatter by
@@ -50,8 +50,19 @@ def _finish(
     return acc * inv.unsqueeze(-1), _finite_max(m) + torch.log(s)
 
 
+def _tree_sum(x: torch.Tensor) -> torch.Tensor:
+    """Sum over dim 0 in a fixed pairwise order, ((x0 + x1) + (x2 + x3)) + ..., an odd last
+    element carried up a level: ceil(log2 P) additions, whatever torch's own reduction order."""
+    while x.shape[0] > 1:
+        n = x.shape[0]
+        pairs = x[0:n - 1:2] + x[1:n:2]
+        x = torch.cat([pairs, x[n - 1:]]) if n % 2 else pairs
+    return x[0]
+
+
 def merge_partials(outs: torch.Tensor, lses: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Merges P partial states in index order (the sum runs 0, 1, ..., P-1: bitwise fixed).
+    """Merges P partial states in a fixed order over the index (a pairwise tree in rank order:
+    bitwise the same for the same inputs, on any rank).
 
     Args:
         outs: ``[P, ..., head_dim]`` float32 normalised partial outputs.
@@ -61,13 +72,9 @@ def merge_partials(outs: torch.Tensor, lses: torch.Tensor) -> Tuple[torch.Tensor
         ``(out [..., head_dim], lse [...])`` float32.
     """
     m = lses.amax(dim=0)
-    w = _weights(lses, m)
-    acc = w[0].unsqueeze(-1) * outs[0]
-    s = w[0]
-    for r in range(1, outs.shape[0]):
-        acc = acc + w[r].unsqueeze(-1) * outs[r]
-        s = s + w[r]
-    return _finish(acc, s, m)
+    w = _weights(lses, m).unsqueeze(-1)
+    total = _tree_sum(torch.cat([w * outs, w], dim=-1))  # [..., head_dim + 1]: sum w*out, sum w
+    return _finish(total[..., :-1], total[..., -1], m)
 
 
 def _pack(out: torch.Tensor, lse: torch.Tensor) -> torch.Tensor:
@@ -78,7 +85,7 @@ def _pack(out: torch.Tensor, lse: torch.Tensor) -> torch.Tensor:
 def all_gather_combine(
     out: torch.Tensor, lse: torch.Tensor, group: Optional[Any] = None
 ) -> Tuple[torch.Tensor, torch.Tensor]:
-    """All-gather the partial states, merge in rank order.
+    """All-gather the partial states, merge them in a fixed order over the ranks.
 
     Args:
         out: ``[batch, q_heads, head_dim]`` this rank's partial output (float32 preferred).

@@ -29,6 +29,16 @@ def test_merge_partials_matches_merge_states():
     torch.testing.assert_close(lse, want_lse)
 
 
+def test_merge_sums_in_a_fixed_pairwise_order():
+    x = torch.randn(5, 3, 7, generator=torch.Generator().manual_seed(2)) * 1e4
+    tree = ld._combine._tree_sum(x)
+    assert torch.equal(tree, ((x[0] + x[1]) + (x[2] + x[3])) + x[4])
+    outs, lses = torch.randn(5, 3, 8), torch.zeros(5, 3)
+    out, lse = ld.merge_partials(outs, lses)  # equal weights: the tree sum of outs over 5
+    assert torch.equal(out, ld._combine._tree_sum(outs) * (1.0 / torch.tensor(5.0)))
+    assert torch.equal(lse, torch.full((3,), math.log(5.0), dtype=torch.float32))
+
+
 def test_merge_partials_empty_parts_and_nan():
     outs = torch.tensor([[[1.0, 2.0], [0.0, 0.0], [0.0, 0.0], [5.0, 6.0]],
                          [[0.0, 0.0], [3.0, 4.0], [0.0, 0.0], [float("nan"), 1.0]]])
