@@ -33,6 +33,14 @@ def _check_positions(positions: Any, batch: int, local_seq_lens: Any) -> None:
                          f"(got {list(positions.shape)})")
 
 
+def _local_q(q: torch.Tensor) -> torch.Tensor:
+    """q for the local decode. On the host, q upcast to fp32 (exact): the CPU engine takes fp32 q
+    with K and V in any dtype and then returns the partial output in fp32, unrounded. The CUDA
+    kernels take Q, K, V and the output in one 16-bit dtype, so there q itself: the partial
+    output is rounded to q's dtype before the fp32 merge (docs/context-parallel.md)."""
+    return q.float() if q.device.type == "cpu" else q
+
+
 def _check_out(out: Any, shape: Tuple[int, ...], q: torch.Tensor) -> None:
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"out: must be a torch.Tensor (got {type(out).__name__})")
@@ -63,8 +71,9 @@ def decode(
     Every rank calls this with the same q and its own shard of every request's keys and values
     (any layout: contiguous chunks, interleaved by token or by page; see
     :func:`leanattn.distributed.shard_positions`). Each rank runs :func:`leanattn.decode` on its
-    shard with fp32 output and lse (q is upcast, exactly; K and V are read in their dtype), then
-    the ranks combine the fp32 partial states. The result equals attention over the whole
+    shard with the lse (on the CPU with fp32 output: q is upcast, exactly; on CUDA the partial
+    output is in q's 16-bit dtype, as the kernels require), then the ranks combine the partial
+    states in fp32. The result equals attention over the whole
     sequence; with ``combine="all_gather"`` (default) it is bitwise the same on every rank.
 
     Args:
@@ -120,10 +129,9 @@ def decode(
     if positions is not None:
         _check_positions(positions, batch, local_seq_lens)
 
-    q32 = q if q.dtype == torch.float32 else q.float()  # exact: fp32 out, one rounding at the end
-    part, part_lse = _local.decode(q32, k_shard, v_shard, local_seq_lens, block_table=block_table,
-                                   scale=scale, strategy=strategy, workers=workers, tile=tile,
-                                   return_lse=True)
+    part, part_lse = _local.decode(_local_q(q), k_shard, v_shard, local_seq_lens,
+                                   block_table=block_table, scale=scale, strategy=strategy,
+                                   workers=workers, tile=tile, return_lse=True)
     try:
         merged, lse = _COMBINE_FNS[combine](part, part_lse, group)
     except RuntimeError as e:

@@ -21,6 +21,7 @@ import torch.distributed as dist
 
 from .. import _decode as _local
 from . import _combine
+from ._decode import _local_q
 from ._shard import shard_positions
 from ._spawn import run_local
 
@@ -40,7 +41,7 @@ def _rank(rank: int, world: int, cfg: Dict[str, Any]) -> Dict[str, Any]:
     v = torch.randn(shape, generator=g).to(dtype)
     q = torch.randn(cfg["batch"], cfg["q_heads"], cfg["head_dim"],
                     generator=torch.Generator().manual_seed(7)).to(dtype)
-    q32 = q.float()
+    q_local = _local_q(q)  # as decode() passes it: fp32 on the host
     workers = max(1, cfg["cores"] // world)
     times: Dict[str, List[float]] = {"local": []}
     for name in cfg["combines"]:
@@ -48,7 +49,7 @@ def _rank(rank: int, world: int, cfg: Dict[str, Any]) -> Dict[str, Any]:
     for step in range(cfg["warmup"] + cfg["steps"]):
         dist.barrier()
         t0 = time.perf_counter()
-        out, lse = _local.decode(q32, k, v, local, workers=workers, return_lse=True)
+        out, lse = _local.decode(q_local, k, v, local, workers=workers, return_lse=True)
         t1 = time.perf_counter()
         if step >= cfg["warmup"]:
             times["local"].append(t1 - t0)
