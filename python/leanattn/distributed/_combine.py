@@ -94,10 +94,12 @@ def all_gather_combine(
     Returns:
         ``(out, lse)`` float32 over every rank's keys, the same bits on every rank.
     """
-    packed = _pack(out, lse)
-    parts = [torch.empty_like(packed) for _ in range(dist.get_world_size(group))]
-    dist.all_gather(parts, packed, group=group)
-    gathered = torch.stack(parts)  # [P, batch, q_heads, head_dim + 1]
+    packed = _pack(out, lse)  # [batch, q_heads, head_dim + 1]
+    world = dist.get_world_size(group)
+    # Concatenated along dim 0 (what Gloo and NCCL both accept), then one view per rank.
+    gathered = packed.new_empty((world * packed.shape[0],) + tuple(packed.shape[1:]))
+    dist.all_gather_into_tensor(gathered, packed, group=group)
+    gathered = gathered.view((world,) + tuple(packed.shape))  # [P, batch, q_heads, head_dim + 1]
     return merge_partials(gathered[..., :-1], gathered[..., -1])
 
 
