@@ -35,9 +35,11 @@ struct KernelHandle {
   std::int32_t block_n = 0;  // tokens per pipeline stage
   std::int32_t stages = 0;
   std::int32_t threads = 0;
-  std::int32_t smem_bytes = 0;   // dynamic shared memory per CTA
-  const void* kernel = nullptr;  // the __global__ function (for cudaLaunchKernel, occupancy)
-  std::string name;              // e.g. "bf16_d128_wm1"
+  std::int32_t smem_bytes = 0;      // dynamic shared memory per CTA
+  std::int32_t merge_capacity = 0;  // slots x rows the last arriver's merge holds at once
+  std::int32_t merge_max_rows = 0;  // rows it merges at once at most
+  const void* kernel = nullptr;     // the __global__ function (for cudaLaunchKernel, occupancy)
+  std::string name;                 // e.g. "bf16_d128_wm1"
 };
 
 // Defined in the generated instantiation files (kernel/kernel_handle.cuh).

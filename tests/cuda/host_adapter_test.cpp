@@ -13,9 +13,11 @@
 #endif
 
 #include "cuda/common/kernel_params.hpp"
+#include "cuda/common/tile_math.hpp"
 #include "cuda/device/kernel_arguments.hpp"
 #include "cuda/device/plan_cache.hpp"
 #include "cuda/device/plan_image.hpp"
+#include "cuda/device/workspace.hpp"
 #include "cuda/kernel_registry.hpp"
 #include "leanattn/error.hpp"
 
@@ -59,8 +61,10 @@ TEST(PlanImage, HoldsTheScheduleTheKernelReads) {
     const Segment& want = plan.segments[i];
     EXPECT_EQ(s.request, want.request);
     EXPECT_EQ(s.kv_head, want.kv_head);
-    EXPECT_EQ(s.tile_begin, want.tile_begin);
-    EXPECT_EQ(s.tile_end, want.tile_end);
+    const TokenRange t = segment_tokens(want.tile_begin, want.tile_end, plan.tile_tokens,
+                                        plan.seq_lens[static_cast<std::size_t>(want.request)]);
+    EXPECT_EQ(s.token_begin, t.begin);
+    EXPECT_EQ(s.token_end, t.end);
     EXPECT_EQ(s.slot, want.kind == SegmentKind::direct ? -1 : want.slot);
     EXPECT_EQ(s.reduction, want.kind == SegmentKind::direct ? -1 : want.reduction);
   }
@@ -95,8 +99,8 @@ TEST(KernelArguments, PointIntoTheWorkspaceLayoutAndCarryTheProblem) {
   p.max_pages = 7;
   p.num_pages = 20;
   const Plan plan = make_plan(p, {7}, {.order = LineOrder::head_major, .tile_tokens = 16});
-  alignas(16) static std::byte ws[1 << 16];
-  const WorkspaceLayout w = workspace_layout(plan);
+  alignas(16) static std::byte ws[1 << 20];
+  const WorkspaceLayout w = device_workspace_layout(plan);
   ASSERT_LE(w.bytes, static_cast<std::int64_t>(sizeof ws));
   std::int32_t table[21] = {};
   DecodeTensors t = dense_tensors(p, ws, ws, ws, table, ws, nullptr);

@@ -11,14 +11,16 @@
 
 namespace leanattn::cuda {
 
-// A Segment (plan.hpp) as the kernel reads it. slot < 0: a direct segment (writes the output);
-// otherwise the piece's state goes to workspace slot `slot` and `reduction` names the pair's
-// Reduction.
+// A Segment (plan.hpp) as the kernel reads it: its tiles as the token range
+// segment_tokens(tile_begin, tile_end, tile_tokens, seq_len) (tile_math.hpp), computed on the host
+// so that the first copies of a segment wait for one load, not three. slot < 0: a direct segment
+// (writes the output); otherwise the piece's state goes to workspace slot `slot` and `reduction`
+// names the pair's Reduction.
 struct DeviceSegment {
   std::int32_t request;
   std::int32_t kv_head;
-  std::int32_t tile_begin;
-  std::int32_t tile_end;
+  std::int32_t token_begin;
+  std::int32_t token_end;  // token_end <= token_begin: no tokens (an empty request)
   std::int32_t slot;
   std::int32_t reduction;
 };

@@ -15,6 +15,7 @@
 #include "cuda/device/device_buffer.hpp"
 #include "cuda/device/kernel_arguments.hpp"
 #include "cuda/device/plan_cache.hpp"
+#include "cuda/device/workspace.hpp"
 #include "cuda/kernel_registry.hpp"
 #include "leanattn/cuda_engine.hpp"
 #include "leanattn/error.hpp"
@@ -35,8 +36,7 @@ struct Engine::Impl {
   std::int32_t workers_override = 0;
   PlanCache plans;
   DeviceBuffer owned_workspace;
-  // Workspaces whose counters this engine has zeroed, with the counter bytes covered.
-  std::vector<std::pair<const void*, std::int64_t>> zeroed;
+  WorkspaceRegistry workspaces;  // workspaces whose counters this engine has zeroed
   // Kernels whose shared-memory limit is raised, with their resident blocks per SM.
   std::unordered_map<const void*, int> blocks_per_sm;
 
@@ -61,22 +61,9 @@ struct Engine::Impl {
 
   // Zeroes the counters of `workspace` for `plan` unless this engine already has.
   void zero_counters(const Plan& plan, void* workspace, cudaStream_t stream) {
-    if (plan.reductions.empty() || workspace == nullptr) return;
-    const WorkspaceLayout w = workspace_layout(plan);
-    const std::int64_t bytes = static_cast<std::int64_t>(plan.reductions.size()) * 4;
-    auto* counters = static_cast<std::byte*>(workspace) + w.counters_offset;
-    for (auto& [ptr, covered] : zeroed) {
-      if (ptr == counters) {
-        if (covered >= bytes) return;
-        check(cudaMemsetAsync(counters, 0, static_cast<std::size_t>(bytes), stream),
-              "cudaMemsetAsync (workspace counters)");
-        covered = bytes;
-        return;
-      }
+    if (auto z = workspaces.before_run(plan, workspace, false)) {
+      check(cudaMemsetAsync(z->begin, 0, z->bytes, stream), "cudaMemsetAsync (workspace counters)");
     }
-    check(cudaMemsetAsync(counters, 0, static_cast<std::size_t>(bytes), stream),
-          "cudaMemsetAsync (workspace counters)");
-    zeroed.emplace_back(counters, bytes);
   }
 
   const KernelHandle& kernel_for(const DecodeProblem& problem) const {
@@ -150,7 +137,7 @@ Plan Engine::plan(const DecodeProblem& problem, const PlanOptions& options) cons
 }
 
 std::int64_t Engine::workspace_bytes(const Plan& plan) const {
-  return workspace_layout(plan).bytes;
+  return device_workspace_layout(plan).bytes;
 }
 
 void Engine::prepare(const DecodeProblem& problem, const Plan& plan, void* workspace,
@@ -202,16 +189,11 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
 
 void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
                  void* stream) {
-  const auto need = static_cast<std::size_t>(workspace_layout(plan).bytes);
+  const auto need = static_cast<std::size_t>(device_workspace_layout(plan).bytes);
   if (impl_->owned_workspace.size() < need) {
     DeviceGuard guard(impl_->info.ordinal);
     // The old buffer may still be in use by queued launches: cudaFree waits for the device.
-    const auto* old = static_cast<const std::byte*>(impl_->owned_workspace.data());
-    const std::size_t old_size = impl_->owned_workspace.size();
-    std::erase_if(impl_->zeroed, [&](const auto& z) {
-      const auto* p = static_cast<const std::byte*>(z.first);
-      return old != nullptr && p >= old && p < old + old_size;
-    });
+    impl_->workspaces.forget(impl_->owned_workspace.data(), impl_->owned_workspace.size());
     impl_->owned_workspace = DeviceBuffer();
     impl_->owned_workspace = DeviceBuffer(need);
   }
