@@ -60,8 +60,11 @@ struct Engine::Impl {
   }
 
   // Zeroes the counters of `workspace` for `plan` unless this engine already has.
+  // A zeroing issued during a capture exists only in the graph: not remembered as done.
   void zero_counters(const Plan& plan, void* workspace, cudaStream_t stream) {
-    if (auto z = workspaces.before_run(plan, workspace, false)) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    check(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
+    if (auto z = workspaces.before_run(plan, workspace, capture != cudaStreamCaptureStatusNone)) {
       check(cudaMemsetAsync(z->begin, 0, z->bytes, stream), "cudaMemsetAsync (workspace counters)");
     }
   }
@@ -196,6 +199,8 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
     impl_->workspaces.forget(impl_->owned_workspace.data(), impl_->owned_workspace.size());
     impl_->owned_workspace = DeviceBuffer();
     impl_->owned_workspace = DeviceBuffer(need);
+    // A user workspace remembered at these addresses was freed: this memory is not zeroed.
+    impl_->workspaces.forget(impl_->owned_workspace.data(), impl_->owned_workspace.size());
   }
   run(problem, plan, tensors, impl_->owned_workspace.data(), stream);
 }

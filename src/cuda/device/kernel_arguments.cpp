@@ -44,6 +44,11 @@ void check_kernel_alignment(const DecodeProblem& p, const DecodeTensors& t) {
 }
 
 void check_workspace(const Plan& plan, const void* workspace) {
+  require(static_cast<std::int64_t>(plan.reductions.size()) <= kWorkspaceCounters, "plan", [&] {
+    return "splits " + std::to_string(plan.reductions.size()) +
+           " pairs; the CUDA engine's workspace counts arrivals for at most " +
+           std::to_string(kWorkspaceCounters) + " split pairs per launch";
+  });
   if (device_workspace_layout(plan).bytes == 0) return;
   require(workspace != nullptr, "workspace", [&] {
     return "must not be null: this plan splits pairs and needs " +

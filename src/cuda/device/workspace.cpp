@@ -6,7 +6,16 @@
 namespace leanattn::cuda {
 
 WorkspaceLayout device_workspace_layout(const Plan& plan) {
-  return workspace_layout(plan);
+  if (plan.reductions.empty()) return {};  // nothing is split: no workspace
+  auto align = [](std::int64_t x) { return (x + 63) / 64 * 64; };
+  const std::int64_t rows = static_cast<std::int64_t>(plan.num_slots) * plan.group_size;
+  WorkspaceLayout w;
+  w.counters_offset = 0;
+  w.o_offset = kWorkspaceCounters * 4;
+  w.m_offset = align(w.o_offset + rows * plan.head_dim * 4);
+  w.l_offset = align(w.m_offset + rows * 4);
+  w.bytes = align(w.l_offset + rows * 4);
+  return w;
 }
 
 WorkspacePointers workspace_pointers(const Plan& plan, void* workspace) {
@@ -21,25 +30,20 @@ WorkspacePointers workspace_pointers(const Plan& plan, void* workspace) {
 std::optional<ZeroRange> WorkspaceRegistry::before_run(const Plan& plan, void* workspace,
                                                        bool capturing) {
   if (plan.reductions.empty() || workspace == nullptr) return std::nullopt;
-  static_cast<void>(capturing);
-  const WorkspaceLayout w = device_workspace_layout(plan);
-  const std::int64_t bytes = static_cast<std::int64_t>(plan.reductions.size()) * 4;
-  auto* counters = static_cast<std::byte*>(workspace) + w.counters_offset;
-  for (auto& [ptr, covered] : zeroed_) {
-    if (ptr == counters) {
-      if (covered >= bytes) return std::nullopt;
-      covered = bytes;
-      return ZeroRange{counters, static_cast<std::size_t>(bytes)};
-    }
-  }
-  zeroed_.emplace_back(counters, bytes);
-  return ZeroRange{counters, static_cast<std::size_t>(bytes)};
+  auto* base = static_cast<std::byte*>(workspace);
+  if (std::find(zeroed_.begin(), zeroed_.end(), base) != zeroed_.end()) return std::nullopt;
+  // During a capture the memset becomes a node of the graph: it runs at every replay, which is
+  // harmless, but it has not run now, so eager launches must still zero the counters themselves.
+  if (!capturing) zeroed_.push_back(base);
+  return ZeroRange{base, static_cast<std::size_t>(kWorkspaceCounters) * 4};
 }
 
 void WorkspaceRegistry::forget(const void* begin, std::size_t bytes) {
   const auto* b = static_cast<const std::byte*>(begin);
+  if (b == nullptr) return;
+  constexpr auto kCounterBytes = static_cast<std::size_t>(kWorkspaceCounters) * 4;
   std::erase_if(zeroed_,
-                [&](const auto& z) { return b != nullptr && z.first >= b && z.first < b + bytes; });
+                [&](const std::byte* z) { return z < b + bytes && b < z + kCounterBytes; });
 }
 
 }  // namespace leanattn::cuda

@@ -7,14 +7,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <utility>
 #include <vector>
 
 #include "leanattn/plan.hpp"
 
 namespace leanattn::cuda {
 
-// Arrival counters a workspace holds: plans with more split pairs are refused.
+// Arrival counters a workspace holds (256 KiB), one per split pair of a plan: plans with more
+// split pairs are refused (lean plans have at most one per worker, and kMaxWorkers = 2^16).
 inline constexpr std::int64_t kWorkspaceCounters = 1 << 16;
 
 // Where the kernel finds the workspace arrays of a plan (null when the plan needs none).
@@ -25,7 +25,14 @@ struct WorkspacePointers {
   std::uint32_t* counters = nullptr;  // [reductions]
 };
 
-// The layout of a CUDA workspace for `plan` (bytes 0 when no pair is split).
+// The layout of a CUDA workspace for `plan`, all offsets 64-byte aligned:
+//   counters  uint32 [kWorkspaceCounters]             at 0, whatever the plan
+//   o         float [num_slots, group_size, head_dim]
+//   m, l      float [num_slots, group_size]
+// The counters' place and size do not depend on the plan, so plans of different shapes can take
+// turns on one workspace: no plan's slots ever overlap the counters, which every launch leaves
+// at zero. bytes is 0 when no pair is split (no workspace needed). The CPU engine keeps the
+// planner's compact workspace_layout() (it zeroes its counters on every run).
 WorkspaceLayout device_workspace_layout(const Plan& plan);
 
 WorkspacePointers workspace_pointers(const Plan& plan, void* workspace);
@@ -36,8 +43,9 @@ struct ZeroRange {
   std::size_t bytes = 0;
 };
 
-// The workspaces whose counters are known to be zero. Every launch leaves the counters it used
-// at zero (the last arriver resets them), so a workspace needs zeroing once.
+// The workspaces whose counters are known to be zero, by base address. The counter region is
+// zeroed once per allocation (the first launch of a split plan on it); every launch leaves the
+// counters it used at zero again (the last arriver resets them), whatever plan comes next.
 class WorkspaceRegistry {
  public:
   // What to zero before `plan` runs on `workspace`, or nullopt. `capturing`: the zeroing will
@@ -51,7 +59,7 @@ class WorkspaceRegistry {
   std::size_t size() const { return zeroed_.size(); }
 
  private:
-  std::vector<std::pair<const std::byte*, std::int64_t>> zeroed_;  // counters, bytes covered
+  std::vector<const std::byte*> zeroed_;
 };
 
 }  // namespace leanattn::cuda
