@@ -185,6 +185,32 @@ TEST(KernelLookup, ExplainsWhatIsUnsupported) {
   EXPECT_EQ(why_unsupported(problem(8, 2, 64, DType::f16)), "");
 }
 
+// can_run() and run() agree per device: both use the device's shared memory per CTA (opt-in).
+TEST(KernelLookup, PicksAConfigurationThatFitsTheDevicesSharedMemory) {
+  if (!whole_table()) GTEST_SKIP() << "partial kernel table build";
+  constexpr std::int32_t kSm86 = 99 * 1024;   // sm_86, sm_89
+  constexpr std::int32_t kSm80 = 163 * 1024;  // A100
+  constexpr std::int32_t kSm90 = 227 * 1024;  // H100, H200
+  for (std::int32_t d : {64, 128}) {
+    for (std::int32_t q_heads : {8, 64}) {
+      const DecodeProblem p = problem(q_heads, 2, d, DType::bf16);
+      const KernelHandle* k = find_kernel(p, kSm86);
+      ASSERT_NE(k, nullptr) << d;
+      EXPECT_LE(k->smem_bytes + kStaticSmemBytes, kSm86) << k->name;
+      EXPECT_EQ(k, find_kernel(p, kSm90)) << "the same configuration everywhere";
+      EXPECT_EQ(why_unsupported(p, kSm86), "");
+    }
+  }
+  const DecodeProblem d256 = problem(8, 2, 256, DType::f16);
+  EXPECT_EQ(find_kernel(d256, kSm86), nullptr);
+  const std::string why = why_unsupported(d256, kSm86);
+  EXPECT_EQ(why.rfind("head_dim: 256 needs", 0), 0u) << why;
+  EXPECT_EQ(find_kernel(d256, kSm90)->warps_m, 1);
+  ASSERT_NE(find_kernel(d256, kSm80), nullptr);  // 4 warp rows (128 KiB) fit an A100
+  EXPECT_EQ(find_kernel(d256, kSm80)->warps_m, 4);
+  EXPECT_EQ(why_unsupported(d256, kSm80), "");
+}
+
 TEST(Device, AbsenceIsReportedCleanly) {
   bool available = true;
   EXPECT_NO_THROW(available = device_available());

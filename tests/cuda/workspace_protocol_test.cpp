@@ -20,6 +20,7 @@
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
 #include "kernel_emulator.hpp"
+#include "leanattn/error.hpp"
 #include "leanattn/planner.hpp"
 #include "leanattn/reference.hpp"
 
@@ -92,7 +93,7 @@ TEST(WorkspaceProtocol, PlansOfDifferentShapesTakeTurnsOnOneWorkspace) {
             ? plans[static_cast<std::size_t>(step)]
             : plans[std::uniform_int_distribution<std::size_t>(0, plans.size() - 1)(rng)];
     Case& k = cases[r.c];
-    if (auto z = registry.before_run(r.plan, buffer.data(), false)) {
+    if (auto z = registry.before_run(r.plan, buffer.data(), nullptr, false)) {
       std::memset(z->begin, 0, z->bytes);  // the engine's cudaMemsetAsync
     }
     std::vector<std::int32_t> order(static_cast<std::size_t>(r.plan.workers));
@@ -159,20 +160,24 @@ TEST(WorkspaceRegistry, ZeroesOncePerAllocationAndNotInsideACapture) {
   Buffer buffer(static_cast<std::size_t>(device_workspace_layout(large).bytes));
   WorkspaceRegistry r;
   // A capture records the zeroing into the graph: not done for eager launches.
-  const auto captured = r.before_run(small, buffer.data(), true);
+  const auto captured = r.before_run(small, buffer.data(), nullptr, true);
   ASSERT_TRUE(captured.has_value());
   EXPECT_EQ(captured->begin, buffer.data());
   EXPECT_EQ(captured->bytes, static_cast<std::size_t>(kWorkspaceCounters) * 4);
   EXPECT_EQ(r.size(), 0u);
-  ASSERT_TRUE(r.before_run(small, buffer.data(), false).has_value());
-  EXPECT_FALSE(r.before_run(small, buffer.data(), false).has_value());
-  EXPECT_FALSE(r.before_run(large, buffer.data(), false).has_value()) << "once per allocation";
+  ASSERT_TRUE(r.before_run(small, buffer.data(), nullptr, false).has_value());
+  EXPECT_FALSE(r.before_run(small, buffer.data(), nullptr, false).has_value());
+  EXPECT_FALSE(r.before_run(large, buffer.data(), nullptr, false).has_value())
+      << "once per allocation";
   // No split pair: nothing to zero; no workspace needed.
-  EXPECT_FALSE(r.before_run(split_plan(1), buffer.data(), false).has_value());
+  EXPECT_FALSE(r.before_run(split_plan(1), buffer.data(), nullptr, false).has_value());
+  // A second stream is refused: the launches would share tickets and slots.
+  int other_stream = 0;
+  EXPECT_THROW(r.before_run(small, buffer.data(), &other_stream, false), Error);
   // A new allocation overlapping the old one: forgotten, zeroed again.
   r.forget(buffer.data() + 128, 64);
   EXPECT_EQ(r.size(), 0u);
-  EXPECT_TRUE(r.before_run(large, buffer.data(), false).has_value());
+  EXPECT_TRUE(r.before_run(large, buffer.data(), nullptr, false).has_value());
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "leanattn/error.hpp"
+
 namespace leanattn::cuda {
 
 WorkspaceLayout device_workspace_layout(const Plan& plan) {
@@ -28,13 +30,21 @@ WorkspacePointers workspace_pointers(const Plan& plan, void* workspace) {
 }
 
 std::optional<ZeroRange> WorkspaceRegistry::before_run(const Plan& plan, void* workspace,
-                                                       bool capturing) {
+                                                       const void* stream, bool capturing) {
   if (plan.reductions.empty() || workspace == nullptr) return std::nullopt;
   auto* base = static_cast<std::byte*>(workspace);
-  if (std::find(zeroed_.begin(), zeroed_.end(), base) != zeroed_.end()) return std::nullopt;
+  for (const Known& k : zeroed_) {
+    if (k.base != base) continue;
+    require(k.stream == stream, "workspace", [] {
+      return "is already used by another stream: a workspace serves one stream at a time (its "
+             "arrival counters and slots are shared by the launches); give each stream its own, "
+             "or call Engine::forget_workspace() after synchronising the first stream";
+    });
+    return std::nullopt;
+  }
   // During a capture the memset becomes a node of the graph: it runs at every replay, which is
   // harmless, but it has not run now, so eager launches must still zero the counters themselves.
-  if (!capturing) zeroed_.push_back(base);
+  if (!capturing) zeroed_.push_back({base, stream});
   return ZeroRange{base, static_cast<std::size_t>(kWorkspaceCounters) * 4};
 }
 
@@ -43,7 +53,7 @@ void WorkspaceRegistry::forget(const void* begin, std::size_t bytes) {
   if (b == nullptr) return;
   constexpr auto kCounterBytes = static_cast<std::size_t>(kWorkspaceCounters) * 4;
   std::erase_if(zeroed_,
-                [&](const std::byte* z) { return z < b + bytes && b < z + kCounterBytes; });
+                [&](const Known& k) { return k.base < b + bytes && b < k.base + kCounterBytes; });
 }
 
 }  // namespace leanattn::cuda

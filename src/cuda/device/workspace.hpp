@@ -43,23 +43,31 @@ struct ZeroRange {
   std::size_t bytes = 0;
 };
 
-// The workspaces whose counters are known to be zero, by base address. The counter region is
-// zeroed once per allocation (the first launch of a split plan on it); every launch leaves the
-// counters it used at zero again (the last arriver resets them), whatever plan comes next.
+// The workspaces whose counters are known to be zero, by base address, with the stream that
+// uses each. The counter region is zeroed once per allocation (the first launch of a split plan
+// on it); every launch leaves the counters it used at zero again (the last arriver resets them),
+// whatever plan comes next. A workspace serves one stream: launches on one stream are ordered,
+// launches on two would interleave their tickets and slots, so a second stream is refused.
 class WorkspaceRegistry {
  public:
-  // What to zero before `plan` runs on `workspace`, or nullopt. `capturing`: the zeroing will
-  // be recorded into a CUDA graph, not executed now, so it is not remembered as done.
-  std::optional<ZeroRange> before_run(const Plan& plan, void* workspace, bool capturing);
+  // What to zero before `plan` runs on `workspace` from `stream`, or nullopt. `capturing`: the
+  // zeroing will be recorded into a CUDA graph, not executed now, so it is not remembered as
+  // done. Throws Error("workspace", ...) when another stream uses this workspace.
+  std::optional<ZeroRange> before_run(const Plan& plan, void* workspace, const void* stream,
+                                      bool capturing);
 
   // Forgets every remembered workspace overlapping [begin, begin + bytes): a new allocation there
-  // holds arbitrary bytes.
+  // holds arbitrary bytes, or the caller hands the workspace to another stream.
   void forget(const void* begin, std::size_t bytes);
 
   std::size_t size() const { return zeroed_.size(); }
 
  private:
-  std::vector<const std::byte*> zeroed_;
+  struct Known {
+    const std::byte* base;
+    const void* stream;
+  };
+  std::vector<Known> zeroed_;
 };
 
 }  // namespace leanattn::cuda
