@@ -19,6 +19,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "leanattn/hardware.hpp"
 #include "leanattn/plan.hpp"
@@ -51,6 +52,15 @@ struct DeviceInfo {
   std::int64_t memory_bytes = 0;
   std::int32_t smem_per_sm = 0;     // bytes of shared memory per multiprocessor
   std::int32_t smem_per_block = 0;  // bytes of shared memory one CTA may have (opt-in limit)
+};
+
+// One CTA of a traced launch (Engine::run_traced): the SM it ran on, and its start, end and
+// time spent in last-arriver merges, in nanoseconds of the GPU's global timer.
+struct CtaTrace {
+  std::int32_t sm = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::int64_t merge_ns = 0;
 };
 
 struct EngineOptions {
@@ -114,6 +124,12 @@ class Engine {
   // capture; a grown-out buffer a captured graph used is kept until the engine is destroyed).
   void run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
            void* stream = nullptr);
+
+  // run() with the engine's workspace and a per-CTA trace (one record per worker), then waits
+  // for the stream: shows residency (CTAs per SM at once) and the merge tail. For diagnosis
+  // (scripts/device-check.sh), not for serving; not during a capture.
+  std::vector<CtaTrace> run_traced(const DecodeProblem& problem, const Plan& plan,
+                                   const DecodeTensors& tensors, void* stream = nullptr);
 
   // plan() then run() with the engine's workspace.
   void decode(const DecodeProblem& problem, const DecodeTensors& tensors, void* stream = nullptr,

@@ -153,7 +153,11 @@ struct Epilogue {
     __syncthreads();  // flag read by all before thread 0 may write it again
     if (!last) return;
     __threadfence();
+    const std::uint64_t t0 = p.trace != nullptr && thread == 0 ? ptx::global_timer_ns() : 0;
     merge_slots_parallel(p, p.reductions[seg.reduction], smem, thread);
+    if (p.trace != nullptr && thread == 0) {
+      p.trace[blockIdx.x * kTraceWords + 3] += ptx::global_timer_ns() - t0;
+    }
   }
 
   // The last arriver's merge (ordered_merge.hpp: merge_slots gives the order), rows in chunks

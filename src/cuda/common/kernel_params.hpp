@@ -34,6 +34,8 @@ struct DeviceReduction {
   std::int32_t num_slots;
 };
 
+inline constexpr int kTraceWords = 4;
+
 struct KernelParams {
   // The plan (device memory, one upload per distinct plan).
   const std::int32_t* worker_offsets;  // [workers + 1]: CTA w runs segments [w], [w + 1])
@@ -64,6 +66,10 @@ struct KernelParams {
   float* slot_m;            // [num_slots, group_size]
   float* slot_l;            // [num_slots, group_size]
   std::uint32_t* counters;  // [reductions] arrivals; every launch leaves them 0
+
+  // Optional per-CTA trace (null: none): [workers][kTraceWords] = SM id, start ns, end ns,
+  // ns spent in last-arriver merges (global timer).
+  std::uint64_t* trace;
 };
 
 }  // namespace leanattn::cuda

@@ -73,6 +73,9 @@ struct Engine::Impl {
 
   explicit Impl(std::size_t plan_cache_entries) : plans(plan_cache_entries) {}
 
+  // The engine-owned workspace of `stream`, grown for `plan` (outside a capture only).
+  void* owned_workspace(const Plan& plan, void* stream, bool capturing);
+
   // Raises the kernel's dynamic shared-memory limit (once) and returns its occupancy.
   int occupancy(const KernelHandle& k) {
     if (auto it = blocks_per_sm.find(k.kernel); it != blocks_per_sm.end()) return it->second;
@@ -120,7 +123,7 @@ struct Engine::Impl {
   }
 
   void run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
-           void* workspace, cudaStream_t s, bool capturing) {
+           void* workspace, cudaStream_t s, bool capturing, std::uint64_t* trace = nullptr) {
     validate(problem);
     validate(problem, tensors, MemorySpace::device);
     check_plan_matches(plan, problem);
@@ -133,6 +136,7 @@ struct Engine::Impl {
     occupancy(kernel);  // raises the shared-memory limit on first use
 
     KernelParams params = make_kernel_params(problem, tensors, plan, dp, workspace);
+    params.trace = trace;
     void* args[] = {&params};
     plans.before_launch(s, capturing);
     // An error left by an earlier, unrelated call would otherwise be reported as this launch's.
@@ -249,33 +253,62 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
   impl_->run(problem, plan, tensors, workspace, s, is_capturing(s));
 }
 
-void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
-                 void* stream) {
+void* Engine::Impl::owned_workspace(const Plan& plan, void* stream, bool capturing) {
   const auto need = static_cast<std::size_t>(device_workspace_layout(plan).bytes);
-  const std::lock_guard lock(impl_->mutex);
-  DeviceGuard guard(impl_->info.ordinal);
-  const auto s = static_cast<cudaStream_t>(stream);
-  const bool capturing = is_capturing(s);
-  Impl::Owned& own = impl_->owned[stream];
+  Owned& own = owned[stream];
   if (own.buffer.size() < need) {
     require(!capturing, "workspace", [&] {
       return "the engine's workspace for this stream must grow to " + std::to_string(need) +
              " bytes, which cannot happen during a CUDA-graph capture: run() once before the "
              "capture, or pass a workspace";
     });
-    impl_->workspaces.forget(own.buffer.data(), own.buffer.size());
+    workspaces.forget(own.buffer.data(), own.buffer.size());
     if (own.captured) {
-      impl_->retired.push_back(std::move(own.buffer));  // a graph may still read it
+      retired.push_back(std::move(own.buffer));  // a graph may still read it
     } else {
       own.buffer = DeviceBuffer();  // cudaFree waits for the launches that use it
     }
     own.buffer = DeviceBuffer(grown(need));
     own.captured = false;
     // A user workspace remembered at these addresses was freed: this memory is not zeroed.
-    impl_->workspaces.forget(own.buffer.data(), own.buffer.size());
+    workspaces.forget(own.buffer.data(), own.buffer.size());
   }
   own.captured = own.captured || (capturing && need > 0);
-  impl_->run(problem, plan, tensors, own.buffer.data(), s, capturing);
+  return own.buffer.data();
+}
+
+void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
+                 void* stream) {
+  const std::lock_guard lock(impl_->mutex);
+  DeviceGuard guard(impl_->info.ordinal);
+  const auto s = static_cast<cudaStream_t>(stream);
+  const bool capturing = is_capturing(s);
+  void* workspace = impl_->owned_workspace(plan, stream, capturing);
+  impl_->run(problem, plan, tensors, workspace, s, capturing);
+}
+
+std::vector<CtaTrace> Engine::run_traced(const DecodeProblem& problem, const Plan& plan,
+                                         const DecodeTensors& tensors, void* stream) {
+  const std::lock_guard lock(impl_->mutex);
+  DeviceGuard guard(impl_->info.ordinal);
+  const auto s = static_cast<cudaStream_t>(stream);
+  require(!is_capturing(s), "stream", [] { return "must not be capturing for a traced run"; });
+  void* workspace = impl_->owned_workspace(plan, stream, false);
+  const auto words = static_cast<std::size_t>(plan.workers) * kTraceWords;
+  DeviceBuffer trace(words * sizeof(std::uint64_t));
+  impl_->run(problem, plan, tensors, workspace, s, false, trace.as<std::uint64_t>());
+  std::vector<std::uint64_t> host(words);
+  check(cudaMemcpyAsync(host.data(), trace.data(), words * sizeof(std::uint64_t),
+                        cudaMemcpyDeviceToHost, s),
+        "cudaMemcpyAsync (trace)");
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize (traced run)");
+  std::vector<CtaTrace> out(static_cast<std::size_t>(plan.workers));
+  for (std::size_t w = 0; w < out.size(); ++w) {
+    const std::uint64_t* t = host.data() + w * kTraceWords;
+    out[w] = {static_cast<std::int32_t>(t[0]), static_cast<std::int64_t>(t[1]),
+              static_cast<std::int64_t>(t[2]), static_cast<std::int64_t>(t[3])};
+  }
+  return out;
 }
 
 void Engine::decode(const DecodeProblem& problem, const DecodeTensors& tensors, void* stream,

@@ -102,6 +102,11 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocksPerSm)
   const int warp_m = warp / Shape::kWarpsN;
   const int warp_n = warp % Shape::kWarpsN;
 
+  if (p.trace != nullptr && thread == 0) {
+    p.trace[blockIdx.x * kTraceWords] = ptx::sm_id();
+    p.trace[blockIdx.x * kTraceWords + 1] = ptx::global_timer_ns();
+    p.trace[blockIdx.x * kTraceWords + 3] = 0;
+  }
   const int first = p.worker_offsets[blockIdx.x];
   const int last = p.worker_offsets[blockIdx.x + 1];
   for (int s = first; s < last; ++s) {
@@ -122,6 +127,9 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocksPerSm)
       __syncthreads();  // scratch read before the next pass's copies overwrite it
     }
     if (seg.slot >= 0) Epilogue<T, Shape>::arrive(p, seg, smem, &last_flag, thread);
+  }
+  if (p.trace != nullptr && thread == 0) {
+    p.trace[blockIdx.x * kTraceWords + 2] = ptx::global_timer_ns();
   }
 }
 
