@@ -50,6 +50,10 @@ struct KernelShape {
   static constexpr int kStageLoadsPerThread = kBlockN * kChunksPerRow / kThreads;
   static constexpr int kQLoadsPerThread = kRows * kChunksPerRow / kThreads;
   static_assert(kBlockN * kChunksPerRow % kThreads == 0, "stage loads split evenly");
+  // Stage loads whose row offsets (block-table reads) are computed together before their copies
+  // are issued: 4 where the registers allow (head_dim <= 128), else 1.
+  static constexpr int kKvLoadBatch = HeadDim <= 128 ? 4 : 1;
+  static_assert(kStageLoadsPerThread % kKvLoadBatch == 0, "load batches split evenly");
   static_assert(kRows * kChunksPerRow % kThreads == 0, "query loads split evenly");
 
   // Query fragments stay in registers for head_dim <= 128 (32 registers); at 256 they would
