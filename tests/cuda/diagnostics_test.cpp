@@ -128,7 +128,7 @@ TEST_F(Diagnostics, TracedRuns) {
   };
   for (const Case& cs :
        {Case{"mqa16-b1-32k", 1, 16, 1, 64, 32768}, Case{"gqa8-b16-4k", 16, 32, 8, 128, 4096},
-        Case{"gqa8-b1-128k", 1, 32, 8, 128, 131072}}) {
+        Case{"mqa16-b1-128k", 1, 16, 1, 64, 131072}}) {
     DecodeProblem p;
     p.q_heads = cs.q_heads;
     p.kv_heads = cs.kv_heads;
