@@ -1,33 +1,43 @@
 #!/usr/bin/env bash
 # The CUDA engine's check on a machine with a GPU (the project's H200 device machine, which has
-# nvcc, CMake, ninja and Python but no Debian dev packages and no network): configures for sm_90
-# (-DCMAKE_CUDA_ARCHITECTURES=90, i.e. -gencode arch=compute_90,code=sm_90) against the carried
-# dependencies in .carry/ (scripts/prepare-device-carry.sh; not needed where the packages are
-# installed), builds with ninja, checks the ptxas report for spills, runs the GPU and GPU-free CUDA
-# tests, then `leanattn bench --backend cuda` over a fixed sweep (batch 1 and 16; heads 32/8 d128,
-# 16/1 d64, 32/32 d128; contexts 4k, 32k, 128k; bf16; cases above 4 GiB of KV skipped) with the
-# device read-bandwidth probe. Writes into $OUT (else build/device-check-out), at most 8 files:
-#   device-check.log  everything below      ptxas.txt   registers and spills per kernel
-#   gpu-tests.log     the GPU test output   bench.csv, bench.json   the sweep, one row per plan
-#   summary.txt       the closing table (also printed last)
-# Finishes in under 8 minutes on the H200 machine (each phase has a time limit). Exit status:
-# 0 when everything passed, 1 otherwise (the later phases still run).
+# nvcc, CMake, ninja and Python but no Debian dev packages and no network), made to explain
+# itself even when things fail. One call of at most 9 minutes; every phase is time-boxed against
+# a global deadline, small things first, the big sweep last:
+#   1. tools; 2. configure for sm_90 against the carried dependencies in .carry/
+#      (scripts/prepare-device-carry.sh) and build; 3. the ptxas report (spills) and SASS counts;
+#   4. diagnostics: kernel attributes and occupancy (kernels.csv), one tiny case per kernel
+#      configuration, per-CTA traces of a few lean plans (trace-*.csv: SM, start, end, merge);
+#   5. compute-sanitizer memcheck, racecheck and synccheck on the tiny cases (time-boxed);
+#   6. every GPU test in its own process (an illegal address takes down only that test), one
+#      line per configuration ("[config] ... ok|FAIL <what>": rows never written / NaN /
+#      numeric mismatch, split vs direct pairs), --gtest_output=xml into $OUT/gtest/;
+#   7. `leanattn bench --backend cuda` over a sweep, KV capped per case (contiguous d64/d128,
+#      then d256 and paged), against the device read probe; 8. ncu on one case when present;
+#   9. the closing table (summary.txt), printed last.
+# Writes everything into $OUT (else build/device-check-out): device-check.log (all output),
+# ptxas.txt, kernels.csv, trace-*.csv, sanitizer-*.log, tests.txt (one line per test and per
+# configuration), gtest/*.xml, test-*.log, bench.csv, bench.json, ncu.txt, summary.txt.
+# Exit status: 0 when everything passed, 1 otherwise (the later phases still run).
 #   scripts/device-check.sh            (on the device: run(command="scripts/device-check.sh",
-#                                       carry=[".carry"]))
-# Environment: OUT, LEANATTN_CARRY (default .carry), JOBS, LEANATTN_MAX_KV_GIB (default 4),
+#                                       carry=[".carry"], timeout_s=570))
+# Environment: OUT, LEANATTN_CARRY (default .carry), JOBS, LEANATTN_MAX_KV_GIB (default 2),
 # LEANATTN_BENCH_REPEAT (default 20), LEANATTN_BUILD_GTEST=1 (rebuild GoogleTest from the carried
-# sources instead of using the carried archives), LEANATTN_BUILD_TIMEOUT (seconds, default 360;
-# raise it for a dry run on a small machine).
+# sources instead of using the carried archives), LEANATTN_BUILD_TIMEOUT (seconds, default 240),
+# LEANATTN_DEADLINE (seconds for the whole run, default 520), LEANATTN_DEVICE_BUILD (build
+# directory, default build/device), LEANATTN_SKIP_BUILD=1 (use that directory as it is: a dry run
+# on a machine without a GPU, e.g. LEANATTN_DEVICE_BUILD=build/cuda).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 out=${OUT:-$root/build/device-check-out}
 carry=${LEANATTN_CARRY:-$root/.carry}
-build=$root/build/device
+build=${LEANATTN_DEVICE_BUILD:-$root/build/device}
+case $build in /*) ;; *) build=$root/$build ;; esac
 jobs=${JOBS:-$(nproc)}
-max_kv_gib=${LEANATTN_MAX_KV_GIB:-4}
+max_kv_gib=${LEANATTN_MAX_KV_GIB:-2}
 repeat=${LEANATTN_BENCH_REPEAT:-20}
-mkdir -p "$out"
+deadline=${LEANATTN_DEADLINE:-520}
+mkdir -p "$out" "$out/gtest"
 log=$out/device-check.log
 : >"$log"
 status=0
@@ -41,6 +51,17 @@ run_logged() {
   shift
   timeout --signal=TERM --kill-after=10 "$limit" "$@" >>"$log" 2>&1
 }
+# left: seconds before the global deadline; budget <want>: min(want, left - 10), at least 1.
+left() { echo $((deadline - (SECONDS - start))); }
+budget() {
+  local l
+  l=$(($(left) - 10))
+  [ "$l" -lt "$1" ] && echo $((l > 1 ? l : 1)) || echo "$1"
+}
+# One line per phase and result for the closing table.
+results=$out/results.txt
+: >"$results"
+note() { echo "$*" >>"$results"; }
 
 # --- 1. tools -------------------------------------------------------------------------------------
 say "tools"
@@ -84,15 +105,16 @@ configure() {
     -DLEANATTN_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLEANATTN_WARNINGS_AS_ERRORS=OFF \
     -DLEANATTN_BUILD_PYTHON=OFF -DCMAKE_POLICY_VERSION_MINIMUM=3.5 "${carry_args[@]}"
 }
-say "configure (sm_90)"
-if ! configure; then
+if [ "${LEANATTN_SKIP_BUILD:-0}" = 1 ]; then
+  say "LEANATTN_SKIP_BUILD=1: using $build as it is"
+elif say "configure (sm_90)" && ! configure; then
   fail "configure (see device-check.log)"
   tail -40 "$log"
   exit 1
 fi
-say "build with $jobs jobs"
 targets=(leanattn_cuda cuda_gpu_tests cuda_host_tests leanattn_cli)
-if ! run_logged "${LEANATTN_BUILD_TIMEOUT:-360}" cmake --build "$build" -j "$jobs" --target "${targets[@]}"; then
+if [ "${LEANATTN_SKIP_BUILD:-0}" != 1 ] && say "build with $jobs jobs" &&
+   ! run_logged "${LEANATTN_BUILD_TIMEOUT:-240}" cmake --build "$build" -j "$jobs" --target "${targets[@]}"; then
   if [ -d "$carry/usr/src/googletest" ] && [ "${LEANATTN_BUILD_GTEST:-0}" != 1 ] &&
      grep -q "undefined reference to .*testing::" "$log"; then
     say "the carried GoogleTest archives do not link here: rebuilding from source"
@@ -102,10 +124,12 @@ if ! run_logged "${LEANATTN_BUILD_TIMEOUT:-360}" cmake --build "$build" -j "$job
   grep -E "error|FAILED" "$log" | head -20
   exit 1
 fi
+note "build: ok ($((SECONDS - start)) s)"
 
 # --- 3. ptxas report ----------------------------------------------------------------------------
 say "ptxas report"
 scripts/check-ptxas.sh "$build" >"$out/ptxas.txt" 2>&1 || fail "ptxas: spills (ptxas.txt)"
+note "ptxas: $(tail -1 "$out/ptxas.txt")"
 tail -1 "$out/ptxas.txt" | tee -a "$log"
 # SASS of the inner loop, where cuobjdump exists: tensor-core MMAs (HMMA), ldmatrix (LDSM),
 # cp.async (LDGSTS), and no local memory (LDL/STL) in any kernel object.
@@ -126,55 +150,143 @@ if [ -n "$cuobjdump_bin" ]; then
   fi
 fi
 
-# --- 4. tests -----------------------------------------------------------------------------------
-say "GPU tests"
-{
-  timeout 240 "$build/tests/cuda/cuda_gpu_tests" --gtest_brief=1 2>&1
-  echo "cuda_gpu_tests exit status $?"
-  timeout 60 "$build/tests/cuda/cuda_host_tests" --gtest_brief=1 2>&1
-  echo "cuda_host_tests exit status $?"
-} >"$out/gpu-tests.log"
-cat "$out/gpu-tests.log" >>"$log"
-grep -q "cuda_gpu_tests exit status 0" "$out/gpu-tests.log" || fail "GPU tests (gpu-tests.log)"
-grep -q "cuda_host_tests exit status 0" "$out/gpu-tests.log" || fail "host tests (gpu-tests.log)"
-grep -E "PASSED|FAILED|SKIPPED" "$out/gpu-tests.log" | tee -a "$log"
+# --- 4. diagnostics, 5. sanitizers, 6. tests ----------------------------------------------------
+gpu_tests=$build/tests/cuda/cuda_gpu_tests
+host_tests=$build/tests/cuda/cuda_host_tests
+: >"$out/tests.txt"
+# run_test <binary> <test> <seconds> [runner...]: one test in its own process; its output in
+# test-<test>.log, its [config]/[kernel]/[trace]/[tiny] lines and its verdict in tests.txt.
+run_test() {
+  local bin=$1 name=$2 limit rc
+  limit=$(budget "$3")
+  shift 3
+  local tag
+  tag=$(basename "$bin").${name//\//_}
+  tag=${tag//\*/all}
+  local logf="$out/test-$tag.log"
+  if [ "$(left)" -lt 15 ]; then
+    echo "SKIPPED (time) $name" >>"$out/tests.txt"
+    return 0
+  fi
+  LEANATTN_DIAG_DIR=$out timeout --signal=TERM --kill-after=5 "$limit" "$@" "$bin" \
+    --gtest_filter="$name" --gtest_output="xml:$out/gtest/$tag.xml" >"$logf" 2>&1
+  rc=$?
+  cat "$logf" >>"$log"
+  grep -E "^\[(config|kernel|device|trace|tiny)\]" "$logf" | sed 's/^/    /' >>"$out/tests.txt"
+  local verdict=PASSED
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    verdict="TIMEOUT after ${limit}s"
+  elif grep -q "^\[  SKIPPED \]" "$logf" && ! grep -q "^\[  PASSED  \] [1-9]" "$logf"; then
+    verdict=SKIPPED
+  elif [ $rc -ne 0 ]; then
+    verdict="FAILED (exit $rc$(grep -m1 -oE "an illegal memory access|unspecified launch failure|misaligned address|CudaError[^\n]{0,80}" "$logf" | sed 's/^/: /'))"
+  fi
+  echo "$verdict $name ($limit s box)" >>"$out/tests.txt"
+  case $verdict in PASSED | SKIPPED) ;; *) fail "test $name: $verdict (test-$tag.log)" ;; esac
+}
 
-# --- 5. benchmark sweep -------------------------------------------------------------------------
-say "benchmark sweep (bf16, KV up to $max_kv_gib GiB per case)"
-# label batch q_heads kv_heads head_dim
-shapes=("gqa8 32 8 128" "mqa16 16 1 64" "mha32 32 32 128")
-tmp=$(mktemp -d)
-cases=0
-for batch in 1 16; do
-  for shape in "${shapes[@]}"; do
-    read -r name q kv d <<<"$shape"
-    for ctx in 4096 32768 131072; do
-      kv_bytes=$((batch * ctx * kv * d * 2 * 2))
-      label="$name-b$batch-${ctx}"
-      if [ "$kv_bytes" -gt $((max_kv_gib << 30)) ]; then
-        say "skip $label ($((kv_bytes >> 20)) MiB of KV)"
-        continue
-      fi
-      if [ $((SECONDS - start)) -gt 380 ]; then
-        say "skip $label (time budget)"
-        continue
-      fi
-      cases=$((cases + 1))
-      say "bench $label ($((kv_bytes >> 20)) MiB of KV)"
-      run_logged 60 "$build/apps/leanattn/leanattn" bench --backend cuda --batch "$batch" \
-        --q-heads "$q" --kv-heads "$kv" --head-dim "$d" --seq-len "$ctx" --dtype bf16 \
-        --repeat "$repeat" --csv "$tmp/$cases.csv" --json "$tmp/$cases.json" ||
-        fail "bench $label"
-      if grep -q "no CUDA device" "$log"; then
-        say "no usable CUDA device: the sweep stops"
-        break 3
-      fi
-      # Name the case (the CLI calls a single problem "custom").
-      [ -f "$tmp/$cases.csv" ] && sed -i "s/,custom,/,$label,/" "$tmp/$cases.csv"
-      [ -f "$tmp/$cases.json" ] && sed -i "s/\"case\": \"custom\"/\"case\": \"$label\"/" "$tmp/$cases.json"
-    done
+say "diagnostics (kernel attributes, occupancy, tiny cases, per-CTA traces)"
+run_test "$gpu_tests" Diagnostics.KernelAttributes 30
+run_test "$gpu_tests" Diagnostics.TinyCasePerConfiguration 30
+run_test "$gpu_tests" Diagnostics.TracedRuns 40
+grep -E "\[(device|kernel|trace|tiny)\]" "$out/tests.txt" | tee -a "$log"
+if grep -q "no CUDA device" "$out"/test-cuda_gpu_tests.Diagnostics.KernelAttributes.log 2>/dev/null; then
+  fail "no usable CUDA device: the GPU phases skip"
+  note "GPU: none usable (see test-cuda_gpu_tests.Diagnostics.KernelAttributes.log)"
+  no_gpu=1
+else
+  no_gpu=0
+fi
+
+say "compute-sanitizer (memcheck, racecheck, synccheck) on the tiny cases"
+sanitizer=$(command -v compute-sanitizer || ls "$(dirname "$nvcc_bin")"/compute-sanitizer 2>/dev/null || true)
+if [ -z "$sanitizer" ]; then
+  note "sanitizer: compute-sanitizer not found"
+elif [ "$no_gpu" = 1 ]; then
+  note "sanitizer: skipped (no GPU)"
+else
+  for tool in memcheck racecheck synccheck; do
+    limit=$(budget 60)
+    timeout --signal=TERM --kill-after=5 "$limit" "$sanitizer" --tool "$tool" --error-exitcode 3 \
+      --kernel-name regex:decode_kernel "$gpu_tests" --gtest_filter=Diagnostics.TinyCasePerConfiguration \
+      >"$out/sanitizer-$tool.log" 2>&1
+    rc=$?
+    summary=$(grep -m1 -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer-$tool.log" || true)
+    case $rc in
+      0) note "sanitizer $tool: clean (${summary:-no summary})" ;;
+      124 | 137) note "sanitizer $tool: TIMEOUT after ${limit}s (sanitizer-$tool.log)" ;;
+      *) note "sanitizer $tool: FAILED exit $rc: ${summary:-see sanitizer-$tool.log}"
+         fail "compute-sanitizer $tool (sanitizer-$tool.log)" ;;
+    esac
+    cat "$out/sanitizer-$tool.log" >>"$log"
+  done
+fi
+
+say "GPU tests, one process each (small first)"
+mapfile -t listed < <("$gpu_tests" --gtest_list_tests 2>/dev/null | awk '
+  /^[^ ]/ {suite = $1; next} {print suite $1}' | grep -v "^Diagnostics\.")
+# Small and structural tests first, the big per-configuration sweeps last.
+ordered=()
+for t in "${listed[@]}"; do
+  case $t in *EveryConfiguration* | *RandomProblems* | *ManyMoreCtas*) ;; *) ordered+=("$t") ;; esac
+done
+for t in "${listed[@]}"; do
+  case $t in *EveryConfiguration* | *RandomProblems* | *ManyMoreCtas*) ordered+=("$t") ;; esac
+done
+for t in "${ordered[@]}"; do
+  case $t in *EveryConfiguration* | *RandomProblems*) box=90 ;; *) box=45 ;; esac
+  run_test "$gpu_tests" "$t" "$box"
+done
+run_test "$host_tests" "*" 60
+passed=$(grep -c "^PASSED" "$out/tests.txt")
+failed=$(grep -cE "^(FAILED|TIMEOUT)" "$out/tests.txt")
+skipped=$(grep -c "^SKIPPED" "$out/tests.txt")
+configs_failed=$(grep -c "\[config\].*FAIL" "$out/tests.txt")
+note "tests: $passed passed, $failed failed, $skipped skipped; $configs_failed configurations failed (tests.txt)"
+grep -E "^(FAILED|TIMEOUT)|\[config\].*FAIL" "$out/tests.txt" | head -20 | tee -a "$log"
+
+# --- 7. benchmark sweep -------------------------------------------------------------------------
+say "benchmark sweep (bf16, KV up to $max_kv_gib GiB per case, small first)"
+# label batch q_heads kv_heads head_dim context page_size (0: contiguous). Small contexts first,
+# then the larger ones; d256 and paged caches after the contiguous d64/d128 cases.
+sweep=()
+for ctx in 4096 32768 131072; do
+  for batch in 1 16; do
+    sweep+=("gqa8-b$batch-$ctx $batch 32 8 128 $ctx 0" "mqa16-b$batch-$ctx $batch 16 1 64 $ctx 0"
+            "mha32-b$batch-$ctx $batch 32 32 128 $ctx 0")
   done
 done
+sweep+=("d256-gqa8-b1-32768 1 32 8 256 32768 0" "d256-gqa8-b16-4096 16 32 8 256 4096 0"
+        "paged16-gqa8-b16-4096 16 32 8 128 4096 16" "paged256-gqa8-b1-32768 1 32 8 128 32768 256"
+        "paged16-mqa16-b1-131072 1 16 1 64 131072 16")
+tmp=$(mktemp -d)
+cases=0
+bench_failed=0
+for entry in "${sweep[@]}"; do
+  [ "$no_gpu" = 1 ] && { say "no usable CUDA device: no sweep"; break; }
+  read -r label batch q kv d ctx page <<<"$entry"
+  kv_bytes=$((batch * ctx * kv * d * 2 * 2))
+  if [ "$kv_bytes" -gt $((max_kv_gib << 30)) ]; then
+    say "skip $label ($((kv_bytes >> 20)) MiB of KV)"
+    continue
+  fi
+  if [ "$(left)" -lt 60 ]; then
+    say "skip $label (time budget)"
+    continue
+  fi
+  cases=$((cases + 1))
+  say "bench $label ($((kv_bytes >> 20)) MiB of KV)"
+  run_logged "$(budget 45)" "$build/apps/leanattn/leanattn" bench --backend cuda --batch "$batch" \
+    --q-heads "$q" --kv-heads "$kv" --head-dim "$d" --seq-len "$ctx" --dtype bf16 \
+    --page-size "$page" --repeat "$repeat" --csv "$tmp/$cases.csv" --json "$tmp/$cases.json" || {
+    fail "bench $label"
+    bench_failed=$((bench_failed + 1))
+  }
+  # Name the case (the CLI calls a single problem "custom").
+  [ -f "$tmp/$cases.csv" ] && sed -i "s/,custom,/,$label,/" "$tmp/$cases.csv"
+  [ -f "$tmp/$cases.json" ] && sed -i "s/\"case\": \"custom\"/\"case\": \"$label\"/" "$tmp/$cases.json"
+done
+note "bench: $cases cases run, $bench_failed failed (bench.csv)"
 first=$(ls "$tmp"/*.csv 2>/dev/null | head -1)
 if [ -n "$first" ]; then
   head -1 "$first" >"$out/bench.csv"
@@ -188,11 +300,31 @@ json.dump(runs, open(sys.argv[2], "w"), indent=1)
 EOF
 rm -rf "$tmp"
 
-# --- 6. summary ---------------------------------------------------------------------------------
+# --- 8. ncu on one case ---------------------------------------------------------------------------
+ncu_bin=$(command -v ncu || ls "$(dirname "$nvcc_bin")"/ncu /usr/local/cuda/nsight-compute*/ncu 2>/dev/null | head -1 || true)
+if [ -z "$ncu_bin" ]; then
+  note "ncu: not found"
+elif [ "$no_gpu" = 1 ] || [ "$(left)" -lt 50 ]; then
+  note "ncu: skipped ($([ "$no_gpu" = 1 ] && echo "no GPU" || echo "time budget"))"
+else
+  say "ncu on gqa8-b16-4k lean (one launch)"
+  timeout --signal=TERM --kill-after=5 "$(budget 45)" "$ncu_bin" --kernel-name regex:decode_kernel \
+    --launch-skip 3 --launch-count 1 --section SpeedOfLight --section Occupancy \
+    --section LaunchStats "$build/apps/leanattn/leanattn" bench --backend cuda --batch 16 \
+    --q-heads 32 --kv-heads 8 --head-dim 128 --seq-len 4096 --dtype bf16 --strategy lean \
+    --repeat 3 >"$out/ncu.txt" 2>&1
+  rc=$?
+  note "ncu: exit $rc ($(grep -m1 -E "Memory Throughput" "$out/ncu.txt" | tr -s ' ' || echo "see ncu.txt"))"
+fi
+
+# --- 9. summary ---------------------------------------------------------------------------------
 {
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
   echo "device-check: ${gpu:-no GPU found}; $(grep "check-ptxas.sh:" "$out/ptxas.txt")"
-  grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$out/gpu-tests.log" | sed 's/^/  tests: /'
+  sed 's/^/  /' "$results"
+  grep -E "^(FAILED|TIMEOUT)" "$out/tests.txt" | sed 's/^/  test /'
+  grep -E "\[config\].*FAIL" "$out/tests.txt" | head -10 | sed 's/^ */  /'
+  grep -E "\[trace\]" "$out/tests.txt" | sed 's/^ */  /'
   if [ -f "$out/bench.csv" ]; then
     python3 - "$out/bench.csv" <<'EOF' 2>/dev/null || cat "$out/bench.csv"
 import csv, sys

@@ -19,6 +19,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "leanattn/hardware.hpp"
 #include "leanattn/plan.hpp"
@@ -49,7 +50,17 @@ struct DeviceInfo {
   std::int32_t cc_minor = 0;
   std::int64_t l2_bytes = 0;
   std::int64_t memory_bytes = 0;
-  std::int32_t smem_per_sm = 0;  // bytes of shared memory per multiprocessor
+  std::int32_t smem_per_sm = 0;     // bytes of shared memory per multiprocessor
+  std::int32_t smem_per_block = 0;  // bytes of shared memory one CTA may have (opt-in limit)
+};
+
+// One CTA of a traced launch (Engine::run_traced): the SM it ran on, and its start, end and
+// time spent in last-arriver merges, in nanoseconds of the GPU's global timer.
+struct CtaTrace {
+  std::int32_t sm = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::int64_t merge_ns = 0;
 };
 
 struct EngineOptions {
@@ -57,6 +68,10 @@ struct EngineOptions {
   // Workers (CTAs) that plan() makes plans for; 0: the occupancy of the kernel the problem will
   // run (resident blocks per SM x SMs, from the occupancy API). Plans with any worker count run.
   std::int32_t workers = 0;
+  // Uploaded plans kept on the device (least recently used evicted; plans read by a captured
+  // CUDA graph are kept until clear_plan_cache()). seq_lens are part of a plan, so a serving
+  // loop uploads one plan per decode step; >= 1.
+  std::int32_t plan_cache_entries = 64;
 };
 
 class Engine {
@@ -70,7 +85,9 @@ class Engine {
   const DeviceInfo& device() const;
 
   // Whether a compiled kernel configuration covers the problem (Q and KV of one 16-bit type, a
-  // compiled head_dim); why_not() says what is missing ("" when can_run). Neither needs a device.
+  // compiled head_dim) and fits this device's shared memory per CTA (head_dim 256 needs more
+  // than sm_86 / sm_89 have); why_not() says what is missing ("" when can_run). run() launches
+  // exactly the configuration these accept.
   bool can_run(const DecodeProblem& problem) const;
   std::string why_not(const DecodeProblem& problem) const;
 
@@ -92,21 +109,35 @@ class Engine {
   void prepare(const DecodeProblem& problem, const Plan& plan, void* workspace, void* stream);
 
   // Launches `plan` (made for `problem`, any worker count) on `stream`. tensors and workspace are
-  // device pointers; workspace holds workspace_bytes(plan), 16-byte aligned, and is used by one
-  // stream at a time (launches on one stream are ordered, so it is reused without a reset). Its
-  // arrival counters are zeroed the first time this engine sees it (every launch leaves them at
-  // zero); memory freed and reallocated at the same address must be zeroed by the caller.
-  // Validates everything but block-table contents first (throws Error naming the argument).
+  // device pointers; workspace holds workspace_bytes(plan), 16-byte aligned, and serves one
+  // stream (launches on one stream are ordered, so it is reused without a reset, by plans of any
+  // shape); a second stream is refused with an Error naming `workspace`. Its arrival counters
+  // are zeroed the first time this engine sees it (every launch leaves them at zero). After
+  // freeing a workspace, or to hand it to another stream once the first is synchronised, call
+  // forget_workspace(). Validates everything but block-table contents first (throws Error naming
+  // the argument). The plan's upload, when it is new, is asynchronous on `stream`.
+  // Thread-safe: calls from several host threads are serialised inside the engine.
   void run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
            void* workspace, void* stream);
 
-  // Same with a workspace owned by the engine (grown as needed; one stream at a time).
+  // Same with a workspace owned by the engine, one per stream (grown as needed, outside a
+  // capture; a grown-out buffer a captured graph used is kept until the engine is destroyed).
   void run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
            void* stream = nullptr);
+
+  // run() with the engine's workspace and a per-CTA trace (one record per worker), then waits
+  // for the stream: shows residency (CTAs per SM at once) and the merge tail. For diagnosis
+  // (scripts/device-check.sh), not for serving; not during a capture.
+  std::vector<CtaTrace> run_traced(const DecodeProblem& problem, const Plan& plan,
+                                   const DecodeTensors& tensors, void* stream = nullptr);
 
   // plan() then run() with the engine's workspace.
   void decode(const DecodeProblem& problem, const DecodeTensors& tensors, void* stream = nullptr,
               const PlanOptions& options = {});
+
+  // Forgets what the engine knows of `workspace` (its zeroed counters, its stream): call it
+  // before freeing a workspace, or before using it on another stream.
+  void forget_workspace(void* workspace);
 
   // Frees the uploaded plans. Graphs that captured a run of one of them must not be replayed
   // afterwards.

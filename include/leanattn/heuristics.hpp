@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace leanattn {
 
@@ -13,6 +14,17 @@ namespace leanattn {
 // Smaller tiles balance better, larger ones amortise per-tile work; the CPU engine's inner loop
 // works in its own, smaller blocks, so this only sets the planner's granularity.
 std::int32_t default_tile_tokens(std::int32_t head_dim);
+
+// Lean-tile size for a GPU engine, whose workers are many more than a CPU's cores: the default
+// tile, halved while the work has fewer tiles than workers (so every worker gets a tile), down
+// to min_tokens. tiles(t) = kv_heads x sum over requests of ceil(seq_len / t).
+//   16 query heads / 1 KV head, d 64, batch 1 at 4096 tokens, 264 workers: 256 tokens gives 16
+//   tiles, 128 -> 32, 64 -> 64, 32 -> 128; min_tokens 32 stops there (128 tiles). At 128k tokens
+//   the default's 512 tiles already exceed the workers: 256.
+// The CPU engine keeps default_tile_tokens (its workers are cores).
+std::int32_t gpu_tile_tokens(std::int32_t head_dim, std::int64_t kv_heads,
+                             const std::vector<std::int32_t>& seq_lens, std::int32_t workers,
+                             std::int32_t min_tokens);
 
 // FlashAttention-2's split-KV heuristic (num_splits_heuristic in flash_api.cpp), used by the
 // `split` strategy: the smallest split count whose wave efficiency is within 85% of the best.

@@ -10,6 +10,9 @@ Functions:
     reference(q, k_cache, v_cache, seq_lens)    the fp64 reference (NumPy)
     merge_states(out_a, lse_a, out_b, lse_b)    combine results over disjoint key sets
 
+Subpackage (needs PyTorch, not imported here):
+    leanattn.distributed                        context-parallel decode on torch.distributed
+
 Attributes:
     __version__   the library version
     backends      the executors built in, e.g. ("cpu",) or ("cpu", "cuda")

@@ -37,7 +37,7 @@ bool plain_variant(const DecodeProblem& p) {
 
 }  // namespace
 
-std::string why_unsupported(const DecodeProblem& p) {
+std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block) {
   // The attention variants (docs/numerics.md) are not in the CUDA kernel yet: refuse them rather
   // than compute plain attention.
   const AttentionVariant& v = p.variant;
@@ -58,21 +58,31 @@ std::string why_unsupported(const DecodeProblem& p) {
     return "kv_dtype: must be f16 or bf16 for the CUDA engine (got " +
            std::string(dtype_name(p.kv_dtype)) + ")";
   }
+  std::int32_t least = 0;  // the least shared memory a matching configuration needs
   for (const KernelHandle& k : compiled_kernels()) {
-    if (k.dtype == p.kv_dtype && k.head_dim == p.head_dim) return "";
+    if (k.dtype != p.kv_dtype || k.head_dim != p.head_dim) continue;
+    if (k.smem_bytes + kStaticSmemBytes <= smem_per_block) return "";
+    const std::int32_t need = k.smem_bytes + kStaticSmemBytes;
+    least = least == 0 || need < least ? need : least;
+  }
+  if (least > 0) {
+    return "head_dim: " + std::to_string(p.head_dim) + " needs " + std::to_string(least) +
+           " bytes of shared memory per CTA in the CUDA engine; this device allows " +
+           std::to_string(smem_per_block);
   }
   return "head_dim: must be one of the CUDA engine's compiled head dims for " +
          std::string(dtype_name(p.kv_dtype)) + " (" + compiled_head_dims(p.kv_dtype) + ") (got " +
          std::to_string(p.head_dim) + ")";
 }
 
-const KernelHandle* find_kernel(const DecodeProblem& p) {
+const KernelHandle* find_kernel(const DecodeProblem& p, std::int32_t smem_per_block) {
   if (p.q_dtype != p.kv_dtype || p.kv_heads < 1 || !plain_variant(p)) return nullptr;
   const std::int32_t group = p.q_heads / p.kv_heads;
   const KernelHandle* fit = nullptr;      // fewest rows that hold the group
   const KernelHandle* largest = nullptr;  // most rows (several passes)
   for (const KernelHandle& k : compiled_kernels()) {
     if (k.dtype != p.kv_dtype || k.head_dim != p.head_dim) continue;
+    if (k.smem_bytes + kStaticSmemBytes > smem_per_block) continue;
     if (k.rows >= group && (fit == nullptr || k.rows < fit->rows)) fit = &k;
     if (largest == nullptr || k.rows > largest->rows) largest = &k;
   }

@@ -35,9 +35,11 @@ struct KernelHandle {
   std::int32_t block_n = 0;  // tokens per pipeline stage
   std::int32_t stages = 0;
   std::int32_t threads = 0;
-  std::int32_t smem_bytes = 0;   // dynamic shared memory per CTA
-  const void* kernel = nullptr;  // the __global__ function (for cudaLaunchKernel, occupancy)
-  std::string name;              // e.g. "bf16_d128_wm1"
+  std::int32_t smem_bytes = 0;      // dynamic shared memory per CTA
+  std::int32_t merge_capacity = 0;  // slots x rows the last arriver's merge holds at once
+  std::int32_t merge_max_rows = 0;  // rows it merges at once at most
+  const void* kernel = nullptr;     // the __global__ function (for cudaLaunchKernel, occupancy)
+  std::string name;                 // e.g. "bf16_d128_wm1"
 };
 
 // Defined in the generated instantiation files (kernel/kernel_handle.cuh).
@@ -47,11 +49,17 @@ KernelHandle kernel_handle();
 // Every compiled configuration, in table order.
 const std::vector<KernelHandle>& compiled_kernels();
 
-// The kernel for a problem: Q and KV of the same 16-bit type, a compiled head_dim, and the
+// Shared memory a kernel needs besides its dynamic part (its __shared__ flag, rounded up).
+inline constexpr std::int32_t kStaticSmemBytes = 128;
+
+// The kernel for a problem: Q and KV of the same 16-bit type, a compiled head_dim, and among the
+// configurations whose shared memory fits `smem_per_block` (a device's opt-in limit per CTA), the
 // smallest warp-row count whose rows hold the GQA group (the largest when none does: the kernel
 // then takes several passes). Null when there is none; why_unsupported() says why ("" when
-// supported). find_kernel() allocates nothing (it runs on every launch).
-const KernelHandle* find_kernel(const DecodeProblem& problem);
-std::string why_unsupported(const DecodeProblem& problem);
+// supported). find_kernel() allocates nothing (it runs on every launch). The default limit is
+// "any": the CPU emulation and device-free callers.
+const KernelHandle* find_kernel(const DecodeProblem& problem,
+                                std::int32_t smem_per_block = 1 << 30);
+std::string why_unsupported(const DecodeProblem& problem, std::int32_t smem_per_block = 1 << 30);
 
 }  // namespace leanattn::cuda

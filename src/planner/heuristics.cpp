@@ -13,6 +13,19 @@ std::int32_t default_tile_tokens(std::int32_t head_dim) {
   return 64;
 }
 
+std::int32_t gpu_tile_tokens(std::int32_t head_dim, std::int64_t kv_heads,
+                             const std::vector<std::int32_t>& seq_lens, std::int32_t workers,
+                             std::int32_t min_tokens) {
+  auto tiles = [&](std::int32_t t) {
+    std::int64_t n = 0;
+    for (std::int32_t len : seq_lens) n += (static_cast<std::int64_t>(len) + t - 1) / t;
+    return n * kv_heads;
+  };
+  std::int32_t t = default_tile_tokens(head_dim);
+  while (t / 2 >= min_tokens && tiles(t) < workers) t /= 2;
+  return t;
+}
+
 std::int32_t fa2_num_splits(std::int64_t units, std::int32_t workers, std::int64_t max_tiles,
                             std::int32_t max_splits) {
   if (static_cast<double>(units) >= 0.8 * workers) return 1;

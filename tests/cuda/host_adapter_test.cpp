@@ -13,9 +13,11 @@
 #endif
 
 #include "cuda/common/kernel_params.hpp"
+#include "cuda/common/tile_math.hpp"
 #include "cuda/device/kernel_arguments.hpp"
 #include "cuda/device/plan_cache.hpp"
 #include "cuda/device/plan_image.hpp"
+#include "cuda/device/workspace.hpp"
 #include "cuda/kernel_registry.hpp"
 #include "leanattn/error.hpp"
 
@@ -59,8 +61,10 @@ TEST(PlanImage, HoldsTheScheduleTheKernelReads) {
     const Segment& want = plan.segments[i];
     EXPECT_EQ(s.request, want.request);
     EXPECT_EQ(s.kv_head, want.kv_head);
-    EXPECT_EQ(s.tile_begin, want.tile_begin);
-    EXPECT_EQ(s.tile_end, want.tile_end);
+    const TokenRange t = segment_tokens(want.tile_begin, want.tile_end, plan.tile_tokens,
+                                        plan.seq_lens[static_cast<std::size_t>(want.request)]);
+    EXPECT_EQ(s.token_begin, t.begin);
+    EXPECT_EQ(s.token_end, t.end);
     EXPECT_EQ(s.slot, want.kind == SegmentKind::direct ? -1 : want.slot);
     EXPECT_EQ(s.reduction, want.kind == SegmentKind::direct ? -1 : want.reduction);
   }
@@ -95,8 +99,8 @@ TEST(KernelArguments, PointIntoTheWorkspaceLayoutAndCarryTheProblem) {
   p.max_pages = 7;
   p.num_pages = 20;
   const Plan plan = make_plan(p, {7}, {.order = LineOrder::head_major, .tile_tokens = 16});
-  alignas(16) static std::byte ws[1 << 16];
-  const WorkspaceLayout w = workspace_layout(plan);
+  alignas(16) static std::byte ws[1 << 20];
+  const WorkspaceLayout w = device_workspace_layout(plan);
   ASSERT_LE(w.bytes, static_cast<std::int64_t>(sizeof ws));
   std::int32_t table[21] = {};
   DecodeTensors t = dense_tensors(p, ws, ws, ws, table, ws, nullptr);
@@ -179,6 +183,32 @@ TEST(KernelLookup, ExplainsWhatIsUnsupported) {
   EXPECT_EQ(why.rfind("head_dim", 0), 0u) << why;
   EXPECT_NE(why.find("64, 128, 256"), std::string::npos) << why;
   EXPECT_EQ(why_unsupported(problem(8, 2, 64, DType::f16)), "");
+}
+
+// can_run() and run() agree per device: both use the device's shared memory per CTA (opt-in).
+TEST(KernelLookup, PicksAConfigurationThatFitsTheDevicesSharedMemory) {
+  if (!whole_table()) GTEST_SKIP() << "partial kernel table build";
+  constexpr std::int32_t kSm86 = 99 * 1024;   // sm_86, sm_89
+  constexpr std::int32_t kSm80 = 163 * 1024;  // A100
+  constexpr std::int32_t kSm90 = 227 * 1024;  // H100, H200
+  for (std::int32_t d : {64, 128}) {
+    for (std::int32_t q_heads : {8, 64}) {
+      const DecodeProblem p = problem(q_heads, 2, d, DType::bf16);
+      const KernelHandle* k = find_kernel(p, kSm86);
+      ASSERT_NE(k, nullptr) << d;
+      EXPECT_LE(k->smem_bytes + kStaticSmemBytes, kSm86) << k->name;
+      EXPECT_EQ(k, find_kernel(p, kSm90)) << "the same configuration everywhere";
+      EXPECT_EQ(why_unsupported(p, kSm86), "");
+    }
+  }
+  const DecodeProblem d256 = problem(8, 2, 256, DType::f16);
+  EXPECT_EQ(find_kernel(d256, kSm86), nullptr);
+  const std::string why = why_unsupported(d256, kSm86);
+  EXPECT_EQ(why.rfind("head_dim: 256 needs", 0), 0u) << why;
+  EXPECT_EQ(find_kernel(d256, kSm90)->warps_m, 1);
+  ASSERT_NE(find_kernel(d256, kSm80), nullptr);  // 4 warp rows (128 KiB) fit an A100
+  EXPECT_EQ(find_kernel(d256, kSm80)->warps_m, 4);
+  EXPECT_EQ(why_unsupported(d256, kSm80), "");
 }
 
 TEST(Device, AbsenceIsReportedCleanly) {

@@ -53,8 +53,11 @@ struct Emulator {
   int d, g, rows_per_pass, warps_m, warps_n, block_n, steps_per_warp;
   KvAddressing k, v;
   FastDivider page;
-  std::vector<float> slot_o, slot_m, slot_l;
-  std::vector<std::uint32_t> counters;
+  int merge_capacity, merge_max_rows;
+  float* slot_o;  // the workspace (workspace_pointers' arrays, or the emulator's own)
+  float* slot_m;
+  float* slot_l;
+  std::uint32_t* counters;
   std::int64_t merges = 0;
 
   // warp_attention.cuh step(): rows of warp tile `wm`, tokens [t0, t0 + 16), `valid` of them keys.
@@ -134,7 +137,7 @@ struct Emulator {
     }
     SoftmaxStats<float> stats(int k) const { return {e->slot_m[at(k)], e->slot_l[at(k)]}; }
     Columns4 columns(int k) const {
-      const float* o = e->slot_o.data() + at(k) * e->d + 4 * quad;
+      const float* o = e->slot_o + at(k) * static_cast<std::size_t>(e->d) + 4 * quad;
       return {{o[0], o[1], o[2], o[3]}};
     }
   };
@@ -179,8 +182,7 @@ struct Emulator {
         }
         const std::size_t at =
             static_cast<std::size_t>(seg.slot) * g + static_cast<std::size_t>(row);
-        std::copy(mc.o.v, mc.o.v + 4,
-                  slot_o.begin() + static_cast<std::ptrdiff_t>(at * d + 4 * quad));
+        std::copy(mc.o.v, mc.o.v + 4, slot_o + at * static_cast<std::size_t>(d) + 4 * quad);
         if (quad == 0) {
           slot_m[at] = mc.stats.m;
           slot_l[at] = mc.stats.l;
@@ -189,6 +191,7 @@ struct Emulator {
     }
   }
 
+  // epilogue.cuh arrive() and merge_slots_parallel(): the same row chunks, lanes and order.
   void arrive(const DeviceSegment& seg) {
     const Reduction& r = plan.reductions[static_cast<std::size_t>(seg.reduction)];
     std::uint32_t& counter = counters[static_cast<std::size_t>(seg.reduction)];
@@ -196,12 +199,19 @@ struct Emulator {
     if (!last) return;
     counter = 0;
     ++merges;
-    for (int row = 0; row < g; ++row) {
-      for (int quad = 0; quad < d / 4; ++quad) {
-        const MergedColumns mc =
-            merge_in_order(r.num_slots, SlotSource{this, r.slot_begin, row, quad});
-        write_output(r.request, r.kv_head * g + row, quad, mc);
+    const int quads = d / 4;
+    for (int row0 = 0; row0 < g;) {
+      const int chunk = merge_chunk_rows(r.num_slots, g - row0, merge_capacity, merge_max_rows);
+      const int rows = chunk == 0 ? g : chunk;  // 0: the serial fallback, all rows
+      const int lanes = merge_lanes((chunk == 0 ? 1 : rows) * quads, 128);
+      for (int row = row0; row < row0 + rows; ++row) {
+        for (int quad = 0; quad < quads; ++quad) {
+          const MergedColumns mc =
+              merge_slots(r.num_slots, lanes, SlotSource{this, r.slot_begin, row, quad});
+          write_output(r.request, r.kv_head * g + row, quad, mc);
+        }
       }
+      row0 += rows;
     }
   }
 };
@@ -210,7 +220,8 @@ struct Emulator {
 
 EmulationResult emulate_kernel(const DecodeProblem& problem, const Plan& plan,
                                const DecodeTensors& tensors, const KernelHandle& kernel,
-                               std::span<const std::int32_t> arrival) {
+                               std::span<const std::int32_t> arrival,
+                               const WorkspacePointers* workspace) {
   const bool paged = problem.layout == KvLayout::paged;
   auto addressing = [&](const KvStrides& s) {
     return KvAddressing{s.outer,
@@ -234,30 +245,50 @@ EmulationResult emulate_kernel(const DecodeProblem& problem, const Plan& plan,
              addressing(tensors.k_strides),
              addressing(tensors.v_strides),
              FastDivider::make(static_cast<std::uint32_t>(paged ? problem.page_size : 1)),
-             {},
-             {},
-             {},
-             std::vector<std::uint32_t>(plan.reductions.size(), 0),
+             kernel.merge_capacity,
+             kernel.merge_max_rows,
+             nullptr,
+             nullptr,
+             nullptr,
+             nullptr,
              0};
   const std::size_t slot_rows = static_cast<std::size_t>(plan.num_slots) * plan.group_size;
-  e.slot_o.assign(slot_rows * static_cast<std::size_t>(problem.head_dim),
-                  std::numeric_limits<float>::quiet_NaN());
-  e.slot_m.assign(slot_rows, std::numeric_limits<float>::quiet_NaN());
-  e.slot_l.assign(slot_rows, std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> own_o, own_m, own_l;
+  std::vector<std::uint32_t> own_counters;
+  if (workspace != nullptr) {
+    e.slot_o = workspace->slot_o;
+    e.slot_m = workspace->slot_m;
+    e.slot_l = workspace->slot_l;
+    e.counters = workspace->counters;
+  } else {
+    own_o.assign(slot_rows * static_cast<std::size_t>(problem.head_dim),
+                 std::numeric_limits<float>::quiet_NaN());
+    own_m.assign(slot_rows, std::numeric_limits<float>::quiet_NaN());
+    own_l.assign(slot_rows, std::numeric_limits<float>::quiet_NaN());
+    own_counters.assign(plan.reductions.size(), 0);
+    e.slot_o = own_o.data();
+    e.slot_m = own_m.data();
+    e.slot_l = own_l.data();
+    e.counters = own_counters.data();
+  }
 
   for (std::int32_t w : arrival) {
     for (const Segment& s : plan.worker_segments(w)) {
       const bool split = s.kind != SegmentKind::direct;
-      const DeviceSegment seg{s.request,  s.kv_head,           s.tile_begin,
-                              s.tile_end, split ? s.slot : -1, split ? s.reduction : -1};
       const TokenRange range =
-          segment_tokens(seg.tile_begin, seg.tile_end, plan.tile_tokens,
-                         problem.seq_lens[static_cast<std::size_t>(seg.request)]);
+          segment_tokens(s.tile_begin, s.tile_end, plan.tile_tokens,
+                         problem.seq_lens[static_cast<std::size_t>(s.request)]);
+      const DeviceSegment seg{s.request,
+                              s.kv_head,
+                              static_cast<std::int32_t>(range.begin),
+                              static_cast<std::int32_t>(range.end),
+                              split ? s.slot : -1,
+                              split ? s.reduction : -1};
       for (int row0 = 0; row0 < e.g; row0 += e.rows_per_pass) e.pass(seg, range, row0);
       if (seg.slot >= 0) e.arrive(seg);
     }
   }
-  return {e.merges, e.counters};
+  return {e.merges, std::vector<std::uint32_t>(e.counters, e.counters + plan.reductions.size())};
 }
 
 }  // namespace leanattn::cuda::testing

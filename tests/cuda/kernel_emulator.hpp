@@ -12,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "cuda/device/workspace.hpp"
 #include "cuda/kernel_registry.hpp"
 #include "leanattn/plan.hpp"
 #include "leanattn/problem.hpp"
@@ -26,8 +27,12 @@ struct EmulationResult {
 
 // Runs `plan` on host tensors as kernel configuration `kernel` would, CTAs finishing in
 // `arrival` order (a permutation of the workers). Writes tensors.out and tensors.lse.
+// `workspace`: the slots and counters in host memory laid out as the engine lays out a device
+// workspace (workspace_pointers), used as found (the protocol simulation); null: fresh arrays of
+// its own, counters at 0.
 EmulationResult emulate_kernel(const DecodeProblem& problem, const Plan& plan,
                                const DecodeTensors& tensors, const KernelHandle& kernel,
-                               std::span<const std::int32_t> arrival);
+                               std::span<const std::int32_t> arrival,
+                               const WorkspacePointers* workspace = nullptr);
 
 }  // namespace leanattn::cuda::testing

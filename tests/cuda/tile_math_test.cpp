@@ -1,16 +1,18 @@
 // The decode kernel's host/device index math (src/cuda/common) compiled as host code: token
 // ranges and masks of segments, the warps' share of a pipeline block, the shared-memory swizzle
 // and load assignment, the fast division by page_size and the K/V row offsets it feeds, and the
-// sizes of every compiled configuration. No GPU needed.
+// sizes of every compiled configuration, the slot merge's fixed order. No GPU needed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <set>
 #include <vector>
 
 #include "cuda/common/kernel_shape.hpp"
 #include "cuda/common/kv_rows.hpp"
+#include "cuda/common/ordered_merge.hpp"
 #include "cuda/common/tile_math.hpp"
 #include "cuda/kernel_registry.hpp"
 
@@ -111,7 +113,20 @@ void expect_loads_cover_tiles() {
   EXPECT_LE(Shape::kSmemBytes, 227 * 1024);
   EXPECT_LE(Shape::kScratchEnd, Shape::kSmemBytes);
   EXPECT_EQ(Shape::kBlockN % (16 * Shape::kWarpsN), 0);
-  EXPECT_GE(Shape::kStages, 2);
+  EXPECT_EQ(Shape::kStages, 3);
+  // Q overlays V's last stage only when it is read into registers once per pass; it lies inside
+  // that stage, outside the stages the prologue fills (0 .. kStages - 2).
+  if (Shape::kQOverlaysStage) {
+    EXPECT_TRUE(Shape::kQInRegisters);
+    EXPECT_GE(Shape::kQOffset, Shape::kVOffset + (Shape::kStages - 1) * Shape::kStageTileBytes);
+    EXPECT_LE(Shape::kQOffset + Shape::kQBytes, Shape::kSmemBytes);
+    EXPECT_LE(Shape::kSmemBytes, 99 * 1024 - 128) << "fits sm_86 / sm_89";
+  } else {
+    EXPECT_LE(Shape::kQOffset + Shape::kQBytes, Shape::kKOffset);
+  }
+  // The last arriver's merge arrays fit, and the capacity holds a lean pair's slots.
+  EXPECT_LE(Shape::kMergePartOffset + Shape::kMergePartBytes, Shape::kSmemBytes);
+  EXPECT_GE(Shape::kMergeCapacity, 4096);
   EXPECT_EQ(Shape::kKOffset % 128, 0);
   EXPECT_EQ(Shape::kVOffset % 128, 0);
 }
@@ -185,6 +200,62 @@ TEST(KvRowOffsets, MatchKvAddressingForBothLayouts) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace leanattn::cuda
+
+namespace leanattn::cuda {
+namespace {
+
+struct StateList {
+  std::vector<SoftmaxStats<float>> st;
+  std::vector<Columns4> o;
+  SoftmaxStats<float> stats(int k) const { return st[static_cast<std::size_t>(k)]; }
+  Columns4 columns(int k) const { return o[static_cast<std::size_t>(k)]; }
+};
+
+TEST(SlotMerge, ChunksAndLanesFollowTheShapeOnly) {
+  EXPECT_EQ(merge_lanes(16, 128), 8);  // one row of d64: 16 items, 8 threads each
+  EXPECT_EQ(merge_lanes(32, 128), 4);
+  EXPECT_EQ(merge_lanes(100, 128), 1);  // not a power of two over 128: one lane
+  EXPECT_EQ(merge_lanes(512, 128), 1);
+  EXPECT_EQ(merge_chunk_rows(264, 16, 4096, 128), 15);  // 4096 / 264 rows at once
+  EXPECT_EQ(merge_chunk_rows(2, 16, 4096, 128), 16);
+  EXPECT_EQ(merge_chunk_rows(2, 300, 4096, 128), 128);
+  EXPECT_EQ(merge_chunk_rows(5000, 16, 4096, 128), 0);  // the serial fallback
+}
+
+TEST(SlotMerge, EqualsTheSerialMergeAndIgnoresEmptySlots) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  for (int count : {1, 2, 7, 64, 265}) {
+    StateList s;
+    for (int k = 0; k < count; ++k) {
+      const bool empty = k % 5 == 3;
+      s.st.push_back(empty ? empty_stats<float>()
+                           : SoftmaxStats<float>{u(rng), 1.0f + u(rng) * u(rng)});
+      s.o.push_back(empty ? Columns4{{0, 0, 0, 0}} : Columns4{{u(rng), u(rng), u(rng), u(rng)}});
+    }
+    const MergedColumns serial = merge_in_order(count, s);
+    for (int lanes : {1, 2, 8, 128}) {
+      const MergedColumns par = merge_slots(count, lanes, s);
+      EXPECT_EQ(par.stats.m, serial.stats.m);
+      EXPECT_NEAR(par.stats.l, serial.stats.l, 1e-4f * std::abs(serial.stats.l));
+      for (int i = 0; i < 4; ++i) {
+        EXPECT_NEAR(par.o.v[i], serial.o.v[i], 1e-4f * (1.0f + std::abs(serial.o.v[i])));
+      }
+    }
+  }
+  StateList none;  // every slot empty: the empty state (output 0, LSE -inf), no NaN
+  for (int k = 0; k < 3; ++k) {
+    none.st.push_back(empty_stats<float>());
+    none.o.push_back({{0, 0, 0, 0}});
+  }
+  const MergedColumns e = merge_slots(3, 2, none);
+  EXPECT_EQ(e.stats.l, 0.0f);
+  EXPECT_EQ(finalize(e.stats).inv_l, 0.0f);
+  EXPECT_EQ(e.o.v[0], 0.0f);
 }
 
 }  // namespace

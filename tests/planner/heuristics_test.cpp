@@ -33,3 +33,18 @@ TEST(Heuristics, Fa2SplitsBoundedByTilesAndWorkers) {
 
 }  // namespace
 }  // namespace leanattn
+
+namespace leanattn {
+namespace {
+
+TEST(Heuristics, GpuTilesShrinkWhileThereAreFewerTilesThanWorkers) {
+  // The worked example of heuristics.hpp: 16/1 d64 batch 1, 264 workers.
+  EXPECT_EQ(gpu_tile_tokens(64, 1, {4096}, 264, 32), 32);
+  EXPECT_EQ(gpu_tile_tokens(64, 1, {131072}, 264, 32), 256);
+  EXPECT_EQ(gpu_tile_tokens(64, 1, {4096}, 16, 32), 256);   // enough tiles: the default
+  EXPECT_EQ(gpu_tile_tokens(128, 8, {4096}, 264, 32), 64);  // 8 x 32 = 256 < 264 -> 8 x 64
+  EXPECT_EQ(gpu_tile_tokens(128, 1, {0}, 264, 32), 32);     // no tokens: down to the minimum
+}
+
+}  // namespace
+}  // namespace leanattn

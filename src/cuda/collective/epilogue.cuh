@@ -7,8 +7,9 @@
 //                 visible (__threadfence by every writer, then a barrier) and takes a ticket
 //                 (atom.add.acq_rel.gpu on the reduction's counter). The CTA that brings the
 //                 count to num_slots resets the counter to 0 for the next launch, and merges all
-//                 slots in slot order (= tile order) with L1-bypassing loads. No CTA ever waits for
-//                 another, so any grid size and any residency is deadlock-free, and the output
+//                 slots with L1-bypassing loads, in parallel over its threads but in a fixed
+//                 order (merge_slots_parallel; ordered_merge.hpp's merge_slots). No CTA ever waits
+//                 for another, so any grid size and any residency is deadlock-free, and the output
 //                 does not depend on which CTA finished last.
 // Used by kernel/decode_kernel.cuh.
 #pragma once
@@ -136,8 +137,8 @@ struct Epilogue {
 
   // After every row of a split segment's slot is written: take a ticket; the last arriver merges.
   // `flag` is a shared-memory word of the CTA.
-  __device__ static void arrive(const KernelParams& p, const DeviceSegment& seg, int* flag,
-                                int thread) {
+  __device__ static void arrive(const KernelParams& p, const DeviceSegment& seg,
+                                unsigned char* smem, int* flag, int thread) {
     __threadfence();  // this thread's slot stores, visible at gpu scope before the ticket
     __syncthreads();
     if (thread == 0) {
@@ -152,12 +153,115 @@ struct Epilogue {
     __syncthreads();  // flag read by all before thread 0 may write it again
     if (!last) return;
     __threadfence();
-    const DeviceReduction r = p.reductions[seg.reduction];
-    for (int i = thread; i < p.group_size * kQuads; i += Shape::kThreads) {
-      const int row = i / kQuads;
-      const int quad = i % kQuads;
-      const MergedColumns mc = merge_in_order(r.num_slots, SlotSource{&p, r.slot_begin, row, quad});
-      write_output(p, r.request, r.kv_head * p.group_size + row, quad, mc);
+    const std::uint64_t t0 = p.trace != nullptr && thread == 0 ? ptx::global_timer_ns() : 0;
+    merge_slots_parallel(p, p.reductions[seg.reduction], smem, thread);
+    if (p.trace != nullptr && thread == 0) {
+      p.trace[blockIdx.x * kTraceWords + 3] += ptx::global_timer_ns() - t0;
+    }
+  }
+
+  // The last arriver's merge (ordered_merge.hpp: merge_slots gives the order), rows in chunks
+  // that fit shared memory. Per chunk: (1) every thread loads some of the slots' m and l (all
+  // loads independent); (2) one thread per row takes the max, (3) all threads turn m into
+  // weights, (4) one thread per row sums l; (5) each output item (4 columns of a row) gets
+  // `lanes` threads, each summing the weighted slots k = lane mod lanes with several loads in
+  // flight; (6) the lanes' sums are added in lane order and the row is written. Ends with a
+  // barrier: the next segment's copies reuse the shared memory.
+  __device__ static void merge_slots_parallel(const KernelParams& p, const DeviceReduction& r,
+                                              unsigned char* smem, int thread) {
+    const int n = r.num_slots;
+    const int g = p.group_size;
+    float* w = reinterpret_cast<float*>(smem + Shape::kMergeWOffset);
+    float* sl = reinterpret_cast<float*>(smem + Shape::kMergeLOffset);
+    float* row_m = reinterpret_cast<float*>(smem + Shape::kMergeRowMOffset);
+    float* row_l = reinterpret_cast<float*>(smem + Shape::kMergeRowLOffset);
+    float4* part = reinterpret_cast<float4*>(smem + Shape::kMergePartOffset);
+    if (merge_chunk_rows(n, g, Shape::kMergeCapacity, Shape::kMergeMaxRows) == 0) {
+      // More slots than shared memory holds (thousands of pieces of one pair): same order, serial.
+      for (int i = thread; i < g * kQuads; i += Shape::kThreads) {
+        const int row = i / kQuads;
+        const int quad = i % kQuads;
+        const MergedColumns mc = merge_slots(n, merge_lanes(kQuads, Shape::kThreads),
+                                             SlotSource{&p, r.slot_begin, row, quad});
+        write_output(p, r.request, r.kv_head * g + row, quad, mc);
+      }
+      __syncthreads();
+      return;
+    }
+    for (int row0 = 0; row0 < g;) {
+      const int rows = merge_chunk_rows(n, g - row0, Shape::kMergeCapacity, Shape::kMergeMaxRows);
+      const int elems = n * rows;  // [slot][row]: slot k's rows are contiguous in the workspace
+#pragma unroll 4
+      for (int e = thread; e < elems; e += Shape::kThreads) {
+        const int k = e / rows;
+        const std::int64_t at =
+            static_cast<std::int64_t>(r.slot_begin + k) * g + row0 + (e - k * rows);
+        w[e] = __ldcg(p.slot_m + at);
+        sl[e] = __ldcg(p.slot_l + at);
+      }
+      __syncthreads();
+      for (int rr = thread; rr < rows; rr += Shape::kThreads) {
+        float m = empty_stats<float>().m;
+        for (int k = 0; k < n; ++k) m = score_max(m, w[k * rows + rr]);
+        row_m[rr] = m;
+      }
+      __syncthreads();
+      for (int e = thread; e < elems; e += Shape::kThreads) {
+        w[e] = row_weight(w[e], exp_shift(row_m[e % rows]));
+      }
+      __syncthreads();
+      for (int rr = thread; rr < rows; rr += Shape::kThreads) {
+        float l = 0.0f;
+        for (int k = 0; k < n; ++k) l += w[k * rows + rr] * sl[k * rows + rr];
+        row_l[rr] = l;
+      }
+      __syncthreads();
+      const int items = rows * kQuads;
+      const int lanes = merge_lanes(items, Shape::kThreads);
+      for (int it = thread; it < items * lanes; it += Shape::kThreads) {
+        const int item = it % items;
+        const int lane = it / items;
+        const int rr = item / kQuads;
+        const int quad = item % kQuads;
+        const float* o =
+            p.slot_o + (static_cast<std::int64_t>(r.slot_begin) * g + row0 + rr) * Shape::kHeadDim +
+            4 * quad;
+        const std::int64_t slot_stride = static_cast<std::int64_t>(g) * Shape::kHeadDim;
+        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 8
+        for (int k = lane; k < n; k += lanes) {
+          const float4 x = __ldcg(reinterpret_cast<const float4*>(o + k * slot_stride));
+          const float wk = w[k * rows + rr];
+          acc.x += wk * x.x;
+          acc.y += wk * x.y;
+          acc.z += wk * x.z;
+          acc.w += wk * x.w;
+        }
+        if (lanes == 1) {
+          write_output(p, r.request, r.kv_head * g + row0 + rr, quad,
+                       {{row_m[rr], row_l[rr]}, {{acc.x, acc.y, acc.z, acc.w}}});
+        } else {
+          part[it] = acc;
+        }
+      }
+      if (lanes > 1) {
+        __syncthreads();
+        for (int item = thread; item < items; item += Shape::kThreads) {
+          float4 o = part[item];
+          for (int j = 1; j < lanes; ++j) {
+            const float4 x = part[j * items + item];
+            o.x += x.x;
+            o.y += x.y;
+            o.z += x.z;
+            o.w += x.w;
+          }
+          const int rr = item / kQuads;
+          write_output(p, r.request, r.kv_head * g + row0 + rr, item % kQuads,
+                       {{row_m[rr], row_l[rr]}, {{o.x, o.y, o.z, o.w}}});
+        }
+      }
+      __syncthreads();  // the arrays are refilled by the next chunk or the next segment
+      row0 += rows;
     }
   }
 };

@@ -1,6 +1,7 @@
 // Thin wrappers over the PTX instructions the decode kernel uses (sm_80 and later): cp.async
 // 16-byte copies into shared memory, ldmatrix, mma.sync m16n8k16 with fp32 accumulators, 16-bit
-// packing, and the gpu-scope atomics and loads of the last-arriver merge. Device code only;
+// packing, the gpu-scope atomics and loads of the last-arriver merge, and the SM id and global
+// timer of the optional per-CTA trace. Device code only;
 // included by the other collective/ headers.
 #pragma once
 
@@ -101,6 +102,20 @@ __device__ __forceinline__ std::uint32_t arrive(std::uint32_t* counter) {
 // Resets a counter for the next launch (only the last arriver touches it after its arrival).
 __device__ __forceinline__ void reset(std::uint32_t* counter) {
   asm volatile("st.relaxed.gpu.global.u32 [%0], 0;\n" ::"l"(counter) : "memory");
+}
+
+// The SM this thread runs on (%smid; for the trace only: it may change under preemption).
+__device__ __forceinline__ std::uint32_t sm_id() {
+  std::uint32_t id;
+  asm volatile("mov.u32 %0, %%smid;\n" : "=r"(id));
+  return id;
+}
+
+// Nanoseconds of the GPU's global timer (%globaltimer; comparable across SMs).
+__device__ __forceinline__ std::uint64_t global_timer_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  return t;
 }
 
 }  // namespace leanattn::cuda::ptx

@@ -44,22 +44,32 @@ struct TileLoader {
                                  int thread) {
     const T* k = static_cast<const T*>(p.k_cache);
     const T* v = static_cast<const T*>(p.v_cache);
+    // kKvLoadBatch loads at a time: their row offsets (the block-table reads of a paged cache)
+    // first, all independent, then their copies; the batches stay in a rolled loop (registers).
+    constexpr int kBatch = Shape::kKvLoadBatch;
 #pragma unroll 1
-    for (int i = 0; i < Shape::kStageLoadsPerThread; ++i) {
-      const ChunkCoord c = load_coord(thread, i, Shape::kThreads, Shape::kChunksPerRow);
-      const std::int64_t token = block_begin + c.row;
-      const bool valid = key_in_range(token, range);
-      const T* k_src = k;
-      const T* v_src = v;
-      if (valid) {
-        const KvRowOffsets o =
-            kv_row_offsets(p.k, p.v, p.page, request, static_cast<std::int32_t>(token), kv_head);
-        k_src = k + o.k + c.chunk * Shape::kChunkElems;
-        v_src = v + o.v + c.chunk * Shape::kChunkElems;
+    for (int i0 = 0; i0 < Shape::kStageLoadsPerThread; i0 += kBatch) {
+      KvRowOffsets off[kBatch];
+      bool valid[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const ChunkCoord c = load_coord(thread, i0 + u, Shape::kThreads, Shape::kChunksPerRow);
+        const std::int64_t token = block_begin + c.row;
+        valid[u] = key_in_range(token, range);
+        off[u] = valid[u] ? kv_row_offsets(p.k, p.v, p.page, request,
+                                           static_cast<std::int32_t>(token), kv_head)
+                          : KvRowOffsets{0, 0};
       }
-      const int at = swizzled_offset(c.row, c.chunk * 8, Shape::kChunksPerRow);
-      ptx::cp_async_16(ptx::smem_address(k_tile + at), k_src, valid);
-      ptx::cp_async_16(ptx::smem_address(v_tile + at), v_src, valid);
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const ChunkCoord c = load_coord(thread, i0 + u, Shape::kThreads, Shape::kChunksPerRow);
+        const int at = swizzled_offset(c.row, c.chunk * 8, Shape::kChunksPerRow);
+        const std::int64_t chunk = c.chunk * Shape::kChunkElems;
+        ptx::cp_async_16(ptx::smem_address(k_tile + at), valid[u] ? k + off[u].k + chunk : k,
+                         valid[u]);
+        ptx::cp_async_16(ptx::smem_address(v_tile + at), valid[u] ? v + off[u].v + chunk : v,
+                         valid[u]);
+      }
     }
   }
 };

@@ -11,14 +11,16 @@
 
 namespace leanattn::cuda {
 
-// A Segment (plan.hpp) as the kernel reads it. slot < 0: a direct segment (writes the output);
-// otherwise the piece's state goes to workspace slot `slot` and `reduction` names the pair's
-// Reduction.
+// A Segment (plan.hpp) as the kernel reads it: its tiles as the token range
+// segment_tokens(tile_begin, tile_end, tile_tokens, seq_len) (tile_math.hpp), computed on the host
+// so that the first copies of a segment wait for one load, not three. slot < 0: a direct segment
+// (writes the output); otherwise the piece's state goes to workspace slot `slot` and `reduction`
+// names the pair's Reduction.
 struct DeviceSegment {
   std::int32_t request;
   std::int32_t kv_head;
-  std::int32_t tile_begin;
-  std::int32_t tile_end;
+  std::int32_t token_begin;
+  std::int32_t token_end;  // token_end <= token_begin: no tokens (an empty request)
   std::int32_t slot;
   std::int32_t reduction;
 };
@@ -31,6 +33,8 @@ struct DeviceReduction {
   std::int32_t slot_begin;
   std::int32_t num_slots;
 };
+
+inline constexpr int kTraceWords = 4;
 
 struct KernelParams {
   // The plan (device memory, one upload per distinct plan).
@@ -62,6 +66,10 @@ struct KernelParams {
   float* slot_m;            // [num_slots, group_size]
   float* slot_l;            // [num_slots, group_size]
   std::uint32_t* counters;  // [reductions] arrivals; every launch leaves them 0
+
+  // Optional per-CTA trace (null: none): [workers][kTraceWords] = SM id, start ns, end ns,
+  // ns spent in last-arriver merges (global timer).
+  std::uint64_t* trace;
 };
 
 }  // namespace leanattn::cuda

@@ -35,38 +35,50 @@ struct KernelShape {
   static constexpr int kChunksPerRow = HeadDim / kChunkElems;
 
   // Tokens per pipeline stage: about 32 KiB of K and V (16-bit), and at least one step per warp
-  // column. head_dim 64: 128 tokens; 128: 64; 256: 64 (WarpsN 4) or 32.
+  // column. head_dim 64: 128 tokens; 128: 64; 256: 64 (WarpsN 4: 64 KiB) or 32.
   static constexpr int kRoundTokens = kStepTokens * kWarpsN;  // one step of every warp column
   static constexpr int kBlockN = 8192 / HeadDim > kRoundTokens ? 8192 / HeadDim : kRoundTokens;
   static constexpr int kStepsPerWarp = kBlockN / kRoundTokens;
   static_assert(kBlockN % kRoundTokens == 0, "stage must split evenly over warps");
 
   static constexpr int kStageTileBytes = kBlockN * HeadDim * 2;  // K (or V) of one stage
-  // Three stages while a stage of K and V is at most 32 KiB, else two (head_dim 256, WarpsN 4).
-  static constexpr int kStages = 2 * kStageTileBytes <= 32768 ? 3 : 2;
+  // Three stages everywhere: with cp.async.wait_group(kStages - 2), two stages would leave nothing
+  // in flight between one stage landing and the next being issued.
+  static constexpr int kStages = 3;
 
   // 16-byte loads per thread for one K (or V) stage tile, and for the Q tile.
   static constexpr int kStageLoadsPerThread = kBlockN * kChunksPerRow / kThreads;
   static constexpr int kQLoadsPerThread = kRows * kChunksPerRow / kThreads;
   static_assert(kBlockN * kChunksPerRow % kThreads == 0, "stage loads split evenly");
+  // Stage loads whose row offsets (block-table reads) are computed together before their copies
+  // are issued: 4 where the registers allow (head_dim <= 128), else 1.
+  static constexpr int kKvLoadBatch = HeadDim <= 128 ? 4 : 1;
+  static_assert(kStageLoadsPerThread % kKvLoadBatch == 0, "load batches split evenly");
   static_assert(kRows * kChunksPerRow % kThreads == 0, "query loads split evenly");
 
   // Query fragments stay in registers for head_dim <= 128 (32 registers); at 256 they would
   // push the accumulators (128 registers) into spills, so they are re-read from shared memory.
   static constexpr bool kQInRegisters = HeadDim <= 128;
+  static constexpr int kQBytes = kRows * HeadDim * 2;
+  // When Q lives in registers its tile is dead after the first block's fragments are read, so it
+  // overlays V's last stage (first written by the copies issued after that read and a barrier):
+  // 96 KiB for every head_dim <= 128 configuration, which fits the 99 KiB a CTA may have on
+  // sm_86 / sm_89 and leaves 2 CTAs per SM on sm_90.
+  static constexpr bool kQOverlaysStage = kQInRegisters;
+  static_assert(!kQOverlaysStage || kQBytes <= kStageTileBytes, "Q must fit in one stage tile");
 
   // Shared memory, in bytes from the dynamic base (128-byte aligned pieces):
-  //   q:  [kRows][HeadDim] 16-bit, swizzled
   //   k:  [kStages][kBlockN][HeadDim] 16-bit, swizzled
   //   v:  same
+  //   q:  [kRows][HeadDim] 16-bit, swizzled: V's last stage (kQOverlaysStage), else before k
   // After a pass over the tokens the k/v region is reused by the epilogue:
   //   o:  [kWarpsN][kRows][kScratchRowFloats] float (per-warp-column partial outputs)
   //   m, l: [kWarpsN][kRows] float
-  static constexpr int kQBytes = kRows * HeadDim * 2;
-  static constexpr int kQOffset = 0;
-  static constexpr int kKOffset = kQOffset + kQBytes;
+  // and after a split piece by the last arriver's slot merge (epilogue.cuh, from offset 0).
+  static constexpr int kKOffset = kQOverlaysStage ? 0 : kQBytes;
   static constexpr int kVOffset = kKOffset + kStages * kStageTileBytes;
   static constexpr int kSmemBytes = kVOffset + kStages * kStageTileBytes;
+  static constexpr int kQOffset = kQOverlaysStage ? kVOffset + (kStages - 1) * kStageTileBytes : 0;
 
   static constexpr int kScratchRowFloats = HeadDim + 4;  // padded against bank conflicts
   static constexpr int kScratchOOffset = kKOffset;
@@ -75,6 +87,21 @@ struct KernelShape {
   static constexpr int kScratchEnd = kScratchLOffset + kWarpsN * kRows * 4;
   static_assert(kScratchEnd <= kSmemBytes, "epilogue scratch must fit in the K/V stages");
   static_assert(kSmemBytes <= 227 * 1024, "one CTA must fit an SM's shared memory");
+
+  // The last arriver's slot merge (epilogue.cuh): per row chunk, the slots' m (then weights) and
+  // l as [slots][rows] floats, the chunk's merged m and l per row, one float4 per thread of
+  // partial sums. kMergeCapacity = slots x rows held at once; pairs with more slots than that
+  // are merged by the serial fallback.
+  static constexpr int kMergeMaxRows = 128;
+  static constexpr int kMergePartBytes = kThreads * 16;
+  static constexpr int kMergeTailBytes = 2 * kMergeMaxRows * 4 + kMergePartBytes;
+  static constexpr int kMergeCapacity = (kSmemBytes - kMergeTailBytes) / 32 * 4;
+  static constexpr int kMergeWOffset = 0;
+  static constexpr int kMergeLOffset = kMergeCapacity * 4;
+  static constexpr int kMergeRowMOffset = kMergeLOffset + kMergeCapacity * 4;
+  static constexpr int kMergeRowLOffset = kMergeRowMOffset + kMergeMaxRows * 4;
+  static constexpr int kMergePartOffset = kMergeRowLOffset + kMergeMaxRows * 4;
+  static_assert(kMergePartOffset + kMergePartBytes <= kSmemBytes, "merge scratch must fit");
 
   // Output accumulator tiles (8 columns each) per warp, and MMA k-steps over head_dim.
   static constexpr int kDimTiles = HeadDim / 8;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -15,9 +16,11 @@
 #include "cuda/device/device_buffer.hpp"
 #include "cuda/device/kernel_arguments.hpp"
 #include "cuda/device/plan_cache.hpp"
+#include "cuda/device/workspace.hpp"
 #include "cuda/kernel_registry.hpp"
 #include "leanattn/cuda_engine.hpp"
 #include "leanattn/error.hpp"
+#include "leanattn/heuristics.hpp"
 
 namespace leanattn::cuda {
 
@@ -30,15 +33,48 @@ bool device_available() {
   return count > 0;
 }
 
+namespace {
+
+constexpr std::int32_t kMinTileTokens = 32;
+
+bool is_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
+  return capture != cudaStreamCaptureStatusNone;
+}
+
+// Engine-owned workspaces grow to a power of two (fewer regrowths in serving).
+std::size_t grown(std::size_t need) {
+  std::size_t n = std::size_t{1} << 20;
+  while (n < need) n *= 2;
+  return n;
+}
+
+}  // namespace
+
+// Every member is guarded by `mutex`: the engine may be called from several host threads (each
+// call holds the lock while it validates, uploads and launches; the kernel runs asynchronously).
 struct Engine::Impl {
   DeviceInfo info;
   std::int32_t workers_override = 0;
+  std::mutex mutex;
   PlanCache plans;
-  DeviceBuffer owned_workspace;
-  // Workspaces whose counters this engine has zeroed, with the counter bytes covered.
-  std::vector<std::pair<const void*, std::int64_t>> zeroed;
+  WorkspaceRegistry workspaces;  // workspaces whose counters this engine has zeroed
+  // The engine-owned workspace of each stream (a workspace serves one stream at a time), and
+  // the grown-out buffers that a captured graph may still read (freed with the engine).
+  struct Owned {
+    DeviceBuffer buffer;
+    bool captured = false;
+  };
+  std::unordered_map<void*, Owned> owned;
+  std::vector<DeviceBuffer> retired;
   // Kernels whose shared-memory limit is raised, with their resident blocks per SM.
   std::unordered_map<const void*, int> blocks_per_sm;
+
+  explicit Impl(std::size_t plan_cache_entries) : plans(plan_cache_entries) {}
+
+  // The engine-owned workspace of `stream`, grown for `plan` (outside a capture only).
+  void* owned_workspace(const Plan& plan, void* stream, bool capturing);
 
   // Raises the kernel's dynamic shared-memory limit (once) and returns its occupancy.
   int occupancy(const KernelHandle& k) {
@@ -59,42 +95,73 @@ struct Engine::Impl {
     return blocks;
   }
 
-  // Zeroes the counters of `workspace` for `plan` unless this engine already has.
-  void zero_counters(const Plan& plan, void* workspace, cudaStream_t stream) {
-    if (plan.reductions.empty() || workspace == nullptr) return;
-    const WorkspaceLayout w = workspace_layout(plan);
-    const std::int64_t bytes = static_cast<std::int64_t>(plan.reductions.size()) * 4;
-    auto* counters = static_cast<std::byte*>(workspace) + w.counters_offset;
-    for (auto& [ptr, covered] : zeroed) {
-      if (ptr == counters) {
-        if (covered >= bytes) return;
-        check(cudaMemsetAsync(counters, 0, static_cast<std::size_t>(bytes), stream),
-              "cudaMemsetAsync (workspace counters)");
-        covered = bytes;
-        return;
-      }
+  // Zeroes the counters of `workspace` unless this engine already has (a zeroing issued during
+  // a capture exists only in the graph: not remembered as done).
+  void zero_counters(const Plan& plan, void* workspace, cudaStream_t stream, bool capturing) {
+    if (auto z = workspaces.before_run(plan, workspace, stream, capturing)) {
+      check(cudaMemsetAsync(z->begin, 0, z->bytes, stream), "cudaMemsetAsync (workspace counters)");
     }
-    check(cudaMemsetAsync(counters, 0, static_cast<std::size_t>(bytes), stream),
-          "cudaMemsetAsync (workspace counters)");
-    zeroed.emplace_back(counters, bytes);
   }
 
   const KernelHandle& kernel_for(const DecodeProblem& problem) const {
-    const KernelHandle* k = find_kernel(problem);
+    const KernelHandle* k = find_kernel(problem, info.smem_per_block);
     if (k == nullptr) {
-      const std::string why = why_unsupported(problem);
+      const std::string why = why_unsupported(problem, info.smem_per_block);
       const auto colon = why.find(": ");
       throw Error(why.substr(0, colon), why.substr(colon + 2));
     }
     return *k;
   }
+
+  DevicePlan device_plan(const Plan& plan, cudaStream_t stream, bool capturing) {
+    if (std::optional<DevicePlan> dp = plans.find(plan)) return *dp;
+    require(!capturing, "plan", [] {
+      return "must be prepared with Engine::prepare() before a CUDA-graph capture (its upload "
+             "cannot be captured)";
+    });
+    return plans.upload(plan, stream);
+  }
+
+  void run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
+           void* workspace, cudaStream_t s, bool capturing, std::uint64_t* trace = nullptr) {
+    validate(problem);
+    validate(problem, tensors, MemorySpace::device);
+    check_plan_matches(plan, problem);
+    const KernelHandle& kernel = kernel_for(problem);
+    check_kernel_alignment(problem, tensors);
+    check_workspace(plan, workspace);
+
+    const DevicePlan dp = device_plan(plan, s, capturing);
+    zero_counters(plan, workspace, s, capturing);
+    occupancy(kernel);  // raises the shared-memory limit on first use
+
+    KernelParams params = make_kernel_params(problem, tensors, plan, dp, workspace);
+    params.trace = trace;
+    void* args[] = {&params};
+    plans.before_launch(s, capturing);
+    // An error left by an earlier, unrelated call would otherwise be reported as this launch's.
+    static_cast<void>(cudaGetLastError());
+    cudaError_t launched =
+        cudaLaunchKernel(kernel.kernel, dim3(static_cast<unsigned>(plan.workers)),
+                         dim3(static_cast<unsigned>(kernel.threads)), args,
+                         static_cast<std::size_t>(kernel.smem_bytes), s);
+    if (launched == cudaSuccess) launched = cudaGetLastError();
+    if (launched != cudaSuccess) {
+      check(launched, ("cudaLaunchKernel (decode kernel " + kernel.name + ")").c_str());
+    }
+    plans.launched(s, capturing);
+  }
 };
 
-Engine::Engine(const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
+Engine::Engine(const EngineOptions& options) {
   require(options.workers >= 0 && options.workers <= kMaxWorkers, "workers", [&] {
     return "must be in [0, " + std::to_string(kMaxWorkers) + "] (0 = occupancy) (got " +
            std::to_string(options.workers) + ")";
   });
+  require(options.plan_cache_entries >= 1, "plan_cache_entries", [&] {
+    return "must be at least 1 (got " + std::to_string(options.plan_cache_entries) + ")";
+  });
+  impl_ = std::make_unique<Impl>(static_cast<std::size_t>(options.plan_cache_entries));
   int device = options.device;
   if (device < 0) check(cudaGetDevice(&device), "cudaGetDevice");
   DeviceGuard guard(device);
@@ -109,6 +176,7 @@ Engine::Engine(const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
   d.l2_bytes = prop.l2CacheSize;
   d.memory_bytes = static_cast<std::int64_t>(prop.totalGlobalMem);
   d.smem_per_sm = static_cast<std::int32_t>(prop.sharedMemPerMultiprocessor);
+  d.smem_per_block = static_cast<std::int32_t>(prop.sharedMemPerBlockOptin);
   impl_->workers_override = options.workers;
   if (d.cc_major < 8) {
     throw CudaError("leanattn::cuda: " + d.name + " has compute capability " +
@@ -125,15 +193,16 @@ const DeviceInfo& Engine::device() const {
 }
 
 bool Engine::can_run(const DecodeProblem& problem) const {
-  return why_unsupported(problem).empty();
+  return why_not(problem).empty();
 }
 
 std::string Engine::why_not(const DecodeProblem& problem) const {
-  return why_unsupported(problem);
+  return why_unsupported(problem, impl_->info.smem_per_block);
 }
 
 std::int32_t Engine::workers_for(const DecodeProblem& problem) const {
   if (impl_->workers_override > 0) return impl_->workers_override;
+  const std::lock_guard lock(impl_->mutex);
   DeviceGuard guard(impl_->info.ordinal);
   const int blocks = impl_->occupancy(impl_->kernel_for(problem));
   return std::min(blocks * impl_->info.sm_count, kMaxWorkers);
@@ -146,76 +215,100 @@ Plan Engine::plan(const DecodeProblem& problem, const PlanOptions& options) cons
   if (o.strategy == Strategy::lean && o.order == LineOrder::automatic) {
     o.order = LineOrder::head_major;
   }
-  return make_plan(problem, Hardware{workers_for(problem)}, o);
+  const std::int32_t workers = workers_for(problem);
+  // Many more workers than a CPU's cores: finer tiles when the work has fewer tiles than
+  // workers, down to two warp steps (heuristics.hpp). Not for batch-invariant plans, whose
+  // split points must not depend on the rest of the batch.
+  if (o.tile_tokens == 0 && o.strategy != Strategy::head && !o.batch_invariant) {
+    o.tile_tokens = gpu_tile_tokens(problem.head_dim, problem.kv_heads, problem.seq_lens, workers,
+                                    kMinTileTokens);
+  }
+  return make_plan(problem, Hardware{workers}, o);
 }
 
 std::int64_t Engine::workspace_bytes(const Plan& plan) const {
-  return workspace_layout(plan).bytes;
+  return device_workspace_layout(plan).bytes;
 }
 
 void Engine::prepare(const DecodeProblem& problem, const Plan& plan, void* workspace,
                      void* stream) {
   validate(problem);
   check_plan_matches(plan, problem);
-  const KernelHandle& kernel = impl_->kernel_for(problem);
   check_workspace(plan, workspace);
+  const std::lock_guard lock(impl_->mutex);
+  const KernelHandle& kernel = impl_->kernel_for(problem);
   DeviceGuard guard(impl_->info.ordinal);
+  const auto s = static_cast<cudaStream_t>(stream);
+  const bool capturing = is_capturing(s);
   impl_->occupancy(kernel);
-  impl_->plans.upload(plan);
-  impl_->zero_counters(plan, workspace, static_cast<cudaStream_t>(stream));
+  impl_->device_plan(plan, s, capturing);
+  impl_->zero_counters(plan, workspace, s, capturing);
 }
 
 void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
                  void* workspace, void* stream) {
-  validate(problem);
-  validate(problem, tensors, MemorySpace::device);
-  check_plan_matches(plan, problem);
-  const KernelHandle& kernel = impl_->kernel_for(problem);
-  check_kernel_alignment(problem, tensors);
-  check_workspace(plan, workspace);
-
+  const std::lock_guard lock(impl_->mutex);
   DeviceGuard guard(impl_->info.ordinal);
   const auto s = static_cast<cudaStream_t>(stream);
-  std::optional<DevicePlan> dp = impl_->plans.find(plan);
-  if (!dp) {
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    check(cudaStreamIsCapturing(s, &capture), "cudaStreamIsCapturing");
-    require(capture == cudaStreamCaptureStatusNone, "plan", [] {
-      return "must be prepared with Engine::prepare() before a CUDA-graph capture (its upload "
-             "cannot be captured)";
-    });
-    dp = impl_->plans.upload(plan);
-  }
-  impl_->zero_counters(plan, workspace, s);
-  impl_->occupancy(kernel);  // raises the shared-memory limit on first use
+  impl_->run(problem, plan, tensors, workspace, s, is_capturing(s));
+}
 
-  KernelParams params = make_kernel_params(problem, tensors, plan, *dp, workspace);
-  void* args[] = {&params};
-  cudaError_t launched = cudaLaunchKernel(kernel.kernel, dim3(static_cast<unsigned>(plan.workers)),
-                                          dim3(static_cast<unsigned>(kernel.threads)), args,
-                                          static_cast<std::size_t>(kernel.smem_bytes), s);
-  if (launched == cudaSuccess) launched = cudaGetLastError();
-  if (launched != cudaSuccess) {
-    check(launched, ("cudaLaunchKernel (decode kernel " + kernel.name + ")").c_str());
+void* Engine::Impl::owned_workspace(const Plan& plan, void* stream, bool capturing) {
+  const auto need = static_cast<std::size_t>(device_workspace_layout(plan).bytes);
+  Owned& own = owned[stream];
+  if (own.buffer.size() < need) {
+    require(!capturing, "workspace", [&] {
+      return "the engine's workspace for this stream must grow to " + std::to_string(need) +
+             " bytes, which cannot happen during a CUDA-graph capture: run() once before the "
+             "capture, or pass a workspace";
+    });
+    workspaces.forget(own.buffer.data(), own.buffer.size());
+    if (own.captured) {
+      retired.push_back(std::move(own.buffer));  // a graph may still read it
+    } else {
+      own.buffer = DeviceBuffer();  // cudaFree waits for the launches that use it
+    }
+    own.buffer = DeviceBuffer(grown(need));
+    own.captured = false;
+    // A user workspace remembered at these addresses was freed: this memory is not zeroed.
+    workspaces.forget(own.buffer.data(), own.buffer.size());
   }
+  own.captured = own.captured || (capturing && need > 0);
+  return own.buffer.data();
 }
 
 void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
                  void* stream) {
-  const auto need = static_cast<std::size_t>(workspace_layout(plan).bytes);
-  if (impl_->owned_workspace.size() < need) {
-    DeviceGuard guard(impl_->info.ordinal);
-    // The old buffer may still be in use by queued launches: cudaFree waits for the device.
-    const auto* old = static_cast<const std::byte*>(impl_->owned_workspace.data());
-    const std::size_t old_size = impl_->owned_workspace.size();
-    std::erase_if(impl_->zeroed, [&](const auto& z) {
-      const auto* p = static_cast<const std::byte*>(z.first);
-      return old != nullptr && p >= old && p < old + old_size;
-    });
-    impl_->owned_workspace = DeviceBuffer();
-    impl_->owned_workspace = DeviceBuffer(need);
+  const std::lock_guard lock(impl_->mutex);
+  DeviceGuard guard(impl_->info.ordinal);
+  const auto s = static_cast<cudaStream_t>(stream);
+  const bool capturing = is_capturing(s);
+  void* workspace = impl_->owned_workspace(plan, stream, capturing);
+  impl_->run(problem, plan, tensors, workspace, s, capturing);
+}
+
+std::vector<CtaTrace> Engine::run_traced(const DecodeProblem& problem, const Plan& plan,
+                                         const DecodeTensors& tensors, void* stream) {
+  const std::lock_guard lock(impl_->mutex);
+  DeviceGuard guard(impl_->info.ordinal);
+  const auto s = static_cast<cudaStream_t>(stream);
+  require(!is_capturing(s), "stream", [] { return "must not be capturing for a traced run"; });
+  void* workspace = impl_->owned_workspace(plan, stream, false);
+  const auto words = static_cast<std::size_t>(plan.workers) * kTraceWords;
+  DeviceBuffer trace(words * sizeof(std::uint64_t));
+  impl_->run(problem, plan, tensors, workspace, s, false, trace.as<std::uint64_t>());
+  std::vector<std::uint64_t> host(words);
+  check(cudaMemcpyAsync(host.data(), trace.data(), words * sizeof(std::uint64_t),
+                        cudaMemcpyDeviceToHost, s),
+        "cudaMemcpyAsync (trace)");
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize (traced run)");
+  std::vector<CtaTrace> out(static_cast<std::size_t>(plan.workers));
+  for (std::size_t w = 0; w < out.size(); ++w) {
+    const std::uint64_t* t = host.data() + w * kTraceWords;
+    out[w] = {static_cast<std::int32_t>(t[0]), static_cast<std::int64_t>(t[1]),
+              static_cast<std::int64_t>(t[2]), static_cast<std::int64_t>(t[3])};
   }
-  run(problem, plan, tensors, impl_->owned_workspace.data(), stream);
+  return out;
 }
 
 void Engine::decode(const DecodeProblem& problem, const DecodeTensors& tensors, void* stream,
@@ -223,7 +316,13 @@ void Engine::decode(const DecodeProblem& problem, const DecodeTensors& tensors, 
   run(problem, plan(problem, options), tensors, stream);
 }
 
+void Engine::forget_workspace(void* workspace) {
+  const std::lock_guard lock(impl_->mutex);
+  impl_->workspaces.forget(workspace, 1);
+}
+
 void Engine::clear_plan_cache() {
+  const std::lock_guard lock(impl_->mutex);
   DeviceGuard guard(impl_->info.ordinal);
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before freeing plans)");
   impl_->plans.clear();

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cuda/device/workspace.hpp"
 #include "leanattn/error.hpp"
 
 namespace leanattn::cuda {
@@ -43,10 +44,15 @@ void check_kernel_alignment(const DecodeProblem& p, const DecodeTensors& t) {
 }
 
 void check_workspace(const Plan& plan, const void* workspace) {
-  if (workspace_layout(plan).bytes == 0) return;
+  require(static_cast<std::int64_t>(plan.reductions.size()) <= kWorkspaceCounters, "plan", [&] {
+    return "splits " + std::to_string(plan.reductions.size()) +
+           " pairs; the CUDA engine's workspace counts arrivals for at most " +
+           std::to_string(kWorkspaceCounters) + " split pairs per launch";
+  });
+  if (device_workspace_layout(plan).bytes == 0) return;
   require(workspace != nullptr, "workspace", [&] {
     return "must not be null: this plan splits pairs and needs " +
-           std::to_string(workspace_layout(plan).bytes) + " bytes";
+           std::to_string(device_workspace_layout(plan).bytes) + " bytes";
   });
   require(reinterpret_cast<std::uintptr_t>(workspace) % 16 == 0, "workspace",
           [] { return "must be 16-byte aligned"; });
@@ -59,9 +65,7 @@ KernelParams make_kernel_params(const DecodeProblem& p, const DecodeTensors& t, 
     return KvAddressing{
         s.outer, s.token, s.head, paged ? p.page_size : 0, t.block_table, t.block_table_stride};
   };
-  const WorkspaceLayout w = workspace_layout(plan);
-  auto* ws = static_cast<std::byte*>(workspace);
-  auto at = [&](std::int64_t offset) { return ws == nullptr ? nullptr : ws + offset; };
+  const WorkspacePointers w = workspace_pointers(plan, workspace);
   KernelParams k{};
   k.worker_offsets = dp.worker_offsets;
   k.segments = dp.segments;
@@ -83,10 +87,10 @@ KernelParams make_kernel_params(const DecodeProblem& p, const DecodeTensors& t, 
   k.out_stride_head = t.out_stride_head;
   k.lse = t.lse;
   k.lse_stride_batch = t.lse_stride_batch;
-  k.slot_o = reinterpret_cast<float*>(at(w.o_offset));
-  k.slot_m = reinterpret_cast<float*>(at(w.m_offset));
-  k.slot_l = reinterpret_cast<float*>(at(w.l_offset));
-  k.counters = reinterpret_cast<std::uint32_t*>(at(w.counters_offset));
+  k.slot_o = w.slot_o;
+  k.slot_m = w.slot_m;
+  k.slot_l = w.slot_l;
+  k.counters = w.counters;
   return k;
 }
 

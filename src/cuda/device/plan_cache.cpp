@@ -3,6 +3,9 @@
 
 #include <cuda_runtime.h>
 
+#include <cstring>
+#include <iterator>
+
 #include "cuda/device/cuda_check.hpp"
 
 namespace leanattn::cuda {
@@ -37,6 +40,13 @@ DevicePlan pointers(const void* base, const PlanImage& im) {
           reinterpret_cast<const std::int32_t*>(b + im.seq_lens_at)};
 }
 
+// Buffers grow to a power of two, so a reused entry rarely reallocates.
+std::size_t rounded(std::size_t n) {
+  std::size_t r = 256;
+  while (r < n) r *= 2;
+  return r;
+}
+
 }  // namespace
 
 bool same_schedule(const Plan& a, const Plan& b) {
@@ -47,34 +57,104 @@ bool same_schedule(const Plan& a, const Plan& b) {
          same_list(a.reductions, b.reductions, same_reduction);
 }
 
+void PlanCache::touch(Entries::iterator it) {
+  entries_.splice(entries_.begin(), entries_, it);
+}
+
 std::optional<DevicePlan> PlanCache::find(const Plan& plan) {
-  if (last_entry_ != nullptr && same_schedule(*last_plan_, plan)) return last_entry_->device;
+  if (last_entry_ != nullptr && same_schedule(*last_plan_, plan)) {
+    touch(last_it_);  // O(1); keeps the plan in use from becoming the least recently used
+    return last_entry_->device;
+  }
   PlanImage im = make_plan_image(plan);
   const auto [lo, hi] = by_hash_.equal_range(image_hash(im));
   for (auto it = lo; it != hi; ++it) {
     if (it->second->image.bytes == im.bytes) {
+      touch(it->second);
       last_plan_ = plan;
-      last_entry_ = it->second;
-      return it->second->device;
+      last_it_ = it->second;
+      last_entry_ = &*it->second;
+      return last_entry_->device;
     }
   }
   return std::nullopt;
 }
 
-DevicePlan PlanCache::upload(const Plan& plan) {
+PlanCache::Entry& PlanCache::entry_for_upload() {
+  if (entries_.size() >= capacity_) {
+    // The least recently used entry that no captured graph reads.
+    for (auto it = entries_.end(); it != entries_.begin();) {
+      --it;
+      if (it->captured) continue;
+      if (it->done) it->done->wait();  // its last launch (and upload) finished
+      const auto [lo, hi] = by_hash_.equal_range(it->hash);
+      for (auto h = lo; h != hi; ++h) {
+        if (h->second == it) {
+          by_hash_.erase(h);
+          break;
+        }
+      }
+      if (last_entry_ == &*it) last_entry_ = nullptr;
+      touch(it);
+      return entries_.front();
+    }
+  }
+  entries_.emplace_front();
+  return entries_.front();
+}
+
+DevicePlan PlanCache::upload(const Plan& plan, void* stream) {
   if (auto found = find(plan)) return *found;
   check_plan(plan);
-  Entry& e = entries_.emplace_back();
+  Entry& e = entry_for_upload();
   e.image = make_plan_image(plan);
-  e.buffer = DeviceBuffer(e.image.bytes.size());
-  check(cudaMemcpy(e.buffer.data(), e.image.bytes.data(), e.image.bytes.size(),
-                   cudaMemcpyHostToDevice),
-        "cudaMemcpy (plan upload)");
+  e.hash = image_hash(e.image);
+  e.captured = false;
+  const std::size_t n = e.image.bytes.size();
+  if (e.buffer.size() < n) {
+    e.buffer = DeviceBuffer();
+    e.buffer = DeviceBuffer(rounded(n));
+    e.staging = PinnedBuffer();
+    e.staging = PinnedBuffer(rounded(n));
+  }
+  if (!e.done) e.done.emplace();
+  if (!e.uploaded) e.uploaded.emplace();
+  std::memcpy(e.staging.data(), e.image.bytes.data(), n);
+  check(cudaMemcpyAsync(e.buffer.data(), e.staging.data(), n, cudaMemcpyHostToDevice,
+                        static_cast<cudaStream_t>(stream)),
+        "cudaMemcpyAsync (plan upload)");
+  e.uploaded->record(stream);
+  e.done->record(stream);  // the staging is free again once the copy is done
+  e.upload_stream = stream;
+  e.upload_seen = false;
   e.device = pointers(e.buffer.data(), e.image);
-  by_hash_.emplace(image_hash(e.image), &e);
+  by_hash_.emplace(e.hash, entries_.begin());
   last_plan_ = plan;
+  last_it_ = entries_.begin();
   last_entry_ = &e;
   return e.device;
+}
+
+void PlanCache::before_launch(void* stream, bool capturing) {
+  Entry* e = last_entry_;
+  if (e == nullptr || e->upload_seen || capturing || stream == e->upload_stream) return;
+  if (cudaEventQuery(static_cast<cudaEvent_t>(e->uploaded->get())) == cudaSuccess) {
+    e->upload_seen = true;  // copied: any stream may read it from now on
+    return;
+  }
+  static_cast<void>(cudaGetLastError());  // cudaErrorNotReady is not an error here
+  check(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream),
+                            static_cast<cudaEvent_t>(e->uploaded->get()), 0),
+        "cudaStreamWaitEvent (plan upload)");
+}
+
+void PlanCache::launched(void* stream, bool capturing) {
+  if (last_entry_ == nullptr) return;
+  if (capturing) {
+    last_entry_->captured = true;
+  } else {
+    last_entry_->done->record(stream);
+  }
 }
 
 void PlanCache::clear() {

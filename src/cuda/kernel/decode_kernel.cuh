@@ -1,7 +1,8 @@
 // The persistent decode kernel: CTA w runs worker w's segments of the plan, in order. For each
 // segment (one (request, KV head) pair and a range of its lean tiles) and each pass of up to
 // kRows query rows of the GQA group:
-//   1. Q rows and the first K/V stages go into shared memory (cp.async, 16-byte, swizzled);
+//   1. Q rows and the first K/V stages go into shared memory (cp.async, 16-byte, swizzled); the
+//      segment's token range comes precomputed in the plan (no seq_len lookup before the copies);
 //   2. a kStages-deep pipeline streams the segment's tokens in blocks of kBlockN: while the warps
 //      compute block b, the copies of blocks b + 1 .. b + kStages - 1 are in flight;
 //   3. each warp runs its 16-token steps of the block (collective/warp_attention.cuh);
@@ -55,7 +56,12 @@ __device__ __forceinline__ void attend_range(WarpAttention<T, Shape>& acc, unsig
   for (int b = 0; b < blocks; ++b) {
     ptx::cp_async_wait<Shape::kStages - 2>();  // block b (and Q) landed for this thread
     __syncthreads();                           // ... for every thread; stage b - 1 is free
-    if (b == 0 && warp_active) acc.load_q(q_addr, warp_m, lane);
+    if (b == 0) {
+      if (warp_active) acc.load_q(q_addr, warp_m, lane);
+      // Q overlays V's last stage, which the copies below may now overwrite: every warp must
+      // have its Q fragments first (once per pass).
+      if constexpr (Shape::kQOverlaysStage) __syncthreads();
+    }
     const int next = b + Shape::kStages - 1;
     if (next < blocks) {
       const int st = next % Shape::kStages;
@@ -96,12 +102,16 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocksPerSm)
   const int warp_m = warp / Shape::kWarpsN;
   const int warp_n = warp % Shape::kWarpsN;
 
+  if (p.trace != nullptr && thread == 0) {
+    p.trace[blockIdx.x * kTraceWords] = ptx::sm_id();
+    p.trace[blockIdx.x * kTraceWords + 1] = ptx::global_timer_ns();
+    p.trace[blockIdx.x * kTraceWords + 3] = 0;
+  }
   const int first = p.worker_offsets[blockIdx.x];
   const int last = p.worker_offsets[blockIdx.x + 1];
   for (int s = first; s < last; ++s) {
     const DeviceSegment seg = p.segments[s];
-    const TokenRange range =
-        segment_tokens(seg.tile_begin, seg.tile_end, p.tile_tokens, p.seq_lens[seg.request]);
+    const TokenRange range{seg.token_begin, seg.token_end};  // precomputed by the host
     for (int row0 = 0; row0 < p.group_size; row0 += Shape::kRows) {
       const int rows = p.group_size - row0 < Shape::kRows ? p.group_size - row0 : Shape::kRows;
       WarpAttention<T, Shape> acc;
@@ -116,7 +126,10 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocksPerSm)
       Epilogue<T, Shape>::write_rows(smem, p, seg, row0, rows, thread);
       __syncthreads();  // scratch read before the next pass's copies overwrite it
     }
-    if (seg.slot >= 0) Epilogue<T, Shape>::arrive(p, seg, &last_flag, thread);
+    if (seg.slot >= 0) Epilogue<T, Shape>::arrive(p, seg, smem, &last_flag, thread);
+  }
+  if (p.trace != nullptr && thread == 0) {
+    p.trace[blockIdx.x * kTraceWords + 2] = ptx::global_timer_ns();
   }
 }
 

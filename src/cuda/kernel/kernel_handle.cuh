@@ -37,6 +37,8 @@ KernelHandle kernel_handle() {
   h.stages = Shape::kStages;
   h.threads = Shape::kThreads;
   h.smem_bytes = Shape::kSmemBytes;
+  h.merge_capacity = Shape::kMergeCapacity;
+  h.merge_max_rows = Shape::kMergeMaxRows;
   h.kernel = reinterpret_cast<const void*>(&decode_kernel<T, Shape>);
   h.name = std::string(dtype_name(Config::kDType)) + "_d" + std::to_string(Shape::kHeadDim) +
            "_wm" + std::to_string(Shape::kWarpsM);
