@@ -10,6 +10,10 @@ Functions:
     reference(q, k_cache, v_cache, seq_lens)    the fp64 reference (NumPy)
     merge_states(out_a, lse_a, out_b, lse_b)    combine results over disjoint key sets
 
+Modules (imported on demand):
+    leanattn.torch_ops                    torch.ops.leanattn.decode / decode_ (torch.compile)
+    leanattn.integrations.transformers    attn_implementation="leanattn" for transformers
+
 Attributes:
     __version__   the library version
     backends      the executors built in, e.g. ("cpu",) or ("cpu", "cuda")
@@ -17,6 +21,7 @@ Attributes:
 
 from __future__ import annotations
 
+import sys
 from typing import List, Tuple
 
 from . import _leanattn as _ext
@@ -37,6 +42,11 @@ def default_workers() -> int:
     """Worker threads decode() and plan() use when ``workers`` is None (one per core)."""
     return int(_ext.default_cpu_workers())
 
+
+# The torch custom ops (torch.ops.leanattn.decode, decode_) when torch is already imported: no
+# cost without torch. Otherwise `import leanattn.torch_ops` registers them.
+if "torch" in sys.modules:
+    from . import torch_ops  # noqa: F401
 
 __all__ = [
     "Plan",
