@@ -24,6 +24,7 @@ cannot run it (attention sinks). Settings are read from the module each call is 
 
 from __future__ import annotations
 
+import atexit
 import sys
 from typing import Any, Dict, Optional, Tuple
 
@@ -40,6 +41,7 @@ from .._plan import Plan, plan as make_plan
 NAME = "leanattn"
 
 _PLANS: Dict[Tuple[int, ...], Plan] = {}
+atexit.register(_PLANS.clear)  # plans are freed before the extension module is
 _MASK_CACHE: Dict[str, Any] = {"key": None, "rows": None}
 
 
@@ -124,7 +126,11 @@ def _prefill(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.T
         return sdpa_attention_forward(module, query, key, value, mask, dropout=dropout,
                                       scaling=scaling, **kwargs)
     eager = sys.modules[type(module).__module__].eager_attention_forward
-    if mask is not None and mask.dtype == torch.bool:
+    if mask is None:  # sdpa_mask skips a plain causal mask (SDPA's is_causal); eager needs it
+        q_len, kv_len = query.shape[2], key.shape[2]
+        mask = torch.ones(q_len, kv_len, dtype=torch.bool, device=query.device).tril(
+            kv_len - q_len)[None, None]
+    if mask.dtype == torch.bool:
         additive = torch.zeros(mask.shape, dtype=query.dtype, device=query.device)
         mask = additive.masked_fill_(~mask, torch.finfo(query.dtype).min)
     return eager(module, query, key, value, mask, scaling=scaling, dropout=dropout, **kwargs)
