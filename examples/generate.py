@@ -16,7 +16,7 @@ import importlib.util
 import os
 import sys
 import time
-from typing import List, Tuple
+from typing import Any, List, Tuple
 
 
 def model_file() -> Tuple[str, str]:
@@ -42,11 +42,12 @@ def load(attn: str):
     return tokenizer, model.eval()
 
 
-def generate(attn: str, prompt: str, tokens: int) -> Tuple[List[int], str, float]:
-    """Greedy tokens, text and seconds of the generate() call."""
+def generate(tokenizer: Any, model: Any, attn: str, prompt: str, tokens: int
+             ) -> Tuple[List[int], str, float]:
+    """Greedy tokens, text and seconds of the generate() call with attention `attn`."""
     import torch
 
-    tokenizer, model = load(attn)
+    model.set_attn_implementation(attn)
     chat = [{"role": "user", "content": prompt}]
     ids = tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_tensors="pt",
                                         return_dict=True)["input_ids"]
@@ -67,9 +68,10 @@ def main(argv: List[str]) -> int:
 
     import leanattn.integrations.transformers  # noqa: F401  registers "leanattn"
 
+    tokenizer, model = load("leanattn")  # loaded once (dequantizing takes seconds)
     results = {}
     for attn in ("leanattn", "sdpa"):
-        tokens, text, seconds = generate(attn, args.prompt, args.tokens)
+        tokens, text, seconds = generate(tokenizer, model, attn, args.prompt, args.tokens)
         results[attn] = tokens
         print(f"--- {attn}: {len(tokens)} tokens in {seconds:.2f} s")
         print(text)

@@ -39,6 +39,9 @@ from .._decode import decode
 from .._plan import Plan, plan as make_plan
 
 NAME = "leanattn"
+# Worker threads of leanattn's calls (None: one per core). Match it to torch.get_num_threads()
+# when the model's other operations should keep their cores.
+workers: Optional[int] = None
 
 _PLANS: Dict[Tuple[int, ...], Plan] = {}
 atexit.register(_PLANS.clear)  # plans are freed before the extension module is
@@ -47,13 +50,13 @@ _MASK_CACHE: Dict[str, Any] = {"key": None, "rows": None}
 
 def _plan_for(batch: int, kv_len: int, q_heads: int, kv_heads: int, head_dim: int) -> Plan:
     """The plan of a step with every request at kv_len keys, made once per shape."""
-    key = (batch, kv_len, q_heads, kv_heads, head_dim)
+    key = (batch, kv_len, q_heads, kv_heads, head_dim, workers)
     found = _PLANS.get(key)
     if found is None:
         if len(_PLANS) >= 16:
             _PLANS.clear()
         found = _PLANS[key] = make_plan([kv_len] * batch, q_heads=q_heads, kv_heads=kv_heads,
-                                        head_dim=head_dim)
+                                        head_dim=head_dim, workers=workers)
     return found
 
 
@@ -182,7 +185,7 @@ def leanattn_attention_forward(
                  + np.arange(width)[None, :])
         table = np.where(np.arange(width)[None, :] < counts[:, None], table, 0).astype(np.int32)
         decode(q, k_pages, v_pages, counts, block_table=table, scale=scaling, out=o,
-               lse_out=lse)
+               lse_out=lse, workers=workers)
     if sinks is not None:
         gate = torch.sigmoid(lse - sinks.detach().float()[None, :])  # [batch, q_heads]
         o.mul_(gate[:, :, None].to(o.dtype))
