@@ -139,6 +139,23 @@ def _prefill(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.T
     return eager(module, query, key, value, mask, scaling=scaling, dropout=dropout, **kwargs)
 
 
+def _check_window(module: Any, kv_len: int) -> None:
+    window = getattr(module, "sliding_window", None)
+    if window is not None and kv_len > window:
+        raise ValueError(
+            f"sliding_window: {window} keys but {kv_len} are cached and no mask says which to "
+            "drop; leanattn would attend to all of them")
+
+
+def _apply_sinks(o: torch.Tensor, lse: Optional[torch.Tensor], sinks: Optional[torch.Tensor],
+                 out: torch.Tensor) -> torch.Tensor:
+    """out, whose view o [batch, q_heads, head_dim] is scaled in place by sigmoid(lse - sink)."""
+    if sinks is not None and lse is not None:
+        gate = torch.sigmoid(lse - sinks.detach().float()[None, :])  # [batch, q_heads]
+        o.mul_(gate[:, :, None].to(o.dtype))
+    return out
+
+
 def leanattn_attention_forward(
     module: torch.nn.Module,
     query: torch.Tensor,  # [batch, q_heads, q_len, head_dim]
@@ -164,13 +181,16 @@ def leanattn_attention_forward(
     o = out[:, 0]  # [batch, q_heads, head_dim], written in place
     lse = None if sinks is None else torch.empty(batch, q_heads, device=query.device)
     q = query[:, :, 0]  # [batch, q_heads, head_dim]
-    rows = _mask_rows(attention_mask, batch, kv_len)
+    if attention_mask is None and torch.compiler.is_compiling():
+        # Traced by torch.compile: the custom op (no graph break); seq_lens as a tensor.
+        _check_window(module, kv_len)
+        lens = torch.full((batch,), kv_len, dtype=torch.int32)
+        torch.ops.leanattn.decode_(q, key.transpose(1, 2), value.transpose(1, 2), lens, o, lse,
+                                   None, scaling)
+        return _apply_sinks(o, lse, sinks, out), None
+    rows = _mask_rows(attention_mask, batch, kv_len)  # a mask under torch.compile: graph break
     if rows is None:
-        window = getattr(module, "sliding_window", None)
-        if window is not None and kv_len > window:
-            raise ValueError(
-                f"sliding_window: {window} keys but {kv_len} are cached and no mask says which "
-                "to drop; leanattn would attend to all of them")
+        _check_window(module, kv_len)
         decode(q, key.transpose(1, 2), value.transpose(1, 2),
                plan=_plan_for(batch, kv_len, q_heads, kv_heads, head_dim), scale=scaling,
                out=o, lse_out=lse)
@@ -186,10 +206,7 @@ def leanattn_attention_forward(
         table = np.where(np.arange(width)[None, :] < counts[:, None], table, 0).astype(np.int32)
         decode(q, k_pages, v_pages, counts, block_table=table, scale=scaling, out=o,
                lse_out=lse, workers=workers)
-    if sinks is not None:
-        gate = torch.sigmoid(lse - sinks.detach().float()[None, :])  # [batch, q_heads]
-        o.mul_(gate[:, :, None].to(o.dtype))
-    return out, None
+    return _apply_sinks(o, lse, sinks, out), None
 
 
 def register() -> None:

@@ -94,3 +94,31 @@ def test_mask_that_is_not_a_run_is_refused():
     mask[1, 0, 0, 2] = False
     with pytest.raises(ValueError, match="^attention_mask: request 1"):
         _mask_rows(mask, 2, 6)
+
+
+def test_attention_function_compiles_without_graph_break():
+    from leanattn.integrations.transformers import leanattn_attention_forward
+
+    class Attn(torch.nn.Module):
+        sliding_window = None
+
+        def __init__(self):
+            super().__init__()
+            self.sinks = torch.nn.Parameter(torch.randn(8))
+
+    module = Attn()
+    gen = torch.Generator().manual_seed(4)
+    q = torch.randn(2, 8, 1, 32, generator=gen)
+    k, v = (torch.randn(2, 2, 50, 32, generator=gen) for _ in range(2))
+
+    def step(q, k, v):
+        return leanattn_attention_forward(module, q, k, v, None, scaling=0.3)[0] * 1.0
+
+    torch._dynamo.reset()
+    got = torch.compile(step, fullgraph=True)(q, k, v)
+    torch.testing.assert_close(got, step(q, k, v), rtol=0, atol=0)
+    eager_scores = torch.einsum("bhd,bhnd->bhn", q[:, :, 0], k.repeat_interleave(4, 1)) * 0.3
+    logits = torch.cat([eager_scores, module.sinks.detach()[None, :, None].expand(2, 8, 1)], -1)
+    probs = torch.softmax(logits, -1)[..., :-1]
+    want = torch.einsum("bhn,bhnd->bhd", probs, v.repeat_interleave(4, 1))
+    torch.testing.assert_close(got[:, 0], want, rtol=1e-5, atol=1e-5)
