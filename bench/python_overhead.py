@@ -48,11 +48,18 @@ def cases(lib: str, dtype: str, tokens: int):
         out, lse = np.empty_like(arrays[0]), np.empty((b, hq), np.float32)
     q, k, v = arrays
     plan = leanattn.plan([tokens], q_heads=hq, kv_heads=hk, head_dim=d)
-    return [
+    calls = [
         ("decode(q, k, v, seq_lens)", lambda: leanattn.decode(q, k, v, lens)),
         ("decode(..., plan=, out=, lse_out=)",
          lambda: leanattn.decode(q, k, v, plan=plan, out=out, lse_out=lse)),
     ]
+    if lib == "torch":
+        import torch
+        from leanattn import torch_ops  # noqa: F401  (registers the ops)
+
+        calls.append(("torch.ops.leanattn.decode_(..., out, lse)",
+                      lambda: torch.ops.leanattn.decode_(q, k, v, lens, out, lse)))
+    return calls
 
 
 def main() -> None:
@@ -69,13 +76,13 @@ def main() -> None:
         pass
     print(f"leanattn {leanattn.__version__}, {leanattn.default_workers()} workers, "
           f"SIMD {leanattn.simd_targets()[0]}")
-    print(f"{'framework':9} {'dtype':8} {'tokens':>6}  {'call':36} {'min us':>7} {'median us':>9}")
+    print(f"{'framework':9} {'dtype':8} {'tokens':>6}  {'call':42} {'min us':>7} {'median us':>9}")
     for lib in libs:
         for dtype in ("float16", "float32"):
             for tokens in (16, 0):
                 for label, fn in cases(lib, dtype, tokens):
                     lo, med = timed(fn, args.runs, args.reps)
-                    print(f"{lib:9} {dtype:8} {tokens:6}  {label:36} {lo:7.1f} {med:9.1f}")
+                    print(f"{lib:9} {dtype:8} {tokens:6}  {label:42} {lo:7.1f} {med:9.1f}")
 
 
 if __name__ == "__main__":
