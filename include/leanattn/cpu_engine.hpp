@@ -30,6 +30,10 @@ struct EngineOptions {
   std::int32_t workers = 0;  // persistent threads; 0 = one per available core
   std::string simd{};        // SIMD target ("AVX3", "AVX2", "SSE4", "EMU128"); "" = best here
   bool pin_threads = false;  // bind thread i to core i (benchmarks)
+  // Problems whose K and V are at most this many bytes run every plan worker in turn on the
+  // calling thread: waking the pool costs more than it saves (microseconds per call, more on a
+  // busy machine). Outputs are bitwise the same either way. 0 = always use the pool.
+  std::int64_t inline_kv_bytes = 0;
 };
 
 class Engine {

@@ -144,4 +144,13 @@ WorkspaceLayout workspace_layout(const Plan& plan);
 // make; tests call it on every plan.
 void check_plan(const Plan& plan);
 
+// The working memory of check_plan. An executor that keeps one across runs checks a plan of the
+// same size or smaller without allocating (cpu::Engine does: a reused plan allocates nothing).
+struct PlanCheckBuffers {
+  std::vector<std::int64_t> order;
+  std::vector<std::int32_t> worker_of;
+  std::vector<char> slot_used;
+};
+void check_plan(const Plan& plan, PlanCheckBuffers& buffers);
+
 }  // namespace leanattn

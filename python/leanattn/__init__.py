@@ -10,8 +10,10 @@ Functions:
     reference(q, k_cache, v_cache, seq_lens)    the fp64 reference (NumPy)
     merge_states(out_a, lse_a, out_b, lse_b)    combine results over disjoint key sets
 
-Subpackage (needs PyTorch, not imported here):
-    leanattn.distributed                        context-parallel decode on torch.distributed
+Modules (imported on demand; they need PyTorch):
+    leanattn.distributed                  context-parallel decode on torch.distributed
+    leanattn.torch_ops                    torch.ops.leanattn.decode / decode_ (torch.compile)
+    leanattn.integrations.transformers    attn_implementation="leanattn" for transformers
 
 Attributes:
     __version__   the library version
@@ -20,6 +22,7 @@ Attributes:
 
 from __future__ import annotations
 
+import sys
 from typing import List, Tuple
 
 from . import _leanattn as _ext
@@ -40,6 +43,11 @@ def default_workers() -> int:
     """Worker threads decode() and plan() use when ``workers`` is None (one per core)."""
     return int(_ext.default_cpu_workers())
 
+
+# The torch custom ops (torch.ops.leanattn.decode, decode_) when torch is already imported: no
+# cost without torch. Otherwise `import leanattn.torch_ops` registers them.
+if "torch" in sys.modules:
+    from . import torch_ops  # noqa: F401
 
 __all__ = [
     "Plan",

@@ -139,6 +139,26 @@ def empty_like(ref: Any, shape: Sequence[int], float32: bool = False) -> Tuple[A
     )
 
 
+def output_view(x: Any, name: str, like: Any) -> Any:
+    """The view to hand to the compiled module for a caller-owned output ``name`` (out=,
+    lse_out=): in q's framework (TypeError otherwise), NumPy bfloat16 as its uint16 view. Shape,
+    dtype, device, strides and overlap are checked by the compiled module."""
+    kind = framework(x)
+    if kind != framework(like):
+        raise TypeError(
+            f"{name}: must be in q's framework ({type(like).__module__}.{type(like).__name__}), "
+            f"got {type(x).__module__}.{type(x).__name__}"
+        )
+    if kind == "numpy":
+        if not x.flags.writeable:
+            raise ValueError(f"{name}: must be writeable")
+        return x.view(np.uint16) if x.dtype.name == "bfloat16" else x
+    if kind == "torch":
+        if x.requires_grad:
+            raise ValueError(f"{name}: must not require grad (it is written in place)")
+    return x
+
+
 def on_cuda(x: Any) -> bool:
     """Whether x is a PyTorch CUDA tensor or a CuPy array."""
     kind = framework(x)

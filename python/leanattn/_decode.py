@@ -14,6 +14,7 @@ from . import _leanattn as _ext
 from ._plan import Plan
 
 _STRATEGIES = ("lean", "split", "head")
+_FAST_NUMPY = (np.dtype(np.float32), np.dtype(np.float16))
 
 
 def _inputs(
@@ -41,7 +42,7 @@ def decode(
     q: Any,
     k_cache: Any,
     v_cache: Any,
-    seq_lens: Any,
+    seq_lens: Any = None,
     *,
     block_table: Any = None,
     scale: Optional[float] = None,
@@ -50,6 +51,8 @@ def decode(
     tile: Optional[int] = None,
     return_lse: bool = False,
     plan: Optional[Plan] = None,
+    out: Any = None,
+    lse_out: Any = None,
 ) -> Union[Any, Tuple[Any, Any]]:
     """Attention of one new query token per request over its KV cache (the decode phase).
 
@@ -70,7 +73,8 @@ def decode(
             head_dim]``.
         v_cache: the values, same shape and dtype as k_cache.
         seq_lens: ``[batch]`` integer tokens per request (0 allowed: the output row is zeros and
-            the lse ``-inf``); at most capacity, or what the block table maps.
+            the lse ``-inf``); at most capacity, or what the block table maps. May be None when
+            ``plan`` is given: the plan's lengths are used.
         block_table: ``[batch, max_pages]`` int32: request b's token t is in page
             ``block_table[b, t // page_size]``, row ``t % page_size``. Only the entries a
             request uses are read; they must be in ``[0, num_pages)``.
@@ -83,11 +87,19 @@ def decode(
         tile: tokens per lean tile, the planner's granularity (default: by head_dim).
         return_lse: also return the log-sum-exp.
         plan: a plan from :func:`leanattn.plan` for these seq_lens and head counts; its
-            strategy and tile are used. Saves planning when the same batch shape repeats.
+            strategy and tile are used. Saves planning when the same batch shape repeats
+            (without one, the engine reuses the plan of its previous call when the shapes and
+            seq_lens are the same).
+        out: ``[batch, q_heads, head_dim]`` in q's dtype, framework and device: the output is
+            written there (head_dim contiguous; other strides allowed) and nothing is allocated.
+            It must not overlap q, k_cache, v_cache or lse_out.
+        lse_out: ``[batch, q_heads]`` float32 on q's device: the lse is written there (implies
+            ``return_lse``).
 
     Returns:
-        ``out`` ``[batch, q_heads, head_dim]`` in q's dtype and framework; with ``return_lse``
-        the pair ``(out, lse)``, lse ``[batch, q_heads]`` float32 (natural log).
+        ``out`` ``[batch, q_heads, head_dim]`` in q's dtype and framework (the ``out`` argument
+        itself when given); with ``return_lse`` or ``lse_out`` the pair ``(out, lse)``, lse
+        ``[batch, q_heads]`` float32 (natural log).
 
     Inputs are read in place through DLPack (no copies). Strided views are accepted when the
     last (head_dim) dimension is contiguous and no stride is negative. On the CPU the call
@@ -95,10 +107,45 @@ def decode(
     framework's current stream (seq_lens are read on the host; a host block_table is copied
     to the device). There is no autograd: PyTorch inputs are read through detached views.
 
+    With ``plan``, ``out`` and PyTorch tensors (and seq_lens None, no block_table), the call
+    takes a fast path: the tensors are read through the DLPack C exchange API, with no Python
+    work per tensor and no allocation (docs/integration.md, "Per-call overhead").
+
     Raises:
         ValueError: a shape or value breaks a rule (the message starts with the argument name).
         TypeError: an unsupported dtype.
     """
+    if (
+        out is not None
+        and type(plan) is Plan
+        and seq_lens is None
+        and block_table is None
+        and tile is None
+        and strategy == "lean"
+    ):
+        scale_f = 0.0 if scale is None else _arrays.optional_scale(scale)
+        workers_n = 0 if workers is None else _arrays.optional_positive_int(
+            workers, "workers", _ext.MAX_WORKERS)
+        stream = _arrays.current_stream(q) if getattr(q, "is_cuda", False) else 0
+        done = _ext._decode_planned(q, k_cache, v_cache, out, lse_out, plan._impl, scale_f,
+                                    workers_n, stream)
+        if not done and type(q) is np.ndarray and q.dtype in _FAST_NUMPY:
+            # NumPy float32/float16 (DLPack describes them): no Python-level checks either.
+            _ext._decode(q, "", k_cache, v_cache, "", plan._lens(), None, out, lse_out,
+                         scale_f, "lean", workers_n, 0, plan._impl, 0)
+            done = True
+        if done:
+            return (out, lse_out) if (return_lse or lse_out is not None) else out
+    return _decode_general(q, k_cache, v_cache, seq_lens, block_table, scale, strategy,
+                           workers, tile, return_lse, plan, out, lse_out)
+
+
+def _decode_general(
+    q: Any, k_cache: Any, v_cache: Any, seq_lens: Any, block_table: Any,
+    scale: Optional[float], strategy: str, workers: Optional[int], tile: Optional[int],
+    return_lse: bool, plan: Optional[Plan], out: Any, lse_out: Any,
+) -> Union[Any, Tuple[Any, Any]]:
+    """decode() with every argument checked in Python (any framework, any option)."""
     strategy = _arrays.require_str(strategy, "strategy")
     workers_n = _arrays.optional_positive_int(workers, "workers", _ext.MAX_WORKERS)
     tile_n = _arrays.optional_positive_int(tile, "tile")
@@ -114,20 +161,29 @@ def decode(
         if tile_n and tile_n != plan.tile:
             raise ValueError(f"tile: the plan was made for tile {plan.tile} (got {tile_n})")
         plan_impl = plan._impl
+        if seq_lens is None:
+            seq_lens = np.asarray(plan_impl.seq_lens, dtype=np.int32)
     elif strategy not in _STRATEGIES:
         raise ValueError(f"strategy: must be one of lean, split, head (got '{strategy}')")
+    if seq_lens is None:
+        raise ValueError("seq_lens: required unless plan is given")
 
     q = _arrays.as_array(q)
     qv, q_hint, kv, vv, kv_hint, lens, table = _inputs(q, k_cache, v_cache, seq_lens, block_table)
     batch, q_heads, head_dim = _arrays.require_shape(q, 3, "q", "[batch, q_heads, head_dim]")
-    out, out_view = _arrays.empty_like(q, (batch, q_heads, head_dim))
-    lse = None
-    lse_view = None
-    if return_lse:
+    if out is None:
+        out, out_view = _arrays.empty_like(q, (batch, q_heads, head_dim))
+    else:
+        out_view = _arrays.output_view(out, "out", q)
+    want_lse = return_lse or lse_out is not None
+    lse, lse_view = lse_out, None
+    if lse_out is not None:
+        lse_view = _arrays.output_view(lse_out, "lse_out", q)
+    elif return_lse:
         lse, lse_view = _arrays.empty_like(q, (batch, q_heads), float32=True)
     _ext._decode(qv, q_hint, kv, vv, kv_hint, lens, table, out_view, lse_view, scale_f,
                  strategy, workers_n, tile_n, plan_impl, _arrays.current_stream(q))
-    return (out, lse) if return_lse else out
+    return (out, lse) if want_lse else out
 
 
 def reference(

@@ -64,6 +64,17 @@ def _decode(
     plan: Optional[Plan],
     stream: int,
 ) -> None: ...
+def _decode_planned(
+    q: Any,
+    k_cache: Any,
+    v_cache: Any,
+    out: Any,
+    lse: Optional[Any],
+    plan: Plan,
+    scale: float,
+    workers: int,
+    stream: int,
+) -> bool: ...
 def _make_plan(
     seq_lens: np.ndarray,
     q_heads: int,

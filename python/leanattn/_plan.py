@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple, Union
 
+import numpy as np
+
 from . import _arrays
 from . import _leanattn as _ext
 
@@ -22,12 +24,21 @@ class Plan:
     order. Runs are deterministic: the same plan gives bitwise-identical outputs.
     """
 
-    __slots__ = ("_impl",)
+    __slots__ = ("_impl", "_lens_array")
 
     def __init__(self, impl: Any) -> None:
         if not isinstance(impl, _ext.Plan):
             raise TypeError("Plan: use leanattn.plan(...) to make a plan")
         self._impl = impl
+        self._lens_array: Optional[np.ndarray] = None
+
+    def _lens(self) -> np.ndarray:
+        """``[batch]`` int32 seq_lens as a read-only NumPy array, made once (decode's fast path)."""
+        if self._lens_array is None:
+            lens = np.asarray(self._impl.seq_lens, dtype=np.int32)
+            lens.flags.writeable = False
+            self._lens_array = lens
+        return self._lens_array
 
     @property
     def strategy(self) -> str:

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "dlpack_exchange.hpp"
 #include "errors.hpp"
 
 namespace leanattn::python {
@@ -14,7 +15,8 @@ namespace {
 
 using nb::dlpack::dtype_code;
 
-std::string shape_text(const nb::ndarray<nb::ro>& a) {
+template <class Array>
+std::string shape_text(const Array& a) {
   std::string s = "[";
   for (std::size_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
   return s + "]";
@@ -80,7 +82,8 @@ std::int32_t to_i32(std::size_t value, const char* argument, const std::string& 
   return static_cast<std::int32_t>(value);
 }
 
-const void* data_of(const InArray& a) {
+template <class Array>
+const void* data_of(const Array& a) {
   return a.size() == 0 ? nullptr : a.data();
 }
 
@@ -130,18 +133,23 @@ DType element_type(const nb::dlpack::dtype& dtype, std::string_view hint, const 
   return *found;
 }
 
-DecodeViews decode_views(const InArray& q, std::string_view q_hint, const InArray& k_cache,
-                         const InArray& v_cache, std::string_view kv_hint,
-                         const SeqLensArray& seq_lens, const std::optional<InArray>& block_table,
-                         float scale) {
-  const bool paged = block_table.has_value();
+template <class Array>
+void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, const Array& k_cache,
+                  const Array& v_cache, std::string_view kv_hint,
+                  std::span<const std::int32_t> seq_lens, const Array* block_table, float scale) {
+  const bool paged = block_table != nullptr;
   const char* kv_layout = paged ? "[num_pages, page_size, kv_heads, head_dim]"
                                 : "[batch, capacity, kv_heads, head_dim]";
   require_ndim(q, 3, "q", "[batch, q_heads, head_dim]");
   require_ndim(k_cache, 4, "k_cache", kv_layout);
   require_ndim(v_cache, 4, "v_cache", kv_layout);
 
-  DecodeViews views;
+  {  // start afresh, keeping the capacity of seq_lens
+    std::vector<std::int32_t> lens = std::move(views.problem.seq_lens);
+    views.problem = DecodeProblem{};
+    views.problem.seq_lens = std::move(lens);
+    views.tensors = DecodeTensors{};
+  }
   views.device = device_of(q);
   require_device(k_cache, views.device, "k_cache");
   require_device(v_cache, views.device, "v_cache");
@@ -155,12 +163,12 @@ DecodeViews decode_views(const InArray& q, std::string_view q_hint, const InArra
   }
 
   const std::size_t batch = q.shape(0);
-  if (seq_lens.shape(0) != batch) {
+  if (seq_lens.size() != batch) {
     value_error("seq_lens", "must hold one length per request: q has batch = " +
                                 std::to_string(batch) + " (q.shape[0]) but seq_lens has " +
-                                std::to_string(seq_lens.shape(0)) + " entries");
+                                std::to_string(seq_lens.size()) + " entries");
   }
-  p.seq_lens.assign(seq_lens.data(), seq_lens.data() + seq_lens.shape(0));
+  p.seq_lens.assign(seq_lens.begin(), seq_lens.end());
   p.q_heads = to_i32(q.shape(1), "q", "q_heads (q.shape[1])");
   p.head_dim = to_i32(q.shape(2), "q", "head_dim (q.shape[2])");
   p.kv_heads = to_i32(k_cache.shape(2), "k_cache", "kv_heads (k_cache.shape[2])");
@@ -204,10 +212,10 @@ DecodeViews decode_views(const InArray& q, std::string_view q_hint, const InArra
                       std::to_string(batch) + " (pass block_table for a paged cache)");
     }
     p.capacity = static_cast<std::int64_t>(k_cache.shape(1));
-    return views;
+    return;
   }
 
-  const InArray& bt = *block_table;
+  const Array& bt = *block_table;
   require_ndim(bt, 2, "block_table", "[batch, max_pages]");
   require_device(bt, views.device, "block_table");
   const auto bt_type = bt.dtype();
@@ -228,11 +236,11 @@ DecodeViews decode_views(const InArray& q, std::string_view q_hint, const InArra
   t.block_table = static_cast<const std::int32_t*>(data_of(bt));
   // A single row is never stepped over; give it the stride the validator expects.
   t.block_table_stride = bt.shape(0) <= 1 ? static_cast<std::int64_t>(bt.shape(1)) : bs[0];
-  return views;
 }
 
-void attach_outputs(DecodeViews& views, const OutArray& out, std::string_view out_hint,
-                    const std::optional<OutArray>& lse) {
+template <class Array>
+void attach_outputs(DecodeViews& views, const Array& out, std::string_view out_hint,
+                    const Array* lse) {
   const DecodeProblem& p = views.problem;
   require_ndim(out, 3, "out", "[batch, q_heads, head_dim]");
   require_device(out, views.device, "out");
@@ -247,19 +255,29 @@ void attach_outputs(DecodeViews& views, const OutArray& out, std::string_view ou
   views.tensors.out = out.size() == 0 ? nullptr : out.data();
   views.tensors.out_stride_batch = os[0];
   views.tensors.out_stride_head = os[1];
-  if (!lse) return;
-  require_ndim(*lse, 2, "lse", "[batch, q_heads]");
-  require_device(*lse, views.device, "lse");
+  if (lse == nullptr) return;
+  require_ndim(*lse, 2, "lse_out", "[batch, q_heads]");
+  require_device(*lse, views.device, "lse_out");
   const auto lt = lse->dtype();
   if (lt.code != static_cast<std::uint8_t>(dtype_code::Float) || lt.bits != 32 || lt.lanes != 1) {
-    type_error("lse", "dtype must be float32 (got " + dtype_text(lt) + ")");
+    type_error("lse_out", "dtype must be float32 (got " + dtype_text(lt) + ")");
   }
   if (lse->shape(0) != p.seq_lens.size() || lse->shape(1) != static_cast<std::size_t>(p.q_heads)) {
-    value_error("lse", "must have shape [batch, q_heads]");
+    value_error("lse_out", "must have shape [batch, q_heads]");
   }
-  const auto ls = strides_of(*lse, "lse");
+  const auto ls = strides_of(*lse, "lse_out");
   views.tensors.lse = lse->size() == 0 ? nullptr : static_cast<float*>(lse->data());
   views.tensors.lse_stride_batch = ls[0];
 }
+
+template void decode_views<InArray>(DecodeViews&, const InArray&, std::string_view, const InArray&,
+                                    const InArray&, std::string_view, std::span<const std::int32_t>,
+                                    const InArray*, float);
+template void decode_views<DlView>(DecodeViews&, const DlView&, std::string_view, const DlView&,
+                                   const DlView&, std::string_view, std::span<const std::int32_t>,
+                                   const DlView*, float);
+template void attach_outputs<OutArray>(DecodeViews&, const OutArray&, std::string_view,
+                                       const OutArray*);
+template void attach_outputs<DlView>(DecodeViews&, const DlView&, std::string_view, const DlView*);
 
 }  // namespace leanattn::python

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include "leanattn/dtype.hpp"
@@ -50,15 +51,19 @@ struct DecodeViews {
 // block_table: [batch, max_pages] int32, or None for the contiguous layout
 // scale:       softmax scale, 0 = 1/sqrt(head_dim)
 // The head_dim dimension must be contiguous (stride 1); other strides are kept (>= 0).
-DecodeViews decode_views(const InArray& q, std::string_view q_hint, const InArray& k_cache,
-                         const InArray& v_cache, std::string_view kv_hint,
-                         const SeqLensArray& seq_lens, const std::optional<InArray>& block_table,
-                         float scale);
+// `views` is overwritten; its seq_lens vector keeps its capacity, so a reused DecodeViews
+// allocates nothing. Array is InArray or DlView (dlpack_exchange.hpp).
+template <class Array>
+void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, const Array& k_cache,
+                  const Array& v_cache, std::string_view kv_hint,
+                  std::span<const std::int32_t> seq_lens, const Array* block_table, float scale);
 
 // Points views.tensors at the outputs: out [batch, q_heads, head_dim] in q's dtype, lse
-// [batch, q_heads] float32 with contiguous heads, on q's device. Both written by the executor.
-void attach_outputs(DecodeViews& views, const OutArray& out, std::string_view out_hint,
-                    const std::optional<OutArray>& lse);
+// [batch, q_heads] float32 with contiguous heads (or null), on q's device. Both written by the
+// executor. Array is OutArray or DlView.
+template <class Array>
+void attach_outputs(DecodeViews& views, const Array& out, std::string_view out_hint,
+                    const Array* lse);
 
 // Human-readable name of a DLPack dtype ("float64", "int32", "bfloat16", ...).
 std::string dtype_text(const nb::dlpack::dtype& dtype);

@@ -1,5 +1,7 @@
 // _leanattn._decode: one decode step on the backend of q's device, written into outputs that the
-// Python layer allocated in q's framework (python/leanattn/_decode.py is the public wrapper).
+// Python layer allocated in q's framework or the caller passed (out=, lse_out=);
+// _leanattn._decode_planned: the fast path for PyTorch tensors with a plan and caller outputs,
+// read through the DLPack exchange API (python/leanattn/_decode.py is the public wrapper).
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string_view.h>
@@ -7,6 +9,7 @@
 #include "array_views.hpp"
 #include "backends.hpp"
 #include "bindings.hpp"
+#include "dlpack_exchange.hpp"
 #include "errors.hpp"
 
 namespace leanattn::python {
@@ -26,19 +29,15 @@ void run_on_device(const DecodeCall& call, const Device& device) {
                        ", but this leanattn was built with the backends (" + built + ") only");
 }
 
-// q [batch, q_heads, head_dim]; k_cache, v_cache [batch, capacity, kv_heads, head_dim] or paged
-// [num_pages, page_size, kv_heads, head_dim]; seq_lens [batch] int32; block_table [batch,
-// max_pages] int32 or None; out [batch, q_heads, head_dim] in q's dtype; lse [batch, q_heads]
-// float32 or None. scale 0 = 1/sqrt(head_dim); workers 0 = default; tile 0 = default; stream:
-// the cudaStream_t of CUDA arrays as an integer (0 = default stream; ignored on the CPU).
-void decode(const InArray& q, std::string_view q_dtype, const InArray& k_cache,
-            const InArray& v_cache, std::string_view kv_dtype, const SeqLensArray& seq_lens,
-            const std::optional<InArray>& block_table, const OutArray& out,
-            const std::optional<OutArray>& lse, float scale, std::string_view strategy,
-            std::int32_t workers, std::int32_t tile, const Plan* plan, std::uintptr_t stream) {
-  DecodeViews views =
-      decode_views(q, q_dtype, k_cache, v_cache, kv_dtype, seq_lens, block_table, scale);
-  attach_outputs(views, out, q_dtype, lse);
+// The views of this thread's calls, reused: seq_lens keeps its capacity, so a call allocates
+// nothing here once the batch size has been seen.
+DecodeViews& thread_views() {
+  thread_local DecodeViews views;
+  return views;
+}
+
+void run_views(DecodeViews& views, const Plan* plan, std::string_view strategy,
+               std::int32_t workers, std::int32_t tile, std::uintptr_t stream) {
   DecodeCall call;
   call.problem = &views.problem;
   call.tensors = &views.tensors;
@@ -55,6 +54,44 @@ void decode(const InArray& q, std::string_view q_dtype, const InArray& k_cache,
   });
 }
 
+// q [batch, q_heads, head_dim]; k_cache, v_cache [batch, capacity, kv_heads, head_dim] or paged
+// [num_pages, page_size, kv_heads, head_dim]; seq_lens [batch] int32; block_table [batch,
+// max_pages] int32 or None; out [batch, q_heads, head_dim] in q's dtype; lse [batch, q_heads]
+// float32 or None. scale 0 = 1/sqrt(head_dim); workers 0 = default; tile 0 = default; stream:
+// the cudaStream_t of CUDA arrays as an integer (0 = default stream; ignored on the CPU).
+void decode(const InArray& q, std::string_view q_dtype, const InArray& k_cache,
+            const InArray& v_cache, std::string_view kv_dtype, const SeqLensArray& seq_lens,
+            const std::optional<InArray>& block_table, const OutArray& out,
+            const std::optional<OutArray>& lse, float scale, std::string_view strategy,
+            std::int32_t workers, std::int32_t tile, const Plan* plan, std::uintptr_t stream) {
+  DecodeViews& views = thread_views();
+  decode_views(views, q, q_dtype, k_cache, v_cache, kv_dtype,
+               std::span<const std::int32_t>(seq_lens.data(), seq_lens.shape(0)),
+               block_table ? &*block_table : nullptr, scale);
+  attach_outputs(views, out, q_dtype, lse ? &*lse : nullptr);
+  run_views(views, plan, strategy, workers, tile, stream);
+}
+
+// The same for a contiguous cache, plan's seq_lens, and q, k_cache, v_cache, out, lse (or None)
+// of a type with the DLPack exchange API (PyTorch): no Python call, no allocation. Returns false,
+// having done nothing, when one of them is not such an object (the caller takes _decode).
+bool decode_planned(nb::handle q, nb::handle k_cache, nb::handle v_cache, nb::handle out,
+                    nb::handle lse, const Plan& plan, float scale, std::int32_t workers,
+                    std::uintptr_t stream) {
+  DlView qv, kv, vv, ov, lv;
+  const bool has_lse = !lse.is_none();
+  if (!exchange_view(q, qv) || !exchange_view(k_cache, kv) || !exchange_view(v_cache, vv) ||
+      !exchange_view(out, ov) || (has_lse && !exchange_view(lse, lv))) {
+    return false;
+  }
+  DecodeViews& views = thread_views();
+  decode_views(views, qv, "", kv, vv, "", plan.seq_lens, static_cast<const DlView*>(nullptr),
+               scale);
+  attach_outputs(views, ov, "", has_lse ? &lv : nullptr);
+  run_views(views, &plan, "lean", workers, 0, stream);
+  return true;
+}
+
 }  // namespace
 
 void bind_decode(nb::module_& m) {
@@ -62,6 +99,9 @@ void bind_decode(nb::module_& m) {
         "v_cache"_a.noconvert(), "kv_dtype"_a, "seq_lens"_a.noconvert(),
         "block_table"_a.noconvert().none(), "out"_a.noconvert(), "lse"_a.noconvert().none(),
         "scale"_a, "strategy"_a, "workers"_a, "tile"_a, "plan"_a.none(), "stream"_a,
+        "Private: use leanattn.decode.");
+  m.def("_decode_planned", &decode_planned, "q"_a, "k_cache"_a, "v_cache"_a, "out"_a,
+        "lse"_a.none(), "plan"_a, "scale"_a, "workers"_a, "stream"_a,
         "Private: use leanattn.decode.");
 }
 

@@ -24,8 +24,10 @@ std::pair<F64Array, F64Array> reference(const InArray& q, std::string_view q_dty
                                         const InArray& k_cache, const InArray& v_cache,
                                         std::string_view kv_dtype, const SeqLensArray& seq_lens,
                                         const std::optional<InArray>& block_table, float scale) {
-  const DecodeViews views =
-      decode_views(q, q_dtype, k_cache, v_cache, kv_dtype, seq_lens, block_table, scale);
+  DecodeViews views;
+  decode_views(views, q, q_dtype, k_cache, v_cache, kv_dtype,
+               std::span<const std::int32_t>(seq_lens.data(), seq_lens.shape(0)),
+               block_table ? &*block_table : nullptr, scale);
   if (views.device.type != nb::device::cpu::value) {
     value_error("q", "reference() reads host memory: pass CPU arrays");
   }

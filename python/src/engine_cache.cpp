@@ -1,11 +1,13 @@
 // The CPU backend (backends.hpp): a small cache of cpu::Engine objects, one per worker count,
 // kept alive for the life of the module so that persistent threads are created once, not per
 // call. An engine serves one call at a time (its mutex); the GIL is released while it runs, so
-// other Python threads go on and calls on other engines run in parallel.
+// other Python threads go on and calls on other engines run in parallel. Each engine keeps the
+// last plan it made for calls without one, reused while the shapes and seq_lens repeat.
 #include <algorithm>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <nanobind/nanobind.h>
@@ -19,11 +21,28 @@ namespace nb = nanobind;
 
 namespace {
 
+// K and V of at most this many bytes are read on the calling thread (EngineOptions): a model's
+// decode step at short context is dominated by waking the pool otherwise.
+constexpr std::int64_t kInlineKvBytes = 256 * 1024;
+
 struct CachedEngine {
-  explicit CachedEngine(std::int32_t workers) : engine({.workers = workers}) {}
+  explicit CachedEngine(std::int32_t workers)
+      : engine({.workers = workers, .inline_kv_bytes = kInlineKvBytes}) {}
   cpu::Engine engine;
   std::mutex busy;  // held while a call runs on the engine
+  // The last plan made for a call without one, and the options it was made with: every layer of
+  // a model's decode step has the same seq_lens and heads, so it is planned once per step.
+  std::optional<Plan> last_plan;
+  PlanOptions last_options;
 };
+
+bool reusable(const CachedEngine& e, const DecodeProblem& p, const PlanOptions& o) {
+  if (!e.last_plan) return false;
+  const Plan& plan = *e.last_plan;
+  return o.strategy == e.last_options.strategy && o.tile_tokens == e.last_options.tile_tokens &&
+         plan.kv_heads == p.kv_heads && plan.group_size == p.group_size() &&
+         plan.head_dim == p.head_dim && plan.seq_lens == p.seq_lens;
+}
 
 // At most this many engines (thread pools) are kept; the least recently used idle one goes.
 constexpr std::size_t kMaxEngines = 4;
@@ -74,9 +93,14 @@ void run_cpu(const DecodeCall& call) {
   const std::lock_guard<std::mutex> lock(cached->busy);
   if (call.plan != nullptr) {
     cached->engine.run(*call.problem, *call.plan, *call.tensors);
-  } else {
-    cached->engine.decode(*call.problem, *call.tensors, call.options);
+    return;
   }
+  if (!reusable(*cached, *call.problem, call.options)) {
+    cached->last_plan.reset();
+    cached->last_plan = cached->engine.plan(*call.problem, call.options);  // validates
+    cached->last_options = call.options;
+  }
+  cached->engine.run(*call.problem, *cached->last_plan, *call.tensors);
 }
 
 }  // namespace leanattn::python

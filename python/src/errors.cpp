@@ -40,7 +40,8 @@ constexpr Rename kDecodeNames[] = {
     {"k_strides.", "k_cache", "stride"},
     {"v_strides.", "v_cache", "stride"},
     {"out_stride_", "out", "stride"},
-    {"lse_stride_", "lse", "stride"},
+    {"lse_stride_", "lse_out", "stride"},
+    {"lse", "lse_out", "lse"},
 };
 
 bool matches(std::string_view argument, std::string_view cpp) {

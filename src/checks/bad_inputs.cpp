@@ -128,6 +128,12 @@ std::vector<BadInput> bad_inputs() {
                           [](auto&, auto& t) { t.k_strides.token = -t.k_strides.token; }));
   v.push_back(tensor_rule("overlapping output rows", "out", "overlap",
                           [](auto&, auto& t) { t.out_stride_head = 1; }));
+  v.push_back(tensor_rule("out overlaps q", "out", "must not overlap q",
+                          [](auto&, auto& t) { t.out = const_cast<void*>(t.q); }));
+  v.push_back(tensor_rule("out overlaps k_cache", "out", "must not overlap k_cache",
+                          [](auto&, auto& t) { t.out = const_cast<void*>(t.k_cache); }));
+  v.push_back(tensor_rule("lse overlaps out", "lse", "must not overlap out",
+                          [](auto&, auto& t) { t.lse = static_cast<float*>(t.out); }));
   v.push_back(tensor_rule(
       "null block table", "block_table", "must not be null",
       [](auto&, auto& t) { t.block_table = nullptr; }, true));

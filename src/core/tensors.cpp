@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <utility>
 
@@ -84,6 +86,67 @@ void require_head_array(const float* ptr, bool used, const char* argument, const
   require_aligned(ptr, alignof(float), argument);
 }
 
+// The bytes [begin, end) a strided tensor can touch: rows of `width` elements at offsets
+// sum_i index_i * stride_i for index_i < extent_i. Empty when any extent is 0 or ptr is null.
+struct ByteRange {
+  std::uintptr_t begin = 0, end = 0;
+};
+
+ByteRange byte_range(const void* ptr, std::size_t elem, std::int64_t width,
+                     std::initializer_list<std::pair<std::int64_t, std::int64_t>> dims) {
+  std::int64_t last = width;  // elements up to the end of the last row
+  for (const auto& [extent, stride] : dims) {
+    if (extent <= 0) return {};
+    last += (extent - 1) * stride;
+  }
+  if (ptr == nullptr || width <= 0) return {};
+  const auto begin = reinterpret_cast<std::uintptr_t>(ptr);
+  return {begin, begin + static_cast<std::uintptr_t>(last) * elem};
+}
+
+// Outputs are written while the inputs are read (and by several threads): their address ranges
+// must not overlap any input's, nor each other's.
+void require_apart(const ByteRange& output, const ByteRange& other, const char* argument,
+                   const char* other_name) {
+  const bool overlap = output.begin < output.end && other.begin < other.end &&
+                       output.begin < other.end && other.begin < output.end;
+  require(!overlap, argument, [&] {
+    return std::string("must not overlap ") + other_name + " (outputs are written in place)";
+  });
+}
+
+void require_outputs_apart(const DecodeProblem& p, const DecodeTensors& t) {
+  const std::size_t qs = dtype_size(p.q_dtype);
+  const std::size_t ks = dtype_size(p.kv_dtype);
+  const bool paged = p.layout == KvLayout::paged;
+  const std::int64_t outer = paged ? p.num_pages : p.batch();
+  const std::int64_t rows = paged ? p.page_size : p.capacity;
+  const ByteRange out = byte_range(t.out, qs, p.head_dim,
+                                   {{p.batch(), t.out_stride_batch},
+                                    {p.q_len, t.out_stride_token},
+                                    {p.q_heads, t.out_stride_head}});
+  const ByteRange lse =
+      t.lse == nullptr
+          ? ByteRange{}
+          : byte_range(t.lse, sizeof(float), p.q_heads,
+                       {{p.batch(), t.lse_stride_batch}, {p.q_len, t.lse_stride_token}});
+  const ByteRange q = byte_range(
+      t.q, qs, p.head_dim,
+      {{p.batch(), t.q_stride_batch}, {p.q_len, t.q_stride_token}, {p.q_heads, t.q_stride_head}});
+  const ByteRange k = byte_range(
+      t.k_cache, ks, p.head_dim,
+      {{outer, t.k_strides.outer}, {rows, t.k_strides.token}, {p.kv_heads, t.k_strides.head}});
+  const ByteRange v = byte_range(
+      t.v_cache, ks, p.head_dim,
+      {{outer, t.v_strides.outer}, {rows, t.v_strides.token}, {p.kv_heads, t.v_strides.head}});
+  for (const auto& [range, name] : {std::pair{out, "out"}, std::pair{lse, "lse"}}) {
+    require_apart(range, q, name, "q");
+    require_apart(range, k, name, "k_cache");
+    require_apart(range, v, name, "v_cache");
+  }
+  require_apart(lse, out, "lse", "out");
+}
+
 }  // namespace
 
 void validate(const DecodeProblem& p, const DecodeTensors& t, MemorySpace space) {
@@ -124,6 +187,7 @@ void validate(const DecodeProblem& p, const DecodeTensors& t, MemorySpace space)
   }
   require_head_array(t.sinks, p.variant.sinks, "sinks", "sinks");
   require_head_array(t.alibi_slopes, p.variant.alibi, "alibi_slopes", "ALiBi");
+  require_outputs_apart(p, t);
   if (p.layout != KvLayout::paged) return;
   require(t.block_table != nullptr, "block_table",
           [] { return "must not be null for the paged layout"; });

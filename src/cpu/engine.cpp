@@ -281,6 +281,8 @@ struct Engine::Impl {
   AlignedBuffer workspace;
   std::size_t workspace_bytes = 0;
   std::vector<Scratch> scratch;
+  PlanCheckBuffers plan_check;  // check_plan's memory, kept: a reused plan allocates nothing
+  std::int64_t inline_kv_bytes = 0;
 
   Impl(const SimdKernel& k, std::int32_t threads, bool spin, bool pin)
       : kernel(k), pool(threads, spin, pin), scratch(static_cast<std::size_t>(threads)) {}
@@ -302,8 +304,11 @@ std::int32_t resolve_workers(std::int32_t requested) {
 Engine::Engine(const EngineOptions& options) {
   const std::int32_t threads = resolve_workers(options.workers);
   const auto cores = static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  require(options.inline_kv_bytes >= 0, "inline_kv_bytes",
+          [&] { return "must be >= 0 (got " + std::to_string(options.inline_kv_bytes) + ")"; });
   impl_ = std::make_unique<Impl>(find_simd_kernel(options.simd), threads, threads <= cores,
                                  options.pin_threads);
+  impl_->inline_kv_bytes = options.inline_kv_bytes;
 }
 
 Engine::~Engine() = default;
@@ -349,7 +354,7 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
   validate(problem);
   validate(problem, tensors);
   check_plan_matches(plan, problem);
-  check_plan(plan);
+  check_plan(plan, impl_->plan_check);
   const WorkspaceLayout layout = workspace_layout(plan);
   require(static_cast<std::int64_t>(workspace.size()) >= layout.bytes, "workspace", [&] {
     return "must hold at least " + std::to_string(layout.bytes) + " bytes for this plan (got " +
@@ -384,6 +389,13 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
     sc.reserve(static_cast<std::size_t>(plan.kv_heads), plan.group_size, plan.head_dim);
   }
 
+  if (problem.kv_bytes() <= impl_->inline_kv_bytes) {
+    // A small problem: every worker's segments in turn on this thread (EngineOptions).
+    for (std::int32_t w = 0; w < plan.workers; ++w) {
+      run_worker(cx, plan.worker_segments(w), impl_->scratch[0]);
+    }
+    return;
+  }
   const std::int32_t threads = impl_->pool.size();
   impl_->pool.run([&](std::int32_t thread) {
     Scratch& sc = impl_->scratch[static_cast<std::size_t>(thread)];

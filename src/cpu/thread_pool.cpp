@@ -64,7 +64,7 @@ void ThreadPool::worker_loop(std::int32_t thread) {
   }
 }
 
-void ThreadPool::run(const std::function<void(std::int32_t)>& job) {
+void ThreadPool::run(JobRef job) {
   if (threads_.empty()) {
     job(0);
     return;

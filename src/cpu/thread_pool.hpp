@@ -6,11 +6,28 @@
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace leanattn::cpu {
+
+// A non-owning reference to a callable void(std::int32_t): unlike std::function it never
+// allocates, so a run of a reused plan allocates nothing (docs/integration.md). The callable
+// must outlive the reference: a temporary passed to run() does.
+class JobRef {
+ public:
+  template <class F>
+  requires(!std::is_same_v<std::remove_cvref_t<F>, JobRef>)
+      JobRef(F&& f)  // NOLINT(google-explicit-constructor): passed like std::function
+      : object_(const_cast<void*>(static_cast<const void*>(&f))),
+        call_([](void* o, std::int32_t t) { (*static_cast<std::remove_reference_t<F>*>(o))(t); }) {}
+  void operator()(std::int32_t thread) const { call_(object_, thread); }
+
+ private:
+  void* object_;
+  void (*call_)(void*, std::int32_t);
+};
 
 class ThreadPool {
  public:
@@ -24,13 +41,13 @@ class ThreadPool {
   std::int32_t size() const { return static_cast<std::int32_t>(threads_.size()) + 1; }
 
   // Runs job(thread) for thread = 0 .. size() - 1, thread 0 on the caller. The job must not throw.
-  void run(const std::function<void(std::int32_t)>& job);
+  void run(JobRef job);
 
  private:
   void worker_loop(std::int32_t thread);
 
   std::vector<std::thread> threads_;
-  const std::function<void(std::int32_t)>* job_ = nullptr;
+  const JobRef* job_ = nullptr;
   std::atomic<std::uint64_t> generation_{0};
   std::atomic<std::int32_t> pending_{0};
   std::atomic<bool> stop_{false};

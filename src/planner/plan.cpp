@@ -94,6 +94,11 @@ std::string where(std::int64_t seg, const Segment& s) {
 }  // namespace
 
 void check_plan(const Plan& plan) {
+  PlanCheckBuffers buffers;
+  check_plan(plan, buffers);
+}
+
+void check_plan(const Plan& plan, PlanCheckBuffers& buffers) {
   if (plan.workers < 1) broken("must have at least one worker");
   if (plan.tile_tokens < 1) broken("must have tile_tokens >= 1");
   if (plan.kv_heads < 1 || plan.group_size < 1 || plan.head_dim < 1) broken("has empty shapes");
@@ -104,10 +109,12 @@ void check_plan(const Plan& plan) {
     broken("worker_offsets must run from 0 to the segment count, non-decreasing");
   }
   const std::int64_t pairs = static_cast<std::int64_t>(plan.batch()) * plan.kv_heads;
-  // Segment indices grouped by pair, in tile order (one allocation: executors call this on
-  // every run of a plan they did not make).
-  std::vector<std::int64_t> order(plan.segments.size());
-  std::vector<std::int32_t> worker_of(plan.segments.size());
+  // Segment indices grouped by pair, in tile order (in the caller's buffers: executors call this
+  // on every run of a plan they did not make).
+  std::vector<std::int64_t>& order = buffers.order;
+  std::vector<std::int32_t>& worker_of = buffers.worker_of;
+  order.resize(plan.segments.size());
+  worker_of.resize(plan.segments.size());
   auto pair_of = [&](std::int64_t i) {
     const Segment& s = plan.segments[static_cast<std::size_t>(i)];
     return static_cast<std::int64_t>(s.request) * plan.kv_heads + s.kv_head;
@@ -137,7 +144,8 @@ void check_plan(const Plan& plan) {
   });
   if (total != plan.total_tiles) broken("total_tiles must equal the tiles of all segments");
 
-  std::vector<char> slot_used(static_cast<std::size_t>(std::max(plan.num_slots, 0)), 0);
+  std::vector<char>& slot_used = buffers.slot_used;
+  slot_used.assign(static_cast<std::size_t>(std::max(plan.num_slots, 0)), 0);
   std::int64_t reductions_seen = 0;
   std::size_t cursor = 0;
   for (std::int64_t p = 0; p < pairs; ++p) {

@@ -1,5 +1,5 @@
 """The installed package: version from CMakeLists.txt, the backends built, the typing marker,
-and the README's Python example run as a new user would."""
+the README's Python example run as a new user would, and an import that loads no torch."""
 
 from __future__ import annotations
 
@@ -37,3 +37,13 @@ def test_readme_python_example_runs(capsys):
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     exec(compile(code, "README.md", "exec"), {})
     assert capsys.readouterr().out.strip()
+
+
+def test_import_does_not_load_torch_or_transformers():
+    import subprocess
+    import sys
+
+    code = ("import sys, leanattn; "
+            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

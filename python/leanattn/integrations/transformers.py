@@ -1,0 +1,218 @@
+"""transformers integration: ``attn_implementation="leanattn"``.
+
+Importing this module registers an attention function named ``"leanattn"`` with transformers'
+``AttentionInterface`` and the boolean SDPA mask builder under the same name with
+``AttentionMaskInterface``, so that::
+
+    import leanattn.integrations.transformers
+    model = AutoModelForCausalLM.from_pretrained(..., attn_implementation="leanattn")
+
+decodes every generated token (one query token per request) through leanattn, and prefills
+(several query tokens) through transformers' SDPA, or the model's own eager attention where SDPA
+cannot run it (attention sinks). Settings are read from the module each call is made for:
+
+- GQA/MQA (kv heads from the key tensor), ``scaling``;
+- the mask (padding, sliding windows): each request's row of the boolean mask must be one
+  contiguous run of keys; it is mapped exactly to leanattn's seq_lens through a page-size-1
+  block table over the key tensor (no copy). Any other mask is refused (ValueError);
+- attention sinks (gpt-oss ``module.sinks``): applied exactly from the returned LSE,
+  ``out * sigmoid(lse - sink)``;
+- soft-capping (Gemma 2 ``attn_logit_softcapping``): refused (ValueError): it cannot be applied
+  after the fact;
+- dropout while training: refused.
+"""
+
+from __future__ import annotations
+
+import atexit
+import sys
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+import torch
+from transformers import AttentionInterface
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+from .. import torch_ops  # noqa: F401  (registers torch.ops.leanattn for compiled models)
+from .._decode import decode
+from .._plan import Plan, plan as make_plan
+
+NAME = "leanattn"
+# Worker threads of leanattn's calls (None: one per core). Match it to torch.get_num_threads()
+# when the model's other operations should keep their cores.
+workers: Optional[int] = None
+
+_PLANS: Dict[Tuple[int, ...], Plan] = {}
+atexit.register(_PLANS.clear)  # plans are freed before the extension module is
+_MASK_CACHE: Dict[str, Any] = {"key": None, "rows": None}
+
+
+def _plan_for(batch: int, kv_len: int, q_heads: int, kv_heads: int, head_dim: int) -> Plan:
+    """The plan of a step with every request at kv_len keys, made once per shape."""
+    key = (batch, kv_len, q_heads, kv_heads, head_dim, workers)
+    found = _PLANS.get(key)
+    if found is None:
+        if len(_PLANS) >= 16:
+            _PLANS.clear()
+        found = _PLANS[key] = make_plan([kv_len] * batch, q_heads=q_heads, kv_heads=kv_heads,
+                                        head_dim=head_dim, workers=workers)
+    return found
+
+
+def _mask_rows(mask: Optional[torch.Tensor], batch: int, kv_len: int
+               ) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """(first key, key count) per request from a decode step's boolean mask [batch, 1, 1, kv_len],
+    or None when every key is attended. Raises ValueError for a mask it cannot map exactly."""
+    if mask is None:
+        return None
+    if mask.dtype != torch.bool or mask.dim() != 4 or mask.shape[1] != 1 or mask.shape[2] != 1:
+        raise ValueError(
+            "attention_mask: leanattn maps boolean masks [batch, 1, 1, kv_len] (transformers' "
+            f"sdpa_mask), got {tuple(mask.shape)} {mask.dtype}")
+    if mask.shape[-1] != kv_len or mask.shape[0] not in (1, batch):
+        raise ValueError(
+            f"attention_mask: shape {tuple(mask.shape)} does not match {batch} requests of "
+            f"{kv_len} keys")
+    key = (mask.data_ptr(), tuple(mask.shape), mask._version)
+    if _MASK_CACHE["key"] == key:
+        return _MASK_CACHE["rows"]
+    rows = mask[:, 0, 0, :].expand(batch, kv_len).cpu().numpy()
+    if rows.all():
+        result = None
+    else:
+        counts = rows.sum(axis=1).astype(np.int32)
+        starts = np.where(counts > 0, rows.argmax(axis=1), 0).astype(np.int32)
+        idx = np.arange(kv_len)[None, :]
+        run = (idx >= starts[:, None]) & (idx < (starts + counts)[:, None])
+        bad = np.nonzero((run != rows).any(axis=1))[0]
+        if bad.size:
+            raise ValueError(
+                f"attention_mask: request {int(bad[0])}'s keys are not one contiguous run, so "
+                "they cannot be mapped to leanattn's seq_lens; use attn_implementation='sdpa'")
+        result = (starts, counts)
+    _MASK_CACHE["key"], _MASK_CACHE["rows"] = key, result
+    return result
+
+
+def _token_pages(x: torch.Tensor, name: str) -> Tuple[torch.Tensor, int]:
+    """x [batch, kv_heads, kv_len, head_dim] as pages of one token [num_pages, 1, kv_heads,
+    head_dim] (a view: page b * per_request + t is request b's token t), and per_request."""
+    s_b, s_h, s_t, _ = x.stride()
+    batch, heads, kv_len, head_dim = x.shape
+    if s_t <= 0 or (batch > 1 and s_b % s_t != 0):
+        raise ValueError(f"{name}: strides {x.stride()} cannot be addressed as token pages")
+    per_request = s_b // s_t if batch > 1 else kv_len
+    pages = (batch - 1) * per_request + kv_len
+    view = x.as_strided((pages, 1, heads, head_dim), (s_t, s_t, s_h, 1), x.storage_offset())
+    return view, per_request
+
+
+def _refuse_unsupported(module: Any, dropout: float, kwargs: Dict[str, Any]) -> None:
+    softcap = kwargs.get("softcap")
+    if softcap is None:
+        softcap = getattr(getattr(module, "config", None), "attn_logit_softcapping", None)
+    if softcap is not None:
+        raise ValueError(
+            f"softcap: leanattn does not apply attention logit soft-capping (this model's "
+            f"attn_logit_softcapping = {softcap}); it cannot be applied after the fact. Use "
+            "attn_implementation='eager' for this model")
+    if dropout and getattr(module, "training", False):
+        raise ValueError(f"dropout: leanattn is inference only (got dropout = {dropout})")
+
+
+def _prefill(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+             mask: Optional[torch.Tensor], dropout: float, scaling: Optional[float],
+             sinks: Optional[torch.Tensor], **kwargs: Any) -> Tuple[torch.Tensor, Any]:
+    """Several query tokens: transformers' SDPA, or the model's eager attention for sinks."""
+    if sinks is None:
+        return sdpa_attention_forward(module, query, key, value, mask, dropout=dropout,
+                                      scaling=scaling, **kwargs)
+    eager = sys.modules[type(module).__module__].eager_attention_forward
+    if mask is None:  # sdpa_mask skips a plain causal mask (SDPA's is_causal); eager needs it
+        q_len, kv_len = query.shape[2], key.shape[2]
+        mask = torch.ones(q_len, kv_len, dtype=torch.bool, device=query.device).tril(
+            kv_len - q_len)[None, None]
+    if mask.dtype == torch.bool:
+        additive = torch.zeros(mask.shape, dtype=query.dtype, device=query.device)
+        mask = additive.masked_fill_(~mask, torch.finfo(query.dtype).min)
+    return eager(module, query, key, value, mask, scaling=scaling, dropout=dropout, **kwargs)
+
+
+def _check_window(module: Any, kv_len: int) -> None:
+    window = getattr(module, "sliding_window", None)
+    if window is not None and kv_len > window:
+        raise ValueError(
+            f"sliding_window: {window} keys but {kv_len} are cached and no mask says which to "
+            "drop; leanattn would attend to all of them")
+
+
+def _apply_sinks(o: torch.Tensor, lse: Optional[torch.Tensor], sinks: Optional[torch.Tensor],
+                 out: torch.Tensor) -> torch.Tensor:
+    """out, whose view o [batch, q_heads, head_dim] is scaled in place by sigmoid(lse - sink)."""
+    if sinks is not None and lse is not None:
+        gate = torch.sigmoid(lse - sinks.detach().float()[None, :])  # [batch, q_heads]
+        o.mul_(gate[:, :, None].to(o.dtype))
+    return out
+
+
+def leanattn_attention_forward(
+    module: torch.nn.Module,
+    query: torch.Tensor,  # [batch, q_heads, q_len, head_dim]
+    key: torch.Tensor,  # [batch, kv_heads, kv_len, head_dim], the whole cache (views allowed)
+    value: torch.Tensor,  # same as key
+    attention_mask: Optional[torch.Tensor],  # boolean [batch, 1, q_len, kv_len] or None
+    dropout: float = 0.0,
+    scaling: Optional[float] = None,
+    **kwargs: Any,
+) -> Tuple[torch.Tensor, None]:
+    """The attention function registered as "leanattn"; returns ([batch, q_len, q_heads,
+    head_dim], None)."""
+    _refuse_unsupported(module, dropout, kwargs)
+    sinks = kwargs.pop("s_aux", None)
+    if sinks is None:
+        sinks = getattr(module, "sinks", None)
+    if query.shape[2] != 1:
+        return _prefill(module, query, key, value, attention_mask, dropout, scaling, sinks,
+                        **kwargs)
+    batch, q_heads, _, head_dim = query.shape
+    kv_heads, kv_len = key.shape[1], key.shape[2]
+    out = torch.empty(batch, 1, q_heads, head_dim, dtype=query.dtype, device=query.device)
+    o = out[:, 0]  # [batch, q_heads, head_dim], written in place
+    lse = None if sinks is None else torch.empty(batch, q_heads, device=query.device)
+    q = query[:, :, 0]  # [batch, q_heads, head_dim]
+    if attention_mask is None and torch.compiler.is_compiling():
+        # Traced by torch.compile: the custom op (no graph break); seq_lens as a tensor.
+        _check_window(module, kv_len)
+        lens = torch.full((batch,), kv_len, dtype=torch.int32)
+        torch.ops.leanattn.decode_(q, key.transpose(1, 2), value.transpose(1, 2), lens, o, lse,
+                                   None, scaling)
+        return _apply_sinks(o, lse, sinks, out), None
+    rows = _mask_rows(attention_mask, batch, kv_len)  # a mask under torch.compile: graph break
+    if rows is None:
+        _check_window(module, kv_len)
+        decode(q, key.transpose(1, 2), value.transpose(1, 2),
+               plan=_plan_for(batch, kv_len, q_heads, kv_heads, head_dim), scale=scaling,
+               out=o, lse_out=lse)
+    else:
+        starts, counts = rows
+        k_pages, per_k = _token_pages(key, "key")
+        v_pages, per_v = _token_pages(value, "value")
+        if per_k != per_v:
+            raise ValueError("value: its layout differs from key's; pass contiguous caches")
+        width = max(int(counts.max()), 1)
+        table = (np.arange(batch, dtype=np.int64)[:, None] * per_k + starts[:, None]
+                 + np.arange(width)[None, :])
+        table = np.where(np.arange(width)[None, :] < counts[:, None], table, 0).astype(np.int32)
+        decode(q, k_pages, v_pages, counts, block_table=table, scale=scaling, out=o,
+               lse_out=lse, workers=workers)
+    return _apply_sinks(o, lse, sinks, out), None
+
+
+def register() -> None:
+    """Registers "leanattn" with AttentionInterface and AttentionMaskInterface (idempotent)."""
+    AttentionInterface.register(NAME, leanattn_attention_forward)
+    AttentionMaskInterface.register(NAME, sdpa_mask)
+
+
+register()

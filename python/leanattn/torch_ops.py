@@ -1,0 +1,108 @@
+"""PyTorch custom ops ``torch.ops.leanattn.decode`` and ``torch.ops.leanattn.decode_`` (in place,
+writing ``out``), registered with torch.library together with fake (meta) implementations, so
+that ``torch.compile(fullgraph=True)`` traces through them with no graph break.
+
+Importing this module registers the ops (once); ``import leanattn`` imports it when torch is
+already imported, so nothing is paid without torch. Schemas::
+
+    decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor seq_lens, Tensor? block_table=None,
+           float? scale=None) -> (Tensor out, Tensor lse)
+    decode_(Tensor q, Tensor k_cache, Tensor v_cache, Tensor seq_lens, Tensor(a!) out,
+            Tensor(b!)? lse_out=None, Tensor? block_table=None, float? scale=None) -> ()
+
+Shapes are those of :func:`leanattn.decode`: q ``[batch, q_heads, head_dim]``, caches
+``[batch, capacity, kv_heads, head_dim]`` (or paged with block_table), seq_lens ``[batch]``
+integer (read on the host), out like q, lse ``[batch, q_heads]`` float32.
+"""
+
+from __future__ import annotations
+
+import atexit
+from typing import Any, Dict, Optional, Tuple
+
+import torch
+
+from ._decode import decode as _decode
+from ._plan import Plan, plan as _make_plan
+
+_LIB: Optional[Any] = None
+_PLANS: Dict[Tuple[Any, ...], Plan] = {}
+atexit.register(_PLANS.clear)  # plans are freed before the extension module is
+
+
+def _run(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,
+         out: torch.Tensor, lse: Optional[torch.Tensor], block_table: Optional[torch.Tensor],
+         scale: Optional[float]) -> None:
+    """decode into out/lse. With a host seq_lens and no block table, through a plan kept per
+    lengths and shapes, so the call takes decode's fast path (every layer of a step reuses it)."""
+    if block_table is not None or seq_lens.device.type != "cpu" or q.device.type != "cpu":
+        _decode(q, k_cache, v_cache, seq_lens, block_table=block_table, scale=scale, out=out,
+                lse_out=lse)
+        return
+    key = (tuple(seq_lens.tolist()), q.shape[1], k_cache.shape[2], q.shape[2])
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) >= 64:
+            _PLANS.clear()
+        plan = _PLANS[key] = _make_plan(seq_lens, q_heads=q.shape[1], kv_heads=k_cache.shape[2],
+                                        head_dim=q.shape[2])
+    _decode(q, k_cache, v_cache, plan=plan, scale=scale, out=out, lse_out=lse)
+
+
+def _decode_impl(
+    q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,
+    block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    lse = torch.empty(q.shape[:2], dtype=torch.float32, device=q.device)
+    _run(q, k_cache, v_cache, seq_lens, out, lse, block_table, scale)
+    return out, lse
+
+
+def _decode_fake(
+    q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,
+    block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    return out, q.new_empty(q.shape[:2], dtype=torch.float32)
+
+
+def _decode_inplace_impl(
+    q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,
+    out: torch.Tensor, lse_out: Optional[torch.Tensor] = None,
+    block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
+) -> None:
+    _run(q, k_cache, v_cache, seq_lens, out, lse_out, block_table, scale)
+
+
+def _decode_inplace_fake(
+    q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,
+    out: torch.Tensor, lse_out: Optional[torch.Tensor] = None,
+    block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
+) -> None:
+    return None
+
+
+def register() -> None:
+    """Defines the ops and their CPU, CUDA and fake implementations (idempotent)."""
+    global _LIB
+    if _LIB is not None:
+        return
+    lib = torch.library.Library("leanattn", "DEF")
+    lib.define(
+        "decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor seq_lens, "
+        "Tensor? block_table=None, float? scale=None) -> (Tensor, Tensor)"
+    )
+    lib.define(
+        "decode_(Tensor q, Tensor k_cache, Tensor v_cache, Tensor seq_lens, Tensor(a!) out, "
+        "Tensor(b!)? lse_out=None, Tensor? block_table=None, float? scale=None) -> ()"
+    )
+    for key in ("CPU", "CUDA"):
+        lib.impl("decode", _decode_impl, key)
+        lib.impl("decode_", _decode_inplace_impl, key)
+    torch.library.register_fake("leanattn::decode", _decode_fake, lib=lib)
+    torch.library.register_fake("leanattn::decode_", _decode_inplace_fake, lib=lib)
+    _LIB = lib
+
+
+register()

@@ -1,0 +1,71 @@
+// A run of a reused plan allocates nothing: global operator new is replaced by a counting one
+// (this executable only), and Engine::run is called with counting on, after a warm-up run, for
+// every strategy, on the thread pool and on the calling thread (inline_kv_bytes).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <random>
+#include <vector>
+
+#include "leanattn/cpu_engine.hpp"
+
+namespace {
+std::atomic<bool> counting{false};
+std::atomic<long> allocations{0};
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+
+namespace leanattn {
+namespace {
+
+TEST(NoAllocation, ReusedPlanRunsAllocateNothing) {
+  DecodeProblem p;
+  p.q_heads = 8;
+  p.kv_heads = 2;
+  p.head_dim = 64;
+  p.seq_lens = {3000, 17, 900};
+  p.capacity = 3000;
+  p.q_dtype = p.kv_dtype = DType::f32;
+  const std::size_t batch = p.seq_lens.size();
+  std::mt19937 gen(7);
+  std::normal_distribution<float> normal;
+  auto random = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = normal(gen);
+    return v;
+  };
+  const auto q = random(batch * 8 * 64);
+  const auto k = random(batch * 3000 * 2 * 64);
+  const auto v = random(batch * 3000 * 2 * 64);
+  std::vector<float> out(batch * 8 * 64), lse(batch * 8);
+  const DecodeTensors t =
+      dense_tensors(p, q.data(), k.data(), v.data(), nullptr, out.data(), lse.data());
+  for (std::int64_t inline_bytes : {std::int64_t{0}, std::int64_t{1} << 40}) {
+    cpu::Engine engine({.workers = 2, .inline_kv_bytes = inline_bytes});
+    for (Strategy s : {Strategy::lean, Strategy::split, Strategy::head}) {
+      const Plan plan = engine.plan(p, {.strategy = s});
+      engine.run(p, plan, t);  // warm-up: workspace, scratch, plan-check buffers
+      allocations = 0;
+      counting = true;
+      for (int i = 0; i < 10; ++i) engine.run(p, plan, t);
+      counting = false;
+      EXPECT_EQ(allocations.load(), 0) << strategy_name(s) << (inline_bytes ? " inline" : " pool");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace leanattn
