@@ -46,7 +46,8 @@ import csv, statistics, sys
 out, runs = sys.argv[1], int(sys.argv[2])
 def us(case):
     return [float(row["median_us"]) for r in range(1, runs + 1)
-            for row in csv.DictReader(open(f"{out}-{case}-run{r}.csv")) if row["strategy"] == "lean"]
+            for row in csv.DictReader(open(f"{out}-{case}-run{r}.csv"))
+            if row["strategy"] == "lean"]
 q1, q4, win, plain = (us(c) for c in ("q1-32k", "q4-32k", "window4k-128k", "plain-4k"))
 m = statistics.median
 print(f"\nsummary: medians over {runs} runs of lean's median time (us)")

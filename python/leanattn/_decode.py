@@ -72,8 +72,8 @@ def decode(
         q: ``[batch, q_heads, head_dim]`` (one new token per request) or
             ``[batch, q_len, q_heads, head_dim]`` (q_len new tokens per request, the last q_len
             positions of its cache: speculative decoding, multi-token prediction; every
-            non-empty request needs ``seq_len >= q_len``) float32, float16 or bfloat16: a NumPy array
-            (bfloat16 through ml_dtypes) or a PyTorch CPU tensor; with the CUDA backend
+            non-empty request needs ``seq_len >= q_len``) float32, float16 or bfloat16: a NumPy
+            array (bfloat16 through ml_dtypes) or a PyTorch CPU tensor; with the CUDA backend
             (``"cuda" in leanattn.backends``) also a PyTorch CUDA tensor or a CuPy array.
             head_dim is a multiple of 16, at most 256.
         k_cache: the keys, same framework and device as q (dtype may differ from q's), either

@@ -50,7 +50,8 @@ def variant_args(causal: Any, window_left: Any, softcap: Any, sinks: Any, alibi_
             raise TypeError(f"window_left: must be an int (got {type(window_left).__name__})")
         window = int(window_left)
         if window < -1 or window > 2**31 - 1:
-            raise ValueError(f"window_left: must be >= 0, or -1 / None for no window (got {window})")
+            raise ValueError(
+                f"window_left: must be >= 0, or -1 / None for no window (got {window})")
     cap = 0.0
     if softcap is not None:
         if isinstance(softcap, bool) or not isinstance(softcap, numbers.Real):
