@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The mutation check: proves the suite fails when the code is wrong. Builds the `mutation` preset
+# (the release build with the deliberate bugs of src/core/mutation.hpp compiled in, selected at
+# run time by LEANATTN_MUTATION), then for the correct code and for each mutation runs a focused
+# part of the suite: the CPU engine, reference and check tests, and a short `leanattn check`.
+# The correct code must pass; every mutation must fail, and must fail the Sensitivity batches in
+# every dtype, with and without an empty request. Prints which tests catch each mutation
+# (docs/validation.md keeps the table). Exit code non-zero if any of this does not hold.
+#   scripts/mutation-check.sh [mutation ...]      (default: all)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=build/mutation
+all=(merge_without_rescale continuation_skips_tile scale_one_over_d long_row_zeros
+  lse_off_by_one_tile gqa_head_mapping block_table_off_by_one)
+mutations=("$@")
+[ ${#mutations[@]} -eq 0 ] && mutations=("${all[@]}")
+
+# The focused suite: the tests that compare executors with the reference (the long-running
+# large-size, exhaustive-sweep and reproducibility tests are left to the release stage).
+cpu_filter='Batches/Sensitivity.*:*EngineTest.HeadDims*:*EngineTest.OneLong*:*EngineTest.Random*:*NumericsTest.*'
+ref_filter='*'
+checks_filter='Reproducibility.RandomStrategies*'
+check_args=(check --count 40 --seed 5)
+
+if command -v ccache >/dev/null; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="$PWD"
+fi
+cmake --preset mutation >/dev/null &&
+  cmake --build --preset mutation -j "$(nproc)" --target cpu_tests reference_tests checks_tests \
+    leanattn >/dev/null || {
+  echo "mutation-check: build failed"
+  exit 1
+}
+
+# Runs the focused suite with LEANATTN_MUTATION=$1; prints the failing tests, one a line, and
+# `leanattn-check` if the check fails. Exit code 0 when everything passed.
+run_suite() {
+  local out rc=0
+  out=$(
+    export LEANATTN_MUTATION=$1
+    "$build/tests/cpu_tests" --gtest_filter="$cpu_filter" 2>&1
+    "$build/tests/reference_tests" --gtest_filter="$ref_filter" 2>&1
+    "$build/tests/checks_tests" --gtest_filter="$checks_filter" 2>&1
+    "$build/apps/leanattn/leanattn" "${check_args[@]}" >/dev/null 2>&1 || echo "CHECK-FAILED"
+  )
+  grep -E '^\[  FAILED  \] [^ ]+\.[^ ]+' <<<"$out" | awk '{print $4}' | sort -u | grep -v '^$' &&
+    rc=1
+  if grep -q CHECK-FAILED <<<"$out"; then
+    echo "leanattn-check"
+    rc=1
+  fi
+  return $rc
+}
+
+status=0
+start=$SECONDS
+echo "== correct code"
+if failures=$(run_suite ""); then
+  echo "   passes"
+else
+  echo "   FAILS on correct code:"
+  sed 's/^/     /' <<<"$failures"
+  status=1
+fi
+for m in "${mutations[@]}"; do
+  t0=$SECONDS
+  failures=$(run_suite "$m")
+  n=$(grep -c . <<<"$failures")
+  echo "== $m: $n failing ($((SECONDS - t0))s)"
+  if [ "$n" -eq 0 ]; then
+    echo "   NOT CAUGHT"
+    status=1
+    continue
+  fi
+  sed 's/^/     /' <<<"$failures"
+  for dt in f32 f16 bf16; do
+    for e in with_empty no_empty; do
+      if ! grep -q "Sensitivity.*/${dt}_${e}_" <<<"$failures"; then
+        echo "   NOT CAUGHT by the Sensitivity batches in $dt, $e"
+        status=1
+      fi
+    done
+  done
+done
+echo "mutation-check: $((SECONDS - start))s of tests, $([ $status -eq 0 ] && echo passed || echo FAILED)"
+exit $status
