@@ -43,8 +43,8 @@ run_suite() {
     "$build/tests/checks_tests" --gtest_filter="$checks_filter" 2>&1
     "$build/apps/leanattn/leanattn" "${check_args[@]}" >/dev/null 2>&1 || echo "CHECK-FAILED"
   )
-  grep -E '^\[  FAILED  \] [^ ]+\.[^ ]+' <<<"$out" | awk '{print $4}' | sort -u | grep -v '^$' &&
-    rc=1
+  grep -E '^\[  FAILED  \] [^ ]+\.[^ ]+' <<<"$out" | awk '{print $4}' | tr -d , | sort -u |
+    grep -v '^$' && rc=1
   if grep -q CHECK-FAILED <<<"$out"; then
     echo "leanattn-check"
     rc=1
@@ -72,7 +72,8 @@ for m in "${mutations[@]}"; do
     status=1
     continue
   fi
-  sed 's/^/     /' <<<"$failures"
+  # One line per test, its instances (SIMD targets, dtypes, layouts) counted.
+  sed -E 's#^[^/.]+/##; s#/[^/]+$##' <<<"$failures" | uniq -c | awk '{printf "     %s (%d)\n", $2, $1}'
   for dt in f32 f16 bf16; do
     for e in with_empty no_empty; do
       if ! grep -q "Sensitivity.*/${dt}_${e}_" <<<"$failures"; then

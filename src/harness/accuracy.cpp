@@ -24,6 +24,13 @@ double unit_roundoff(DType type) {
 
 const double kU32 = std::ldexp(1.0, -24);
 
+// The fp32 rounding the engines' sums may add: sqrt(n) u32 relative for the n-term softmax sums,
+// and sqrt(d) u32 S absolute for each score's d-term dot product.
+double fp32_sums(const RowScale& row) {
+  return kU32 * (std::sqrt(static_cast<double>(row.n)) +
+                 std::sqrt(static_cast<double>(row.d)) * row.score_abs);
+}
+
 // Same kind: both NaN, the same infinity, or both finite.
 bool same_kind(double ref, double x) {
   if (std::isnan(ref) || std::isnan(x)) return std::isnan(ref) && std::isnan(x);
@@ -44,14 +51,13 @@ std::string row_name(const char* what, const reference::RowId& r) {
 
 }  // namespace
 
-double row_tolerance(DType q_dtype, std::int64_t n, double naive_err, double ref_max,
-                     double weighted_abs) {
+double row_tolerance(DType q_dtype, const RowScale& row, double naive_err, double ref_max) {
   return 2.0 * naive_err + 8.0 * unit_roundoff(q_dtype) * ref_max +
-         4.0 * kU32 * std::sqrt(static_cast<double>(n)) * weighted_abs;
+         2.0 * fp32_sums(row) * row.weighted_abs;
 }
 
-double lse_tolerance(std::int64_t n, double ref_lse) {
-  return 1e-5 * std::max(1.0, std::abs(ref_lse)) + 4.0 * kU32 * std::sqrt(static_cast<double>(n));
+double lse_tolerance(const RowScale& row, double ref_lse) {
+  return 1e-5 * std::max(1.0, std::abs(ref_lse)) + 2.0 * fp32_sums(row);
 }
 
 std::vector<reference::RowId> all_rows(const DecodeProblem& p) {
@@ -92,6 +98,9 @@ Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse
   const std::vector<double> all = read_output(c);
   Accuracy a;
   double worst = -1.0, worst_lse = -1.0;
+  auto scale_of = [&](std::size_t row, std::int64_t n) {
+    return RowScale{n, p.head_dim, naive.weighted_abs[row], naive.score_abs[row]};
+  };
   auto fail = [&](const std::string& what) {
     if (a.first_problem.empty()) a.first_problem = what;
   };
@@ -115,7 +124,7 @@ Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse
       const double nv = naive.out[row * d + i];
       if (std::isfinite(nv)) naive_err = std::max(naive_err, std::abs(nv - r));
     }
-    const double tol = row_tolerance(p.q_dtype, n, naive_err, ref_max, naive.weighted_abs[row]);
+    const double tol = row_tolerance(p.q_dtype, scale_of(row, n), naive_err, ref_max);
     const double q = ratio(err, tol);
     if (q > worst) {
       worst = q;
@@ -141,7 +150,7 @@ Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse
       continue;
     }
     if (!std::isfinite(r)) continue;
-    const double err = std::abs(x - r), tol = lse_tolerance(n, r);
+    const double err = std::abs(x - r), tol = lse_tolerance(scale_of(row, n), r);
     const double q = ratio(err, tol);
     if (q > worst_lse) {
       worst_lse = q;

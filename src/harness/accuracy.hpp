@@ -42,12 +42,20 @@ Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse
 Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse,
                         const NaiveBaseline& naive, std::span<const reference::RowId> rows);
 
-// The tolerance of one output row (see docs/numerics.md): 2 * naive_err + 8 u |ref|_max +
-// 4 u32 sqrt(n) weighted_abs, u the unit roundoff of q_dtype, u32 that of fp32.
-double row_tolerance(DType q_dtype, std::int64_t n, double naive_err, double ref_max,
-                     double weighted_abs);
-// The tolerance of one LSE value: 1e-5 max(1, |ref_lse|) + 4 u32 sqrt(n).
-double lse_tolerance(std::int64_t n, double ref_lse);
+// What a row's tolerances depend on: its length n, head_dim d, and from the naive baseline the
+// sizes of its sums (weighted_abs W, score_abs S).
+struct RowScale {
+  std::int64_t n = 0;
+  std::int32_t d = 0;
+  double weighted_abs = 0.0;
+  double score_abs = 0.0;
+};
+
+// The tolerance of one output row (see docs/numerics.md), u the unit roundoff of q_dtype and u32
+// that of fp32: 2 naive_err + 8 u |ref|_max + 2 u32 (sqrt(n) + sqrt(d) S) W.
+double row_tolerance(DType q_dtype, const RowScale& row, double naive_err, double ref_max);
+// The tolerance of one LSE value: 1e-5 max(1, |ref_lse|) + 2 u32 (sqrt(n) + sqrt(d) S).
+double lse_tolerance(const RowScale& row, double ref_lse);
 
 // Every row of c's problem, in [batch, q_heads] order; and a spread sample of at most `count`
 // rows (first and last request, the longest request, and evenly spaced others).

@@ -62,6 +62,7 @@ NaiveBaseline naive_same_precision(const DecodeProblem& p, const DecodeTensors& 
   NaiveBaseline r;
   r.out.assign(rows.size() * static_cast<std::size_t>(d), 0.0);
   r.weighted_abs.assign(rows.size(), 0.0);
+  r.score_abs.assign(rows.size(), 0.0);
   std::vector<float> s, acc(static_cast<std::size_t>(d)), abs_acc(static_cast<std::size_t>(d));
   for (std::size_t row = 0; row < rows.size(); ++row) {
     const std::int32_t b = rows[row].request, qh = rows[row].q_head;
@@ -70,13 +71,17 @@ NaiveBaseline naive_same_precision(const DecodeProblem& p, const DecodeTensors& 
     const std::int32_t h = qh / (p.q_heads / p.kv_heads);
     s.assign(static_cast<std::size_t>(n), 0.0f);
     float m = -std::numeric_limits<float>::infinity();
+    double score_abs = 0.0;
     for (std::int64_t j = 0; j < n; ++j) {
-      float dot = 0.0f;
+      float dot = 0.0f, dot_abs = 0.0f;
       const std::int64_t kb = kv_offset(p, t, t.k_strides, b, j, h);
       for (std::int32_t i = 0; i < d; ++i) {
-        dot += read(t.q, qt, b * t.q_stride_batch + qh * t.q_stride_head + i) *
-               read(t.k_cache, p.kv_dtype, kb + i);
+        const float x = read(t.q, qt, b * t.q_stride_batch + qh * t.q_stride_head + i) *
+                        read(t.k_cache, p.kv_dtype, kb + i);
+        dot += x;
+        dot_abs += std::abs(x);
       }
+      score_abs = std::max(score_abs, static_cast<double>(dot_abs * scale));
       s[static_cast<std::size_t>(j)] = round_to(qt, round_to(qt, dot) * scale);
       m = std::max(m, s[static_cast<std::size_t>(j)]);
     }
@@ -103,6 +108,7 @@ NaiveBaseline naive_same_precision(const DecodeProblem& p, const DecodeTensors& 
       wabs = std::max(wabs, static_cast<double>(abs_acc[static_cast<std::size_t>(i)]));
     }
     r.weighted_abs[row] = wabs;
+    r.score_abs[row] = score_abs;
   }
   return r;
 }

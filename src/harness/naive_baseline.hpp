@@ -20,6 +20,9 @@ struct NaiveBaseline {
   // Per row: max over dimensions i of sum_j p_j |v_ji| (p the probabilities): the size of what
   // the P.V accumulation adds up, which bounds its rounding error. [rows].
   std::vector<double> weighted_abs;
+  // Per row: max over keys j of scale * sum_i |q_i k_ji|: the size of what a score's dot product
+  // adds up, which bounds its rounding error. [rows].
+  std::vector<double> score_abs;
 };
 
 // Every row in [batch, q_heads] order, or the listed rows in their order.
