@@ -113,7 +113,9 @@ int run_check(const CheckArgs& a) {
     for (const auto& o : r.outcomes) {
       if (o.ok) {
         ++passed;
-        if (a.verbose) fmt::print("ok    {} #{} {}: {}\n", kind, index, o.what, o.detail);
+        if (a.verbose) {
+          fmt::print("ok    {} #{} {} on {}: {}\n", kind, index, o.what, r.problem, o.detail);
+        }
         continue;
       }
       ++failed;
