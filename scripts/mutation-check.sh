@@ -33,23 +33,28 @@ cmake --preset mutation >/dev/null &&
 }
 
 # Runs the focused suite with LEANATTN_MUTATION=$1; prints the failing tests, one a line, and
-# `leanattn-check` if the check fails. Exit code 0 when everything passed.
+# `leanattn-check` if the check fails, `<binary>-exit` if a test binary fails without naming a
+# failed test (a crash). Exit code 0 when everything passed.
 run_suite() {
-  local out rc=0
+  local out
   out=$(
     export LEANATTN_MUTATION=$1
-    "$build/tests/cpu_tests" --gtest_filter="$cpu_filter" 2>&1
-    "$build/tests/reference_tests" --gtest_filter="$ref_filter" 2>&1
-    "$build/tests/checks_tests" --gtest_filter="$checks_filter" 2>&1
-    "$build/apps/leanattn/leanattn" "${check_args[@]}" >/dev/null 2>&1 || echo "CHECK-FAILED"
+    run() {
+      local name=$1 log
+      shift
+      log=$("$@" 2>&1) && return 0
+      grep -E '^\[  FAILED  \] [^ ]+\.[^ ]+' <<<"$log" | awk '{print $4}' | tr -d , | sort -u |
+        grep . || echo "$name-exit"
+    }
+    run cpu_tests "$build/tests/cpu_tests" --gtest_filter="$cpu_filter"
+    run reference_tests "$build/tests/reference_tests" --gtest_filter="$ref_filter"
+    run checks_tests "$build/tests/checks_tests" --gtest_filter="$checks_filter"
+    "$build/apps/leanattn/leanattn" "${check_args[@]}" >/dev/null 2>&1 || echo leanattn-check
   )
-  grep -E '^\[  FAILED  \] [^ ]+\.[^ ]+' <<<"$out" | awk '{print $4}' | tr -d , | sort -u |
-    grep -v '^$' && rc=1
-  if grep -q CHECK-FAILED <<<"$out"; then
-    echo "leanattn-check"
-    rc=1
-  fi
-  return $rc
+  out=$(sort -u <<<"$out" | grep .)
+  [ -z "$out" ] && return 0
+  echo "$out"
+  return 1
 }
 
 status=0
