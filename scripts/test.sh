@@ -60,8 +60,8 @@ stage_release() {
 stage_asan() {
   build_preset asan &&
     ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j "$jobs" &&
-    echo "== leanattn check --count 20 (sanitized)" &&
-    ASAN_OPTIONS=detect_leaks=1 build/asan/apps/leanattn/leanattn check --count 20 --long-len 8192
+    echo "== leanattn check --count 60 (sanitized)" &&
+    ASAN_OPTIONS=detect_leaks=1 build/asan/apps/leanattn/leanattn check --count 60
 }
 
 stage_tsan() {
