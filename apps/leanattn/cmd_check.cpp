@@ -1,6 +1,8 @@
-// `leanattn check`: random problems through every strategy against the fp64 reference, the
-// bad-input catalogue, and the determinism / batch-invariance properties. Prints each failure
-// with the command that replays it and ends with "N passed, N failed"; exit code 1 on failure.
+// `leanattn check`: random problems through every strategy against the fp64 reference (on every
+// SIMD target this CPU runs, in turn; one case in 25 with a long request of up to --long-len
+// tokens), the bad-input catalogue, and the determinism / batch-invariance properties. Prints each
+// failure with the command that replays it and ends with "N passed, N failed"; exit code 1 on
+// failure.
 #include <fmt/core.h>
 
 #include "checks/bad_inputs.hpp"
@@ -24,8 +26,9 @@ struct CheckArgs {
   std::uint64_t seed = 1;
   std::int64_t only = -1;  // replay one case
   std::string backend = "cpu";
-  std::string simd;
+  std::string simd = "all";
   std::int32_t max_len = 700;
+  std::int32_t long_len = 65536;
   bool verbose = false;
 };
 
@@ -86,17 +89,33 @@ int run_check(const CheckArgs& a) {
           [&] { return "must be >= 1 (got " + std::to_string(a.count) + ")"; });
   require(a.max_len >= 1, "max_len",
           [&] { return "must be >= 1 (got " + std::to_string(a.max_len) + ")"; });
+  require(a.long_len >= 0 && a.long_len <= (1 << 20), "long_len",
+          [&] { return "must be in [0, 1048576] (got " + std::to_string(a.long_len) + ")"; });
   checks::EnginePool engines(a.simd);
   harness::RandomLimits limits;
   limits.max_len = a.max_len;
   limits.max_workers = 64;
   limits.any_head_dim = true;
+  // One case in 25 draws a long request among short ones; fewer, narrower heads keep its fp64
+  // reference within a second.
+  harness::RandomLimits long_limits = limits;
+  long_limits.long_len = a.long_len;
+  long_limits.max_kv_heads = 2;
+  long_limits.max_group = 4;
+  long_limits.any_head_dim = false;
+  auto limits_of = [&](std::int64_t i) -> const harness::RandomLimits& {
+    return i % 25 == 12 && a.long_len > a.max_len ? long_limits : limits;
+  };
   std::int64_t passed = 0, failed = 0;
-  auto tally = [&](const checks::CaseReport& r, std::int64_t index, const char* kind) {
+  auto tally = [&](checks::CaseReport r, std::int64_t index, const char* kind) {
+    const std::string& target = engines.select(index);
+    if (!target.empty()) r.problem += " simd " + target;
     for (const auto& o : r.outcomes) {
       if (o.ok) {
         ++passed;
-        if (a.verbose) fmt::print("ok    {} #{} {}: {}\n", kind, index, o.what, o.detail);
+        if (a.verbose) {
+          fmt::print("ok    {} #{} {} on {}: {}\n", kind, index, o.what, r.problem, o.detail);
+        }
         continue;
       }
       ++failed;
@@ -118,7 +137,8 @@ int run_check(const CheckArgs& a) {
       continue;
     }
 #endif
-    tally(checks::random_strategies_case(a.seed, i, limits, engines), i, "random");
+    engines.select(i);
+    tally(checks::random_strategies_case(a.seed, i, limits_of(i), engines), i, "random");
     if (i % 10 == 0 || a.only >= 0)
       tally(checks::reproducibility_case(a.seed, i, engines), i, "repro");
     if (a.only < 0 && (i + 1) % 100 == 0) {
@@ -152,8 +172,12 @@ void add_check_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "seed of the random problems");
   cmd->add_option("--only", args->only, "replay one case index of --seed");
   cmd->add_option("--backend", args->backend, "cpu (or cuda when built)");
-  cmd->add_option("--simd", args->simd, "CPU SIMD target (default: best supported)");
+  cmd->add_option("--simd", args->simd,
+                  "CPU SIMD target, or all: every target this CPU runs, 10 cases each in turn "
+                  "(default)");
   cmd->add_option("--max-len", args->max_len, "longest request drawn, in tokens");
+  cmd->add_option("--long-len", args->long_len,
+                  "longest request of the long cases (one in 25), in tokens; <= --max-len: none");
   cmd->add_flag("--verbose", args->verbose, "print passing checks too");
   cmd->callback([args] {
     const int rc = run_guarded("check", [&] { return run_check(*args); });
