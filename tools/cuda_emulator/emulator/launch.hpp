@@ -1,0 +1,45 @@
+// launch(): runs a grid of CTAs on the CPU. Each CTA runs on its own OS thread (its __shared__
+// storage is thread_local) and its GPU threads are fibers (fiber.hpp) scheduled in a seeded
+// random order (cta.cpp); CTAs start in a seeded random order, at most `resident` at a time, and
+// take turns at barriers, fences and atomics, one at a time (grid.cpp), so a run is a function of
+// the seed and the last-arriver merge sees many arrival orders across seeds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace leanattn::emulator {
+
+// Deliberate mistakes for the tests that show the emulator catches them: the barrier or the
+// cp.async.wait_group at one call site ("file:line", as listed by call_sites()) does nothing.
+struct Mutations {
+  std::string drop_barrier;
+  std::string drop_wait;
+};
+
+struct Launch {
+  int blocks = 1;
+  int threads = 32;
+  int smem_bytes = 0;                 // dynamic shared memory per CTA
+  void (*body)(const void* context);  // each GPU thread runs body(context)
+  const void* context = nullptr;
+  std::uint64_t seed = 1;
+  int resident = 4;  // CTAs in flight at once
+  Mutations mutations;
+};
+
+void launch(const Launch& launch);
+
+// The largest dynamic shared memory a launch may ask for.
+inline constexpr int kSharedCapacity = 227 * 1024;
+
+// The __syncthreads and cp.async.wait_group call sites reached so far in this process, as
+// "file:line" with the file relative to the source tree's src/ (e.g. "cuda/kernel/...:62").
+struct CallSites {
+  std::vector<std::string> barriers;
+  std::vector<std::string> waits;
+};
+CallSites call_sites();
+
+}  // namespace leanattn::emulator
