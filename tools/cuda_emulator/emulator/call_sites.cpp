@@ -26,7 +26,15 @@ Registry& registry() {
 std::string site_name(const std::source_location& where) {
   std::string_view file = where.file_name();
   if (const auto at = file.rfind("/src/"); at != std::string_view::npos) file.remove_prefix(at + 5);
-  return std::string(file) + ":" + std::to_string(where.line());
+  std::string_view function = where.function_name();
+  function = function.substr(0, function.find('('));
+  if (const auto at = function.rfind("::"); at != std::string_view::npos) {
+    function.remove_prefix(at + 2);
+  }
+  if (const auto at = function.rfind(' '); at != std::string_view::npos) {
+    function.remove_prefix(at + 1);
+  }
+  return std::string(file) + ":" + std::to_string(where.line()) + " in " + std::string(function);
 }
 
 }  // namespace

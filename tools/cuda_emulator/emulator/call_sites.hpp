@@ -1,5 +1,5 @@
-// The __syncthreads and cp.async.wait_group call sites of the emulated kernel, by "file:line"
-// (file relative to src/), recorded as they are reached; a mutation names one to drop.
+// The __syncthreads and cp.async.wait_group call sites of the emulated kernel, by "file:line in
+// function" (file relative to src/), recorded as they are reached; a mutation names one to drop.
 #pragma once
 
 #include <source_location>

@@ -1,7 +1,7 @@
 // The PTX ISA's fragment tables for the warp-level instructions the decode kernel uses, written
 // from the ISA manual independently of the kernel's lane maps (src/cuda/common/mma_layout.hpp),
-// which the emulated ldmatrix and mma.sync (shim/cuda/collective/ptx.cuh) obey and the layout test
-// (emulated_layout_test.cpp) checks against the kernel's maps.
+// which the emulated ldmatrix and mma.sync (shim/cuda/collective/ptx.cuh) obey: a kernel whose maps
+// disagree with these tables computes wrong products (tests/cuda_emulator/mutant_test.cpp).
 //   ldmatrix.m8n8.x4: lane 8j + r gives the address of row r of matrix j; lane t receives in
 //     register j elements (t / 4, 2 (t % 4) + h) of matrix j, h = 0, 1 (low half first); with
 //     .trans, elements (2 (t % 4) + h, t / 4).

@@ -12,7 +12,7 @@
 namespace leanattn::emulator {
 
 // Deliberate mistakes for the tests that show the emulator catches them: the barrier or the
-// cp.async.wait_group at one call site ("file:line", as listed by call_sites()) does nothing.
+// cp.async.wait_group at one call site (as listed by call_sites()) does nothing.
 struct Mutations {
   std::string drop_barrier;
   std::string drop_wait;
@@ -35,7 +35,8 @@ void launch(const Launch& launch);
 inline constexpr int kSharedCapacity = 227 * 1024;
 
 // The __syncthreads and cp.async.wait_group call sites reached so far in this process, as
-// "file:line" with the file relative to the source tree's src/ (e.g. "cuda/kernel/...:62").
+// "file:line in function" with the file relative to src/ ("cuda/kernel/decode_kernel.cuh:57 in
+// attend_range").
 struct CallSites {
   std::vector<std::string> barriers;
   std::vector<std::string> waits;
