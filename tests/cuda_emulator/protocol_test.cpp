@@ -49,8 +49,8 @@ TEST(EmulatedProtocol, PlansABAOnOneWorkspace) {
   const Plan b = EmulatedDevice::plan(c.c.problem, 24, {.tile_tokens = 16});
   ASSERT_FALSE(a.reductions.empty());
   ASSERT_GT(b.num_slots, a.num_slots);
-  const WorkspaceLayout wa = workspace_layout(a);
-  const WorkspaceLayout wb = workspace_layout(b);
+  const WorkspaceLayout wa = EmulatedDevice::workspace_layout(a);
+  const WorkspaceLayout wb = EmulatedDevice::workspace_layout(b);
   std::vector<std::byte> workspace(static_cast<std::size_t>(std::max(wa.bytes, wb.bytes)) + 256,
                                    std::byte{0xff});
   void* ws = workspace.data() + (256 - reinterpret_cast<std::uintptr_t>(workspace.data()) % 256);

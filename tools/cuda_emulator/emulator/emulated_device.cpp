@@ -11,6 +11,7 @@
 #include "cuda/device/kernel_arguments.hpp"
 #include "cuda/device/plan_image.hpp"
 #include "cuda/kernel_registry.hpp"
+#include "emulator/device_workspace.hpp"
 #include "leanattn/error.hpp"
 
 namespace leanattn::emulator {
@@ -71,27 +72,9 @@ KernelInfo kernel_for(const DecodeProblem& problem) {
 }
 
 struct EmulatedDevice::Impl {
-  // Workspaces whose counters have been zeroed, with the counter bytes covered (engine.cpp).
-  std::vector<std::pair<const void*, std::int64_t>> zeroed;
+  CounterZeroing counters;
   Buffer owned;
   std::size_t owned_bytes = 0;
-
-  void zero_counters(const Plan& plan, void* workspace) {
-    if (plan.reductions.empty() || workspace == nullptr) return;
-    const WorkspaceLayout w = workspace_layout(plan);
-    const std::int64_t bytes = static_cast<std::int64_t>(plan.reductions.size()) * 4;
-    auto* counters = static_cast<std::byte*>(workspace) + w.counters_offset;
-    for (auto& [ptr, covered] : zeroed) {
-      if (ptr == counters) {
-        if (covered >= bytes) return;
-        std::memset(counters, 0, static_cast<std::size_t>(bytes));
-        covered = bytes;
-        return;
-      }
-    }
-    std::memset(counters, 0, static_cast<std::size_t>(bytes));
-    zeroed.emplace_back(counters, bytes);
-  }
 };
 
 EmulatedDevice::EmulatedDevice() : impl_(std::make_unique<Impl>()) {}
@@ -105,6 +88,10 @@ Plan EmulatedDevice::plan(const DecodeProblem& problem, std::int32_t workers,
     o.order = LineOrder::head_major;
   }
   return make_plan(problem, Hardware{workers}, o);
+}
+
+WorkspaceLayout EmulatedDevice::workspace_layout(const Plan& plan) {
+  return device_layout(plan);
 }
 
 void EmulatedDevice::run(const DecodeProblem& problem, const Plan& plan,
@@ -123,7 +110,7 @@ void EmulatedDevice::run(const DecodeProblem& problem, const Plan& plan,
   dp.segments = reinterpret_cast<const cuda::DeviceSegment*>(base + image.segments_at);
   dp.reductions = reinterpret_cast<const cuda::DeviceReduction*>(base + image.reductions_at);
   dp.seq_lens = reinterpret_cast<const std::int32_t*>(base + image.seq_lens_at);
-  impl_->zero_counters(plan, workspace);
+  impl_->counters.before_run(plan, workspace);
 
   const KernelCall call{std::bit_cast<void (*)(cuda::KernelParams)>(kernel.kernel),
                         cuda::make_kernel_params(problem, tensors, plan, dp, workspace)};
@@ -141,15 +128,11 @@ void EmulatedDevice::run(const DecodeProblem& problem, const Plan& plan,
 
 void EmulatedDevice::run(const DecodeProblem& problem, const Plan& plan,
                          const DecodeTensors& tensors, const RunOptions& options) {
-  const auto need = static_cast<std::size_t>(workspace_layout(plan).bytes);
+  const auto need = static_cast<std::size_t>(device_layout(plan).bytes);
   if (impl_->owned_bytes < need) {
-    const std::byte* old = impl_->owned.get();
-    const std::size_t old_size = impl_->owned_bytes;
-    std::erase_if(impl_->zeroed, [&](const auto& z) {
-      const auto* p = static_cast<const std::byte*>(z.first);
-      return old != nullptr && p >= old && p < old + old_size;
-    });
+    impl_->counters.forget(impl_->owned.get(), impl_->owned_bytes);
     impl_->owned = allocate_poisoned(need);
+    impl_->counters.forget(impl_->owned.get(), need);
     impl_->owned_bytes = need;
   }
   run(problem, plan, tensors, impl_->owned.get(), options);

@@ -58,8 +58,11 @@ class EmulatedDevice {
   // cuda::Engine::plan() with `workers` CTAs (a GPU picks them from its occupancy).
   static Plan plan(const DecodeProblem& problem, std::int32_t workers, const PlanOptions& options);
 
+  // The CUDA engine's workspace layout for `plan` (bytes, counters' offset).
+  static WorkspaceLayout workspace_layout(const Plan& plan);
+
   // cuda::Engine::run() with a caller's workspace (workspace_layout(plan).bytes, kept across
-  // runs): its counters are zeroed the first time this device sees them, as the engine does.
+  // runs): its counters are zeroed as the engine zeroes them (device_workspace.hpp).
   void run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
            void* workspace, const RunOptions& options = {});
   // With the device's own workspace, grown when a plan needs more (new memory is poisoned).
