@@ -1,13 +1,14 @@
 // The emulator catches deliberate mistakes in the kernel's synchronisation: with any one
 // __syncthreads of the kernel source dropped, or the cp.async.wait_group that lands a pipeline
 // block before it is read, the run no longer matches the fp64 reference (or no longer gives the
-// same bits under every schedule). Sites are found by running the kernel (call_sites()), so the
-// test follows the source as it changes; each site's verdict is printed. Two barriers of the
-// last-arriver protocol (Epilogue::arrive) cannot show on the emulator and are only reported: the
-// one between the writers' __threadfence and the ticket orders memory visibility, which the
-// emulator's one coherent memory does not model; the one after the flag is read is ordered, in
-// the current source, by the next segment's barriers as well. The wrong fragment index is a
-// build-time variant (fragment_mutant_test.cpp).
+// same bits under every schedule). Copies land at their wait, or also at random earlier points
+// (RunOptions::early_landing), so a copy overwriting data still being read shows too. Sites are
+// found by running the kernel (call_sites()), so the test follows the source as it changes; each
+// site's verdict is printed. Two barriers of the last-arriver protocol (Epilogue::arrive) cannot
+// show on the emulator and are only reported: the one between the writers' __threadfence and the
+// ticket orders memory visibility, which the emulator's one coherent memory does not model; the one
+// after the flag is read is ordered, in the current source, by the next segment's barriers as well.
+// The wrong fragment index is a build-time variant (fragment_mutant_test.cpp).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -19,38 +20,57 @@
 namespace leanattn::emulator {
 namespace {
 
-// A problem with several pipeline blocks per segment, split pairs and two passes per segment.
+// Problems with several pipeline blocks per segment, split pairs merged by CTAs that then run
+// further segments, groups of one and two passes (and small groups, whose merge gives a row
+// several threads).
 struct Scene {
   Checked c;
   Plan plan;
   std::vector<std::byte> clean_out;
 };
 
-Scene scene() {
-  const KernelInfo k = kernel_named("bf16_d64_wm1");
-  Checked c = checked_case(make_problem({300, 0, 17, 450}, 20, 1, k), 3);
-  Plan plan = EmulatedDevice::plan(c.c.problem, 5, {.tile_tokens = 32});
+Scene scene(const char* kernel, std::int32_t group, std::int32_t workers) {
+  const KernelInfo k = kernel_named(kernel);
+  Checked c = checked_case(make_problem({300, 0, 17, 450, 33, 200}, group, 2, k), 3);
+  Plan plan = EmulatedDevice::plan(c.c.problem, workers, {.tile_tokens = 32});
   EmulatedDevice device;
   EXPECT_EQ(run_and_check(device, c, plan), "");
   std::vector<std::byte> out = c.c.out;
   return {std::move(c), std::move(plan), std::move(out)};
 }
 
-// True when the mutation shows: a failed check or different bits under some seed.
-bool caught(Scene& s, const Mutations& m) {
-  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
-    EmulatedDevice device;
-    RunOptions o;
-    o.seed = seed;
-    o.mutations = m;
-    if (!run_and_check(device, s.c, s.plan, o).empty() || s.c.c.out != s.clean_out) return true;
+// The scenes, with the call sites their clean runs reach.
+std::vector<Scene> scenes(CallSites& sites) {
+  clear_call_sites();
+  std::vector<Scene> all;
+  all.push_back(scene("bf16_d64_wm1", 3, 7));
+  all.push_back(scene("f16_d128_wm4", 20, 9));
+  sites = call_sites();
+  return all;
+}
+
+// True when the mutation shows in some scene under some seed, with copies landing at their wait
+// or, besides, at random earlier points: a failed check or different bits.
+bool caught(std::vector<Scene>& all, const Mutations& m) {
+  for (Scene& s : all) {
+    for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+      EmulatedDevice device;
+      RunOptions o;
+      o.seed = seed;
+      o.early_landing = seed % 2 == 0 ? 0.25 : 0.0;
+      o.mutations = m;
+      if (!run_and_check(device, s.c, s.plan, o).empty() || s.c.c.out != s.clean_out) {
+        return true;
+      }
+    }
   }
   return false;
 }
 
 TEST(EmulatorCatches, EveryDroppedBarrier) {
-  Scene s = scene();
-  const std::vector<std::string> sites = call_sites().barriers;
+  CallSites all;
+  std::vector<Scene> s = scenes(all);
+  const std::vector<std::string>& sites = all.barriers;
   ASSERT_GE(sites.size(), 4u);
   for (const std::string& site : sites) {
     Mutations m;
@@ -63,8 +83,9 @@ TEST(EmulatorCatches, EveryDroppedBarrier) {
 }
 
 TEST(EmulatorCatches, TheMissingWaitOfThePipeline) {
-  Scene s = scene();
-  const std::vector<std::string> sites = call_sites().waits;
+  CallSites all;
+  std::vector<Scene> s = scenes(all);
+  const std::vector<std::string>& sites = all.waits;
   ASSERT_FALSE(sites.empty());
   int caught_sites = 0;
   for (const std::string& site : sites) {

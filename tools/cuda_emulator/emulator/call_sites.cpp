@@ -56,3 +56,14 @@ CallSites call_sites() {
 }
 
 }  // namespace leanattn::emulator
+
+namespace leanattn::emulator {
+
+void clear_call_sites() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.barriers.clear();
+  r.waits.clear();
+}
+
+}  // namespace leanattn::emulator

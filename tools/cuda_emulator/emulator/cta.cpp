@@ -94,6 +94,7 @@ void Cta::run() {
     t->fiber->resume();
     current_ = nullptr;
     if (t->fiber->finished()) t->state = Thread::State::done;
+    if (launch_.early_landing > 0.0) land_early(*t);
     after_resume(*t);
   }
   running_cta = nullptr;
@@ -109,7 +110,7 @@ void Cta::after_resume(Thread& t) {
       at_barrier_.push_back(&t);
       if (static_cast<int>(at_barrier_.size()) == live_) {
         release_barrier();
-        grid_.maybe_switch(index_, 0.125);
+        grid_.maybe_switch(index_, 0.0625);
       }
       break;
     case Thread::State::warp: {
@@ -130,6 +131,26 @@ void Cta::after_resume(Thread& t) {
       break;
     case Thread::State::runnable:
       fail("a fiber returned to the scheduler without blocking");
+  }
+}
+
+void Cta::land_early(Thread& t) {
+  std::bernoulli_distribution now(launch_.early_landing);
+  for (auto it = t.copies.begin(); it != t.copies.end();) {
+    if (now(rng_)) {
+      land(*it);
+      it = t.copies.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void land(const Cta::Thread::Copy& copy) {
+  if (copy.bytes == 16) {
+    std::memcpy(copy.dst, copy.src, 16);
+  } else {
+    std::memset(copy.dst, 0, 16);
   }
 }
 
@@ -249,14 +270,13 @@ void cp_async_wait(int pending, std::source_location where) {
   Cta& c = cta();
   if (site_matches(c.launch().mutations.drop_wait, where, SiteKind::wait)) return;
   Cta::Thread& t = c.current();
-  while (!t.copies.empty() && t.copies.front().group < t.committed - pending) {
-    const Cta::Thread::Copy& copy = t.copies.front();
-    if (copy.bytes == 16) {
-      std::memcpy(copy.dst, copy.src, 16);
+  for (auto it = t.copies.begin(); it != t.copies.end();) {
+    if (it->group < t.committed - pending) {
+      land(*it);
+      it = t.copies.erase(it);
     } else {
-      std::memset(copy.dst, 0, 16);
+      ++it;
     }
-    t.copies.pop_front();
   }
 }
 

@@ -45,6 +45,7 @@ class Cta {
  private:
   static void thread_main(void* thread);
   void after_resume(Thread& t);
+  void land_early(Thread& t);
   void release_barrier();
   [[noreturn]] void deadlock() const;
 
@@ -71,6 +72,7 @@ class Cta {
 
 struct Cta::Thread {
   enum class State { runnable, barrier, warp, yielded, done };
+  // A queued cp.async: 16 bytes from src, or zeros (bytes = 0), into shared memory at dst.
   struct Copy {
     unsigned char* dst;
     const void* src;
@@ -85,5 +87,8 @@ struct Cta::Thread {
   int committed = 0;        // groups committed so far
   std::unique_ptr<Fiber> fiber;
 };
+
+// Performs a queued copy.
+void land(const Cta::Thread::Copy& copy);
 
 }  // namespace leanattn::emulator

@@ -122,6 +122,7 @@ void EmulatedDevice::run(const DecodeProblem& problem, const Plan& plan,
   l.context = &call;
   l.seed = options.seed;
   l.resident = options.resident;
+  l.early_landing = options.early_landing;
   l.mutations = options.mutations;
   launch(l);
 }

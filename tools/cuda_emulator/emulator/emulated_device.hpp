@@ -43,8 +43,9 @@ std::string why_unsupported(const DecodeProblem& problem);
 KernelInfo kernel_for(const DecodeProblem& problem);
 
 struct RunOptions {
-  std::uint64_t seed = 1;  // thread and CTA scheduling
-  int resident = 4;        // CTAs in flight at once
+  std::uint64_t seed = 1;      // thread and CTA scheduling
+  int resident = 4;            // CTAs in flight at once
+  double early_landing = 0.0;  // launch.hpp
   Mutations mutations;
 };
 

@@ -26,6 +26,11 @@ struct Launch {
   const void* context = nullptr;
   std::uint64_t seed = 1;
   int resident = 4;  // CTAs in flight at once
+  // 0: a cp.async copy lands exactly at the wait_group that retires it (the latest the hardware
+  // may land it: reads before the wait see poison). p > 0: besides, every time its thread blocks,
+  // each pending copy lands with probability p (the hardware may land it any time after issue:
+  // a copy that overwrites data other threads still read shows).
+  double early_landing = 0.0;
   Mutations mutations;
 };
 
@@ -42,5 +47,6 @@ struct CallSites {
   std::vector<std::string> waits;
 };
 CallSites call_sites();
+void clear_call_sites();
 
 }  // namespace leanattn::emulator
