@@ -54,11 +54,16 @@ inline std::string verdict(Checked& k) {
          std::to_string(a.mismatches) + " (" + a.first_problem + ")";
 }
 
-// Runs the plan (the device's own workspace); "" when accurate, else why not.
+// Runs the plan (the device's own workspace); "" when accurate, else why not (a failed launch,
+// e.g. a deadlock, included).
 inline std::string run_and_check(EmulatedDevice& device, Checked& k, const Plan& plan,
                                  const RunOptions& options = {}) {
   harness::poison_outputs(k.c);
-  device.run(k.c.problem, plan, k.c.tensors(), options);
+  try {
+    device.run(k.c.problem, plan, k.c.tensors(), options);
+  } catch (const Error& e) {
+    return std::string("threw: ") + e.what();
+  }
   return verdict(k);
 }
 
@@ -66,7 +71,11 @@ inline std::string run_and_check(EmulatedDevice& device, Checked& k, const Plan&
 inline std::string run_on(EmulatedDevice& device, Checked& k, const Plan& plan, void* workspace,
                           const RunOptions& options = {}) {
   harness::poison_outputs(k.c);
-  device.run(k.c.problem, plan, k.c.tensors(), workspace, options);
+  try {
+    device.run(k.c.problem, plan, k.c.tensors(), workspace, options);
+  } catch (const Error& e) {
+    return std::string("threw: ") + e.what();
+  }
   return verdict(k);
 }
 

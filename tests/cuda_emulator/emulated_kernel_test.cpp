@@ -4,10 +4,12 @@
 // worker counts whose ranges cross head and request boundaries; outputs poisoned before each run.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
 #include "emulated_case.hpp"
+#include "harness/random_problem.hpp"
 
 namespace leanattn::emulator {
 namespace {
@@ -41,6 +43,37 @@ TEST(EmulatedKernel, EveryConfigurationStrategyAndLayoutAgainstTheReference) {
               << " workers " << workers;
         }
       }
+    }
+  }
+}
+
+// Random problems (GQA ratios, ragged and empty lengths around the tile, paged layouts, worker
+// counts) moved to a configuration the kernel has, as `leanattn check --backend cuda-emulated`
+// does; each strategy with a random scheduling seed.
+TEST(EmulatedKernel, RandomProblemsAgainstTheReference) {
+  std::mt19937_64 rng(2024);
+  harness::RandomLimits limits;
+  limits.max_batch = 4;
+  limits.max_kv_heads = 2;
+  limits.max_len = 300;
+  limits.max_workers = 24;
+  limits.any_head_dim = true;
+  for (int i = 0; i < 8; ++i) {
+    harness::RandomCase rc = harness::random_case(rng, limits);
+    DecodeProblem p = rc.problem;
+    p.q_dtype = p.kv_dtype = rng() % 2 == 0 ? DType::f16 : DType::bf16;
+    p.head_dim = p.head_dim <= 64 ? 64 : (p.head_dim <= 128 ? 128 : 256);
+    Checked c = checked_case(p, rng());
+    for (Strategy s : {Strategy::lean, Strategy::split, Strategy::head}) {
+      PlanOptions o{.strategy = s, .tile_tokens = rc.options.tile_tokens};
+      const Plan plan = EmulatedDevice::plan(c.c.problem, rc.hardware.workers, o);
+      EmulatedDevice device;
+      RunOptions r;
+      r.seed = rng();
+      r.early_landing = i % 2 == 0 ? 0.0 : 0.2;
+      EXPECT_EQ(run_and_check(device, c, plan, r), "")
+          << "case " << i << " " << kernel_for(c.c.problem).name << " " << strategy_name(s)
+          << " workers " << rc.hardware.workers << " tile " << o.tile_tokens;
     }
   }
 }

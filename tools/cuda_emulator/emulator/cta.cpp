@@ -83,8 +83,11 @@ void Cta::run() {
   ASAN_POISON_MEMORY_REGION(smem + launch_.smem_bytes,
                             static_cast<std::size_t>(kSharedCapacity - launch_.smem_bytes));
 #endif
-  while (live_ > 0) {
-    if (runnable_.empty()) deadlock();
+  while (live_ > 0 && !aborted_) {
+    if (runnable_.empty()) {
+      deadlock();
+      break;
+    }
     const std::size_t pick = rng_() % runnable_.size();
     Thread* t = runnable_[pick];
     runnable_[pick] = runnable_.back();
@@ -93,11 +96,21 @@ void Cta::run() {
     t->state = Thread::State::runnable;
     t->fiber->resume();
     current_ = nullptr;
+    if (aborted_) break;
     if (t->fiber->finished()) t->state = Thread::State::done;
     if (launch_.early_landing > 0.0) land_early(*t);
     after_resume(*t);
   }
   running_cta = nullptr;
+  if (aborted_) grid_.report(error_);
+}
+
+void Cta::abort_launch(const std::string& what) {
+  if (error_.empty()) error_ = "CTA " + std::to_string(index_) + ": " + what;
+  aborted_ = true;
+  if (current_ == nullptr) return;  // the scheduler: its loop stops
+  Fiber::yield();                   // a GPU thread: never resumed
+  fail("an aborted fiber was resumed");
 }
 
 void Cta::after_resume(Thread& t) {
@@ -159,8 +172,8 @@ void Cta::release_barrier() {
   at_barrier_.clear();
 }
 
-void Cta::deadlock() const {
-  std::string what = "deadlock in CTA " + std::to_string(index_) + ": ";
+void Cta::deadlock() {
+  std::string what = "deadlock: ";
   int barrier = 0, warp = 0;
   for (const auto& t : threads_) {
     barrier += t->state == Thread::State::barrier;
@@ -169,7 +182,7 @@ void Cta::deadlock() const {
   what += std::to_string(live_) + " live threads, " + std::to_string(barrier) +
           " at __syncthreads, " + std::to_string(warp) +
           " at a warp collective whose lanes do not all arrive";
-  fail(what);
+  abort_launch(what);
 }
 
 void Cta::sync_threads() {
@@ -181,14 +194,16 @@ void Cta::warp_collective(unsigned mask, const char* op, void* self, CollectiveF
   Thread& t = *current_;
   const int lane = t.linear % 32;
   Warp& w = warps_[static_cast<std::size_t>(t.linear / 32)];
-  if ((mask >> lane & 1u) == 0) fail(std::string(op) + ": the calling lane is not in the mask");
+  if ((mask >> lane & 1u) == 0) {
+    abort_launch(std::string(op) + ": the calling lane is not in the mask");
+  }
   if (w.arrived == 0) {
     w.mask = mask;
     w.op = op;
     w.compute = compute;
   } else if (std::strcmp(w.op, op) != 0 || w.mask != mask) {
-    fail("warp " + std::to_string(t.linear / 32) + " of CTA " + std::to_string(index_) +
-         ": lanes meet at different collectives (" + w.op + " and " + op + ")");
+    abort_launch("warp " + std::to_string(t.linear / 32) +
+                 ": lanes meet at different collectives (" + w.op + " and " + op + ")");
   }
   w.lanes[lane] = self;
   w.arrived |= 1u << lane;
@@ -201,12 +216,12 @@ void Cta::global_point() {
   Fiber::yield();
 }
 
-unsigned char* Cta::shared_pointer(std::uint32_t address, int bytes) const {
+unsigned char* Cta::shared_pointer(std::uint32_t address, int bytes) {
   const std::int64_t offset = static_cast<std::int64_t>(address) - kSharedBias;
   if (offset >= 0 && offset < kSharedCapacity) {
     if (offset + bytes > launch_.smem_bytes) {
-      fail("shared-memory access at byte " + std::to_string(offset) + " past the launch's " +
-           std::to_string(launch_.smem_bytes) + " bytes");
+      abort_launch("shared-memory access at byte " + std::to_string(offset) +
+                   " past the launch's " + std::to_string(launch_.smem_bytes) + " bytes");
     }
   }
   return dynamic_shared_base() + offset;
@@ -248,7 +263,7 @@ std::uint32_t shared_address(const void* p) {
   const std::int64_t offset = static_cast<const unsigned char*>(p) -
                               static_cast<const unsigned char*>(dynamic_shared_base());
   if (offset < -static_cast<std::int64_t>(kSharedBias) || offset >= (1ll << 31)) {
-    fail("cvta.to.shared of a pointer outside shared memory");
+    cta().abort_launch("cvta.to.shared of a pointer outside shared memory");
   }
   return static_cast<std::uint32_t>(offset + kSharedBias);
 }

@@ -11,6 +11,7 @@
 #include <deque>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "emulator/fiber.hpp"
@@ -40,14 +41,17 @@ class Cta {
   void sync_threads();
   void warp_collective(unsigned mask, const char* op, void* self, CollectiveFn compute);
   void global_point();
-  unsigned char* shared_pointer(std::uint32_t address, int bytes) const;
+  unsigned char* shared_pointer(std::uint32_t address, int bytes);
+  // Ends the launch with an error (a deadlock, lanes at different collectives, an access outside
+  // shared memory): from a GPU thread it does not return; the other CTAs still run.
+  void abort_launch(const std::string& what);
 
  private:
   static void thread_main(void* thread);
   void after_resume(Thread& t);
   void land_early(Thread& t);
   void release_barrier();
-  [[noreturn]] void deadlock() const;
+  void deadlock();
 
   struct Warp {
     unsigned arrived = 0;
@@ -68,6 +72,8 @@ class Cta {
   std::vector<Thread*> at_barrier_;
   int live_ = 0;
   Thread* current_ = nullptr;
+  bool aborted_ = false;
+  std::string error_;
 };
 
 struct Cta::Thread {

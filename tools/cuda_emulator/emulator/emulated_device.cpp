@@ -124,7 +124,8 @@ void EmulatedDevice::run(const DecodeProblem& problem, const Plan& plan,
   l.resident = options.resident;
   l.early_landing = options.early_landing;
   l.mutations = options.mutations;
-  launch(l);
+  const std::string error = launch(l);
+  if (!error.empty()) throw Error("kernel", error);
 }
 
 void EmulatedDevice::run(const DecodeProblem& problem, const Plan& plan,

@@ -15,6 +15,7 @@
 #endif
 
 #if defined(LEANATTN_EMULATOR_ASAN)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -43,6 +44,9 @@ Fiber::Fiber(Entry entry, void* arg, std::size_t stack_bytes)
 }
 
 Fiber::~Fiber() {
+#if defined(LEANATTN_EMULATOR_ASAN)
+  ASAN_UNPOISON_MEMORY_REGION(stack_, stack_bytes_);  // an abandoned fiber's frames
+#endif
   munmap(stack_, stack_bytes_);
 }
 

@@ -15,7 +15,7 @@ class Fiber {
   using Entry = void (*)(void* arg);
 
   Fiber(Entry entry, void* arg, std::size_t stack_bytes);
-  ~Fiber();
+  ~Fiber();  // also of a fiber that never finished (its frames are abandoned)
   Fiber(const Fiber&) = delete;
   Fiber& operator=(const Fiber&) = delete;
 

@@ -64,9 +64,14 @@ void Grid::finish(int me) {
   }
 }
 
-void launch(const Launch& launch) {
+void Grid::report(const std::string& error) {
+  if (error_.empty()) error_ = error;
+}
+
+std::string launch(const Launch& launch) {
   Grid grid(launch);
   grid.run();
+  return grid.error();
 }
 
 }  // namespace leanattn::emulator

@@ -6,6 +6,7 @@
 #include <memory>
 #include <random>
 #include <semaphore>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -20,6 +21,9 @@ class Grid {
   void run();
   // From the running CTA `me`: with probability p, hands the baton to a random resident CTA.
   void maybe_switch(int me, double p);
+  // From the running CTA: the launch failed (the first report is kept).
+  void report(const std::string& error);
+  const std::string& error() const { return error_; }
 
  private:
   void start(int cta);
@@ -35,6 +39,7 @@ class Grid {
   std::vector<std::unique_ptr<std::binary_semaphore>> go_;
   std::binary_semaphore done_{0};
   std::vector<std::thread> threads_;
+  std::string error_;
 };
 
 }  // namespace leanattn::emulator

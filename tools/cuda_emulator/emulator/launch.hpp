@@ -34,7 +34,9 @@ struct Launch {
   Mutations mutations;
 };
 
-void launch(const Launch& launch);
+// "" when every CTA ran to its end, else what stopped one (a deadlock, lanes at different warp
+// collectives, an access outside shared memory); the other CTAs still run.
+std::string launch(const Launch& launch);
 
 // The largest dynamic shared memory a launch may ask for.
 inline constexpr int kSharedCapacity = 227 * 1024;
