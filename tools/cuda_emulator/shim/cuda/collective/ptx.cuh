@@ -6,6 +6,7 @@
 // other CTAs may run. A new wrapper in the real ptx.cuh needs its twin here.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <source_location>
@@ -167,6 +168,18 @@ inline std::uint32_t arrive(std::uint32_t* counter) {
 inline void reset(std::uint32_t* counter) {
   *counter = 0;
   ::leanattn::emulator::global_point();
+}
+
+// %smid: the emulator's resident slot of the CTA is not an SM; the CTA index stands for it.
+inline std::uint32_t sm_id() {
+  return ::leanattn::emulator::block_idx().x;
+}
+
+// %globaltimer: the host's steady clock (nanoseconds), comparable across CTAs.
+inline std::uint64_t global_timer_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
 }
 
 }  // namespace leanattn::cuda::ptx
