@@ -1,10 +1,29 @@
-// device_layout() and CounterZeroing (see device_workspace.hpp): engine.cpp's zero_counters() on
-// host memory.
+// device_layout() and CounterZeroing (see device_workspace.hpp): the engine's own rules
+// (src/cuda/device/workspace.cpp) on host memory, or, before they had a file, a mirror of
+// engine.cpp's zero_counters().
 #include "emulator/device_workspace.hpp"
 
 #include <cstring>
 
 namespace leanattn::emulator {
+
+#if defined(LEANATTN_EMULATOR_ENGINE_WORKSPACE)
+
+WorkspaceLayout device_layout(const Plan& plan) {
+  return cuda::device_workspace_layout(plan);
+}
+
+void CounterZeroing::before_run(const Plan& plan, void* workspace) {
+  if (const auto z = registry_.before_run(plan, workspace, nullptr, false)) {
+    std::memset(z->begin, 0, z->bytes);
+  }
+}
+
+void CounterZeroing::forget(const void* begin, std::size_t bytes) {
+  registry_.forget(begin, bytes);
+}
+
+#else
 
 WorkspaceLayout device_layout(const Plan& plan) {
   return workspace_layout(plan);
@@ -34,5 +53,7 @@ void CounterZeroing::forget(const void* begin, std::size_t bytes) {
     return b != nullptr && p >= b && p < b + bytes;
   });
 }
+
+#endif
 
 }  // namespace leanattn::emulator

@@ -11,6 +11,14 @@
 
 #include "leanattn/plan.hpp"
 
+// Until the CUDA first-run fixes (issue 13) land, the engine keeps these rules inside engine.cpp
+// and the emulator mirrors them; afterwards it uses the engine's own WorkspaceRegistry. Drop the
+// mirror then.
+#if __has_include("cuda/device/workspace.hpp")
+#include "cuda/device/workspace.hpp"
+#define LEANATTN_EMULATOR_ENGINE_WORKSPACE 1
+#endif
+
 namespace leanattn::emulator {
 
 WorkspaceLayout device_layout(const Plan& plan);
@@ -23,7 +31,11 @@ class CounterZeroing {
   void forget(const void* begin, std::size_t bytes);
 
  private:
-  std::vector<std::pair<const void*, std::int64_t>> zeroed_;  // counters, bytes covered
+#if defined(LEANATTN_EMULATOR_ENGINE_WORKSPACE)
+  cuda::WorkspaceRegistry registry_;
+#else
+  std::vector<std::pair<const void*, std::int64_t> > zeroed_;  // counters, bytes covered
+#endif
 };
 
 }  // namespace leanattn::emulator
