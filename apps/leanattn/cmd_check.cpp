@@ -5,9 +5,12 @@
 // failure.
 #include <fmt/core.h>
 
+#include <functional>
+
 #include "checks/bad_inputs.hpp"
 #include "checks/random_checks.hpp"
 #include "commands.hpp"
+#include "emulator/emulated_device.hpp"
 #include "harness/host_case.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/reference.hpp"
@@ -29,14 +32,20 @@ struct CheckArgs {
   std::string simd = "all";
   std::int32_t max_len = 700;
   std::int32_t long_len = 65536;
+  std::int32_t workers = 0;         // cuda-emulated: CTAs (0: the drawn worker count)
+  std::uint64_t schedule_seed = 1;  // cuda-emulated: thread and CTA scheduling
   bool verbose = false;
 };
 
-#if LEANATTN_WITH_CUDA
-// The CUDA engine on case `index`: the drawn problem moved to a configuration the GPU kernels
-// cover (f16 or bf16, head_dim 64, 128 or 256), every strategy, checked like the CPU's.
-checks::CaseReport cuda_case(std::uint64_t seed, std::int64_t index,
-                             const harness::RandomLimits& limits, cuda::Engine& engine) {
+// Runs a plan with `options` on a case's tensors (a GPU engine or the emulator).
+using KernelRunner = std::function<void(harness::HostCase&, const PlanOptions&)>;
+
+// The CUDA kernels' case `index`: the drawn problem moved to a configuration the GPU kernels
+// cover (f16 or bf16, head_dim 64, 128 or 256), every strategy, checked like the CPU's. `name`
+// prefixes the variants ("cuda", "cuda-emulated").
+checks::CaseReport kernel_case(std::uint64_t seed, std::int64_t index,
+                               const harness::RandomLimits& limits, const std::string& name,
+                               const KernelRunner& run) {
   harness::RandomCase rc = checks::draw_case(seed, index, limits);
   DecodeProblem p = rc.problem;
   if (p.q_dtype == DType::f32) p.q_dtype = p.kv_dtype = DType::bf16;
@@ -48,20 +57,20 @@ checks::CaseReport cuda_case(std::uint64_t seed, std::int64_t index,
   const auto naive = harness::naive_same_precision(c.problem, c.tensors());
   const std::int32_t tile = rc.options.tile_tokens;
   const std::pair<const char*, PlanOptions> variants[] = {
-      {"cuda lean", {.strategy = Strategy::lean, .tile_tokens = tile}},
-      {"cuda lean/batch_invariant",
+      {"lean", {.strategy = Strategy::lean, .tile_tokens = tile}},
+      {"lean/batch_invariant",
        {.strategy = Strategy::lean,
         .tile_tokens = tile,
         .batch_invariant = true,
         .chunk_tiles = 2}},
-      {"cuda split", {.strategy = Strategy::split, .tile_tokens = tile}},
-      {"cuda head", {.strategy = Strategy::head, .tile_tokens = tile}},
+      {"split", {.strategy = Strategy::split, .tile_tokens = tile}},
+      {"head", {.strategy = Strategy::head, .tile_tokens = tile}},
   };
-  for (const auto& [name, options] : variants) {
-    checks::Outcome o{name, false, ""};
+  for (const auto& [variant, options] : variants) {
+    checks::Outcome o{name + " " + variant, false, ""};
     try {
       harness::poison_outputs(c);
-      cuda::run_host_case(engine, c, engine.plan(c.problem, options));
+      run(c, options);
       const harness::Accuracy acc = harness::check_accuracy(c, ref, true, &naive);
       o.ok = acc.ok();
       o.detail = checks::accuracy_text(acc);
@@ -72,17 +81,45 @@ checks::CaseReport cuda_case(std::uint64_t seed, std::int64_t index,
   }
   return report;
 }
+
+// The CUDA kernel's source on the CPU emulator (tools/cuda_emulator): the same cases as
+// --backend cuda, with a.workers CTAs when given (a GPU's plan has its occupancy's count).
+checks::CaseReport emulated_case(const CheckArgs& a, std::int64_t index,
+                                 const harness::RandomLimits& limits) {
+  const std::int32_t drawn = checks::draw_case(a.seed, index, limits).hardware.workers;
+  const std::int32_t workers = a.workers > 0 ? a.workers : drawn;
+  return kernel_case(a.seed, index, limits, "cuda-emulated",
+                     [&](harness::HostCase& c, const PlanOptions& options) {
+                       emulator::EmulatedDevice device;
+                       emulator::RunOptions o;
+                       o.seed = a.schedule_seed;
+                       device.run(c.problem,
+                                  emulator::EmulatedDevice::plan(c.problem, workers, options),
+                                  c.tensors(), o);
+                     });
+}
+
+#if LEANATTN_WITH_CUDA
+// The CUDA engine on case `index` (kernel_case).
+checks::CaseReport cuda_case(std::uint64_t seed, std::int64_t index,
+                             const harness::RandomLimits& limits, cuda::Engine& engine) {
+  return kernel_case(seed, index, limits, "cuda",
+                     [&](harness::HostCase& c, const PlanOptions& options) {
+                       cuda::run_host_case(engine, c, engine.plan(c.problem, options));
+                     });
+}
 #endif
 
 int run_check(const CheckArgs& a) {
 #if LEANATTN_WITH_CUDA
-  require(a.backend == "cpu" || a.backend == "cuda", "backend",
-          [&] { return "must be cpu or cuda (got '" + a.backend + "')"; });
-  require(a.backend == "cpu" || cuda::device_available(), "backend",
+  require(a.backend == "cpu" || a.backend == "cuda" || a.backend == "cuda-emulated", "backend",
+          [&] { return "must be cpu, cuda or cuda-emulated (got '" + a.backend + "')"; });
+  require(a.backend != "cuda" || cuda::device_available(), "backend",
           [] { return "cuda: no CUDA device is available on this machine"; });
 #else
-  require(a.backend == "cpu", "backend", [&] {
-    return "must be cpu in this build (CUDA engine not built) (got '" + a.backend + "')";
+  require(a.backend == "cpu" || a.backend == "cuda-emulated", "backend", [&] {
+    return "must be cpu or cuda-emulated in this build (CUDA engine not built) (got '" + a.backend +
+           "')";
   });
 #endif
   require(a.count >= 1, "count",
@@ -120,8 +157,9 @@ int run_check(const CheckArgs& a) {
       }
       ++failed;
       fmt::print(
-          "FAIL  {} #{} {} on {}\n      {}\n      replay: leanattn check --seed {} --only {}\n",
-          kind, index, o.what, r.problem, o.detail, a.seed, index);
+          "FAIL  {} #{} {} on {}\n      {}\n      replay: leanattn check --seed {} --only {}{}\n",
+          kind, index, o.what, r.problem, o.detail, a.seed, index,
+          a.backend == "cpu" ? std::string() : " --backend " + a.backend);
     }
   };
   const std::int64_t first = a.only >= 0 ? a.only : 0;
@@ -131,6 +169,10 @@ int run_check(const CheckArgs& a) {
   if (a.backend == "cuda") gpu = std::make_unique<cuda::Engine>();
 #endif
   for (std::int64_t i = first; i < last; ++i) {
+    if (a.backend == "cuda-emulated") {
+      tally(emulated_case(a, i, limits), i, "cuda-emulated");
+      continue;
+    }
 #if LEANATTN_WITH_CUDA
     if (gpu) {
       tally(cuda_case(a.seed, i, limits, *gpu), i, "cuda");
@@ -145,7 +187,7 @@ int run_check(const CheckArgs& a) {
       fmt::print(stderr, "  {} / {} cases ({} failed so far)\n", i + 1, a.count, failed);
     }
   }
-  if (a.only < 0) {
+  if (a.only < 0 && a.backend != "cuda-emulated") {
     cpu::Engine& engine = engines.get(2);
     for (const auto& b : checks::bad_inputs()) {
       const std::string problem = checks::run_bad_input(b, engine);
@@ -171,7 +213,14 @@ void add_check_command(CLI::App& app) {
   cmd->add_option("--count", args->count, "random problems (each run with every strategy)");
   cmd->add_option("--seed", args->seed, "seed of the random problems");
   cmd->add_option("--only", args->only, "replay one case index of --seed");
-  cmd->add_option("--backend", args->backend, "cpu (or cuda when built)");
+  cmd->add_option("--backend", args->backend,
+                  "cpu, cuda-emulated (the CUDA kernel's source on the CPU emulator), or cuda when "
+                  "built");
+  cmd->add_option("--workers", args->workers,
+                  "cuda-emulated: CTAs of the plan (default: the drawn worker count; give a GPU "
+                  "run's count to replay it)");
+  cmd->add_option("--schedule-seed", args->schedule_seed,
+                  "cuda-emulated: seed of the thread and CTA scheduling");
   cmd->add_option("--simd", args->simd,
                   "CPU SIMD target, or all: every target this CPU runs, 10 cases each in turn "
                   "(default)");
