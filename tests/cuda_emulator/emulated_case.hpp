@@ -10,6 +10,7 @@
 #include "emulator/emulated_device.hpp"
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
+#include "harness/naive_baseline.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/reference.hpp"
 
@@ -36,7 +37,7 @@ inline KernelInfo kernel_named(const std::string& name) {
 struct Checked {
   harness::HostCase c;
   reference::Output ref;
-  std::vector<double> naive;
+  harness::NaiveBaseline naive;
 };
 
 inline Checked checked_case(const DecodeProblem& p, std::uint64_t seed) {
