@@ -47,7 +47,7 @@ std::vector<NamedOptions> bench_variants(const BenchConfig& cfg, bool head_major
     o.splits = s == Strategy::split ? cfg.splits : 0;
     o.batch_invariant = s == Strategy::lean && cfg.batch_invariant;
     o.chunk_tiles = cfg.chunk_tiles;
-    o.order = s == Strategy::lean ? cfg.order : LineOrder::automatic;
+    o.order = cfg.order;
     v.push_back({std::string(strategy_name(s)), o});
   }
   if (cfg.add_invariant) {
@@ -147,6 +147,7 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, cp
     r.ok = a.ok();
     r.workers = plans[i].workers;
     r.splits = plans[i].splits;
+    r.order = std::string(line_order_name(plans[i].order));
     result.results.push_back(r);
   }
   return result;

@@ -24,7 +24,7 @@ struct BenchConfig {
   std::string simd;          // "" = best
   std::int32_t tile = 0;
   std::int32_t splits = 0;
-  LineOrder order = LineOrder::automatic;  // lean only
+  LineOrder order = LineOrder::automatic;  // every strategy (automatic: the engine's)
   bool batch_invariant = false;            // lean only
   // Extra rows, timed in the same round-robin: "lean-invariant" (batch-invariant lean, what the
   // mode costs) and "lean-head-major" (the paper's line order, against the CPU's token-major).
@@ -68,6 +68,7 @@ struct StrategyResult {
   bool ok = false;  // within tolerance on the sample
   std::int32_t workers = 0;
   std::int32_t splits = 0;  // split: chosen splits per pair
+  std::string order;        // the plan's tile order (line_order_name)
 };
 
 struct CaseResult {
