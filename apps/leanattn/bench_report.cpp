@@ -60,12 +60,12 @@ std::string format_case(const LabelledCase& lc, double probe_gbps) {
                     static_cast<double>(c.kv_bytes) / (1 << 20),
                     c.kv_copies > 1 ? fmt::format(" (x{} rotated copies)", c.kv_copies) : "",
                     c.workers, c.simd, probe);
-  os << fmt::format("  {:<15} {:<11} {:>6} {:>12} {:>8} {:>9} {:>8} {:>9} {:>10}  {}\n", "strategy",
+  os << fmt::format("  {:<16} {:<11} {:>6} {:>12} {:>8} {:>9} {:>8} {:>9} {:>10}  {}\n", "strategy",
                     "order", "splits", "median_us", "GB/s", "of_probe", "vs_head", "vs_split",
                     "max_err", "check");
   for (const auto& r : c.results) {
     os << fmt::format(
-        "  {:<15} {:<11} {:>6} {:>12.1f} {:>8.2f} {:>9.2f} {:>8} {:>9} {:>10.2e}  {}\n", r.strategy,
+        "  {:<16} {:<11} {:>6} {:>12.1f} {:>8.2f} {:>9.2f} {:>8} {:>9} {:>10.2e}  {}\n", r.strategy,
         r.order, r.splits > 0 ? std::to_string(r.splits) : "-", r.median_us, r.gbps,
         r.probe_fraction, ratio(speedup(c, r, "head")), ratio(speedup(c, r, "split")),
         r.max_abs_err, r.ok ? "ok" : "FAIL");

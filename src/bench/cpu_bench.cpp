@@ -56,7 +56,12 @@ std::vector<NamedOptions> bench_variants(const BenchConfig& cfg, bool head_major
          {.tile_tokens = cfg.tile, .batch_invariant = true, .chunk_tiles = cfg.chunk_tiles}});
   }
   if (cfg.add_head_major && head_major_row) {
-    v.push_back({"lean-head-major", {.order = LineOrder::head_major, .tile_tokens = cfg.tile}});
+    // Every strategy with the GPU's plan: head-major order, split by FA2's wave rule.
+    for (Strategy s : cfg.strategies) {
+      PlanOptions o{.strategy = s, .order = LineOrder::head_major, .tile_tokens = cfg.tile};
+      if (s == Strategy::split) o.split_rule = SplitRule::fa2_waves;
+      v.push_back({std::string(strategy_name(s)) + "-head-major", o});
+    }
   }
   return v;
 }
