@@ -1,19 +1,25 @@
-// libFuzzer target over the validators and the planner. From the fuzz input it builds a decode
-// problem, a worker count, plan options and output strides, then checks:
+// libFuzzer target over the validators, the planner, the plan interpreter and the CPU engine.
+// From the fuzz input it builds a decode problem, a worker count, plan options and output
+// strides, then checks:
 //   * validate() and make_plan() either accept or throw leanattn::Error (never crash, hang, or
 //     throw anything else);
 //   * every accepted plan passes check_plan();
 //   * accepted output strides never make two output rows overlap (brute force);
-//   * on small accepted problems, the plan interpreter matches the fp64 reference to 1e-9.
+//   * on small accepted problems, the plan interpreter matches the fp64 reference to 1e-9 (output
+//     and LSE), and the CPU engine, running the same plan on NaN-poisoned outputs, passes the
+//     per-row accuracy policy of harness/accuracy.hpp on both.
 // Run by scripts/test.sh for a bounded time; findings become regression tests.
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
 
+#include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
+#include "leanattn/cpu_engine.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/planner.hpp"
 #include "leanattn/reference.hpp"
@@ -60,6 +66,11 @@ PlanOptions draw_options(FuzzedDataProvider& in) {
   o.batch_invariant = in.ConsumeBool();
   o.chunk_tiles = in.ConsumeIntegralInRange<std::int32_t>(-1, 20);
   return o;
+}
+
+// |a - b| <= tol, or both NaN, or the same infinity.
+bool close(double a, double b, double tol) {
+  return std::abs(a - b) <= tol || (std::isnan(a) && std::isnan(b)) || (std::isinf(a) && a == b);
 }
 
 // Brute force: do two output rows of `d` elements overlap under these strides?
@@ -119,10 +130,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto ref = reference::naive_attention(c.problem, c.tensors());
   const auto got = reference::interpret_plan(c.problem, plan, c.tensors());
   for (std::size_t i = 0; i < ref.out.size(); ++i) {
-    if (!(std::abs(ref.out[i] - got.out[i]) <= 1e-9) &&
-        !(std::isnan(ref.out[i]) && std::isnan(got.out[i]))) {
+    if (!close(ref.out[i], got.out[i], 1e-9)) {
       fail("the plan interpreter disagrees with the reference");
     }
+  }
+  for (std::size_t i = 0; i < ref.lse.size(); ++i) {
+    if (!close(ref.lse[i], got.lse[i], 1e-9 * std::max(1.0, std::abs(ref.lse[i])))) {
+      fail("the plan interpreter's LSE disagrees with the reference");
+    }
+  }
+  // The CPU engine on the same plan. Scales beyond 4 are left out: fp32 scores may overflow
+  // where the fp64 reference's do not, and that difference is the dtype's, not a bug.
+  if (c.problem.softmax_scale() > 4.0f) return 0;
+  static cpu::Engine engine({.workers = 2});
+  harness::poison_outputs(c);
+  engine.run(c.problem, plan, c.tensors());
+  const harness::Accuracy a = harness::check_accuracy(c, ref, true);
+  if (!a.ok()) {
+    std::fprintf(stderr, "%s\n", a.first_problem.c_str());
+    fail("the CPU engine disagrees with the reference");
   }
   return 0;
 }

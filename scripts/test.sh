@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # All tests, as CI runs them (.ci/run calls this): installs what is missing, then
 #   release   clang-format check, unit tests (GoogleTest via CTest), `leanattn check --count 500`
-#   asan      the unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   asan      the unit tests and a short `leanattn check` under AddressSanitizer +
+#             UndefinedBehaviorSanitizer
 #   tsan      the threaded-engine tests under ThreadSanitizer
 #   cuda      compiles and links the CUDA engine (nvcc present), runs its tests (they skip
 #             without a GPU) and checks the ptxas report for register spills
-#   fuzz      the libFuzzer target over the planner and validators, for FUZZ_SECONDS (60)
+#   mutation  scripts/mutation-check.sh: deliberately broken builds must fail the suite
+#   fuzz      the libFuzzer target over the planner, validators, interpreter and CPU engine, for
+#             FUZZ_SECONDS (60)
 #   python    pip install of the package into a venv and its pytest suite (without torch)
 #   torch     the torch-based tests (torch tensors and custom op, transformers models,
 #             torch.distributed) in a venv cached outside the clone (scripts/test-torch.sh)
@@ -16,7 +19,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(release asan tsan cuda fuzz python torch)
+[ ${#stages[@]} -eq 0 ] && stages=(release asan tsan cuda mutation fuzz python torch)
 
 groups=()
 for s in "${stages[@]}"; do
@@ -64,7 +67,9 @@ stage_release() {
 
 stage_asan() {
   build_preset asan &&
-    ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j "$jobs"
+    ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j "$jobs" &&
+    echo "== leanattn check --count 60 (sanitized)" &&
+    ASAN_OPTIONS=detect_leaks=1 build/asan/apps/leanattn/leanattn check --count 60
 }
 
 stage_tsan() {
@@ -80,6 +85,10 @@ stage_cuda() {
   fi
   build_preset cuda &&
     ctest --preset cuda -j "$jobs" -L cuda
+}
+
+stage_mutation() {
+  scripts/mutation-check.sh
 }
 
 stage_fuzz() {
@@ -103,7 +112,7 @@ stage_torch() {
 
 for s in "${stages[@]}"; do
   case "$s" in
-    release | asan | tsan | cuda | fuzz | python | torch) run_stage "$s" "stage_$s" ;;
+    release | asan | tsan | cuda | mutation | fuzz | python | torch) run_stage "$s" "stage_$s" ;;
     *) echo "test.sh: unknown stage '$s'"; result[$s]=FAILED; seconds[$s]=0 ;;
   esac
 done

@@ -1,11 +1,16 @@
-// `leanattn check`: random problems through every strategy against the fp64 reference, the
-// bad-input catalogue, and the determinism / batch-invariance properties. Prints each failure
-// with the command that replays it and ends with "N passed, N failed"; exit code 1 on failure.
+// `leanattn check`: random problems through every strategy against the fp64 reference (on every
+// SIMD target this CPU runs, in turn; one case in 25 with a long request of up to --long-len
+// tokens), the bad-input catalogue, and the determinism / batch-invariance properties. Prints each
+// failure with the command that replays it and ends with "N passed, N failed"; exit code 1 on
+// failure.
 #include <fmt/core.h>
+
+#include <functional>
 
 #include "checks/bad_inputs.hpp"
 #include "checks/random_checks.hpp"
 #include "commands.hpp"
+#include "emulator/emulated_device.hpp"
 #include "harness/host_case.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/reference.hpp"
@@ -24,16 +29,23 @@ struct CheckArgs {
   std::uint64_t seed = 1;
   std::int64_t only = -1;  // replay one case
   std::string backend = "cpu";
-  std::string simd;
+  std::string simd = "all";
   std::int32_t max_len = 700;
+  std::int32_t long_len = 65536;
+  std::int32_t workers = 0;         // cuda-emulated: CTAs (0: the drawn worker count)
+  std::uint64_t schedule_seed = 1;  // cuda-emulated: thread and CTA scheduling
   bool verbose = false;
 };
 
-#if LEANATTN_WITH_CUDA
-// The CUDA engine on case `index`: the drawn problem moved to a configuration the GPU kernels
-// cover (f16 or bf16, head_dim 64, 128 or 256), every strategy, checked like the CPU's.
-checks::CaseReport cuda_case(std::uint64_t seed, std::int64_t index,
-                             const harness::RandomLimits& limits, cuda::Engine& engine) {
+// Runs a plan with `options` on a case's tensors (a GPU engine or the emulator).
+using KernelRunner = std::function<void(harness::HostCase&, const PlanOptions&)>;
+
+// The CUDA kernels' case `index`: the drawn problem moved to a configuration the GPU kernels
+// cover (f16 or bf16, head_dim 64, 128 or 256), every strategy, checked like the CPU's. `name`
+// prefixes the variants ("cuda", "cuda-emulated").
+checks::CaseReport kernel_case(std::uint64_t seed, std::int64_t index,
+                               const harness::RandomLimits& limits, const std::string& name,
+                               const KernelRunner& run) {
   harness::RandomCase rc = checks::draw_case(seed, index, limits);
   DecodeProblem p = rc.problem;
   if (p.q_dtype == DType::f32) p.q_dtype = p.kv_dtype = DType::bf16;
@@ -45,20 +57,20 @@ checks::CaseReport cuda_case(std::uint64_t seed, std::int64_t index,
   const auto naive = harness::naive_same_precision(c.problem, c.tensors());
   const std::int32_t tile = rc.options.tile_tokens;
   const std::pair<const char*, PlanOptions> variants[] = {
-      {"cuda lean", {.strategy = Strategy::lean, .tile_tokens = tile}},
-      {"cuda lean/batch_invariant",
+      {"lean", {.strategy = Strategy::lean, .tile_tokens = tile}},
+      {"lean/batch_invariant",
        {.strategy = Strategy::lean,
         .tile_tokens = tile,
         .batch_invariant = true,
         .chunk_tiles = 2}},
-      {"cuda split", {.strategy = Strategy::split, .tile_tokens = tile}},
-      {"cuda head", {.strategy = Strategy::head, .tile_tokens = tile}},
+      {"split", {.strategy = Strategy::split, .tile_tokens = tile}},
+      {"head", {.strategy = Strategy::head, .tile_tokens = tile}},
   };
-  for (const auto& [name, options] : variants) {
-    checks::Outcome o{name, false, ""};
+  for (const auto& [variant, options] : variants) {
+    checks::Outcome o{name + " " + variant, false, ""};
     try {
       harness::poison_outputs(c);
-      cuda::run_host_case(engine, c, engine.plan(c.problem, options));
+      run(c, options);
       const harness::Accuracy acc = harness::check_accuracy(c, ref, true, &naive);
       o.ok = acc.ok();
       o.detail = checks::accuracy_text(acc);
@@ -69,40 +81,85 @@ checks::CaseReport cuda_case(std::uint64_t seed, std::int64_t index,
   }
   return report;
 }
+
+// The CUDA kernel's source on the CPU emulator (tools/cuda_emulator): the same cases as
+// --backend cuda, with a.workers CTAs when given (a GPU's plan has its occupancy's count).
+checks::CaseReport emulated_case(const CheckArgs& a, std::int64_t index,
+                                 const harness::RandomLimits& limits) {
+  const std::int32_t drawn = checks::draw_case(a.seed, index, limits).hardware.workers;
+  const std::int32_t workers = a.workers > 0 ? a.workers : drawn;
+  return kernel_case(a.seed, index, limits, "cuda-emulated",
+                     [&](harness::HostCase& c, const PlanOptions& options) {
+                       emulator::EmulatedDevice device;
+                       emulator::RunOptions o;
+                       o.seed = a.schedule_seed;
+                       device.run(c.problem,
+                                  emulator::EmulatedDevice::plan(c.problem, workers, options),
+                                  c.tensors(), o);
+                     });
+}
+
+#if LEANATTN_WITH_CUDA
+// The CUDA engine on case `index` (kernel_case).
+checks::CaseReport cuda_case(std::uint64_t seed, std::int64_t index,
+                             const harness::RandomLimits& limits, cuda::Engine& engine) {
+  return kernel_case(seed, index, limits, "cuda",
+                     [&](harness::HostCase& c, const PlanOptions& options) {
+                       cuda::run_host_case(engine, c, engine.plan(c.problem, options));
+                     });
+}
 #endif
 
 int run_check(const CheckArgs& a) {
 #if LEANATTN_WITH_CUDA
-  require(a.backend == "cpu" || a.backend == "cuda", "backend",
-          [&] { return "must be cpu or cuda (got '" + a.backend + "')"; });
-  require(a.backend == "cpu" || cuda::device_available(), "backend",
+  require(a.backend == "cpu" || a.backend == "cuda" || a.backend == "cuda-emulated", "backend",
+          [&] { return "must be cpu, cuda or cuda-emulated (got '" + a.backend + "')"; });
+  require(a.backend != "cuda" || cuda::device_available(), "backend",
           [] { return "cuda: no CUDA device is available on this machine"; });
 #else
-  require(a.backend == "cpu", "backend", [&] {
-    return "must be cpu in this build (CUDA engine not built) (got '" + a.backend + "')";
+  require(a.backend == "cpu" || a.backend == "cuda-emulated", "backend", [&] {
+    return "must be cpu or cuda-emulated in this build (CUDA engine not built) (got '" + a.backend +
+           "')";
   });
 #endif
   require(a.count >= 1, "count",
           [&] { return "must be >= 1 (got " + std::to_string(a.count) + ")"; });
   require(a.max_len >= 1, "max_len",
           [&] { return "must be >= 1 (got " + std::to_string(a.max_len) + ")"; });
+  require(a.long_len >= 0 && a.long_len <= (1 << 20), "long_len",
+          [&] { return "must be in [0, 1048576] (got " + std::to_string(a.long_len) + ")"; });
   checks::EnginePool engines(a.simd);
   harness::RandomLimits limits;
   limits.max_len = a.max_len;
   limits.max_workers = 64;
   limits.any_head_dim = true;
+  // One case in 25 draws a long request among short ones; fewer, narrower heads keep its fp64
+  // reference within a second.
+  harness::RandomLimits long_limits = limits;
+  long_limits.long_len = a.long_len;
+  long_limits.max_kv_heads = 2;
+  long_limits.max_group = 4;
+  long_limits.any_head_dim = false;
+  auto limits_of = [&](std::int64_t i) -> const harness::RandomLimits& {
+    return i % 25 == 12 && a.long_len > a.max_len ? long_limits : limits;
+  };
   std::int64_t passed = 0, failed = 0;
-  auto tally = [&](const checks::CaseReport& r, std::int64_t index, const char* kind) {
+  auto tally = [&](checks::CaseReport r, std::int64_t index, const char* kind) {
+    const std::string& target = engines.select(index);
+    if (!target.empty()) r.problem += " simd " + target;
     for (const auto& o : r.outcomes) {
       if (o.ok) {
         ++passed;
-        if (a.verbose) fmt::print("ok    {} #{} {}: {}\n", kind, index, o.what, o.detail);
+        if (a.verbose) {
+          fmt::print("ok    {} #{} {} on {}: {}\n", kind, index, o.what, r.problem, o.detail);
+        }
         continue;
       }
       ++failed;
       fmt::print(
-          "FAIL  {} #{} {} on {}\n      {}\n      replay: leanattn check --seed {} --only {}\n",
-          kind, index, o.what, r.problem, o.detail, a.seed, index);
+          "FAIL  {} #{} {} on {}\n      {}\n      replay: leanattn check --seed {} --only {}{}\n",
+          kind, index, o.what, r.problem, o.detail, a.seed, index,
+          a.backend == "cpu" ? std::string() : " --backend " + a.backend);
     }
   };
   const std::int64_t first = a.only >= 0 ? a.only : 0;
@@ -112,20 +169,25 @@ int run_check(const CheckArgs& a) {
   if (a.backend == "cuda") gpu = std::make_unique<cuda::Engine>();
 #endif
   for (std::int64_t i = first; i < last; ++i) {
+    if (a.backend == "cuda-emulated") {
+      tally(emulated_case(a, i, limits), i, "cuda-emulated");
+      continue;
+    }
 #if LEANATTN_WITH_CUDA
     if (gpu) {
       tally(cuda_case(a.seed, i, limits, *gpu), i, "cuda");
       continue;
     }
 #endif
-    tally(checks::random_strategies_case(a.seed, i, limits, engines), i, "random");
+    engines.select(i);
+    tally(checks::random_strategies_case(a.seed, i, limits_of(i), engines), i, "random");
     if (i % 10 == 0 || a.only >= 0)
       tally(checks::reproducibility_case(a.seed, i, engines), i, "repro");
     if (a.only < 0 && (i + 1) % 100 == 0) {
       fmt::print(stderr, "  {} / {} cases ({} failed so far)\n", i + 1, a.count, failed);
     }
   }
-  if (a.only < 0) {
+  if (a.only < 0 && a.backend != "cuda-emulated") {
     cpu::Engine& engine = engines.get(2);
     for (const auto& b : checks::bad_inputs()) {
       const std::string problem = checks::run_bad_input(b, engine);
@@ -151,9 +213,20 @@ void add_check_command(CLI::App& app) {
   cmd->add_option("--count", args->count, "random problems (each run with every strategy)");
   cmd->add_option("--seed", args->seed, "seed of the random problems");
   cmd->add_option("--only", args->only, "replay one case index of --seed");
-  cmd->add_option("--backend", args->backend, "cpu (or cuda when built)");
-  cmd->add_option("--simd", args->simd, "CPU SIMD target (default: best supported)");
+  cmd->add_option("--backend", args->backend,
+                  "cpu, cuda-emulated (the CUDA kernel's source on the CPU emulator), or cuda when "
+                  "built");
+  cmd->add_option("--workers", args->workers,
+                  "cuda-emulated: CTAs of the plan (default: the drawn worker count; give a GPU "
+                  "run's count to replay it)");
+  cmd->add_option("--schedule-seed", args->schedule_seed,
+                  "cuda-emulated: seed of the thread and CTA scheduling");
+  cmd->add_option("--simd", args->simd,
+                  "CPU SIMD target, or all: every target this CPU runs, 10 cases each in turn "
+                  "(default)");
   cmd->add_option("--max-len", args->max_len, "longest request drawn, in tokens");
+  cmd->add_option("--long-len", args->long_len,
+                  "longest request of the long cases (one in 25), in tokens; <= --max-len: none");
   cmd->add_flag("--verbose", args->verbose, "print passing checks too");
   cmd->callback([args] {
     const int rc = run_guarded("check", [&] { return run_check(*args); });

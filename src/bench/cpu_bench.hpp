@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "harness/host_case.hpp"
+#include "harness/naive_baseline.hpp"
 #include "leanattn/bandwidth_probe.hpp"
 #include "leanattn/planner.hpp"
 #include "leanattn/problem.hpp"
@@ -55,7 +56,7 @@ std::vector<NamedOptions> bench_variants(const BenchConfig& config, bool head_ma
 struct ReferenceSample {
   std::vector<reference::RowId> rows;
   reference::Output ref;
-  std::vector<double> naive;
+  harness::NaiveBaseline naive;
 };
 ReferenceSample reference_sample(harness::HostCase& c, const BenchConfig& config);
 

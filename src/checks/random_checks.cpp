@@ -11,6 +11,24 @@
 
 namespace leanattn::checks {
 
+EnginePool::EnginePool(std::string simd) {
+  if (simd == "all") {
+    targets_ = cpu::simd_targets();
+  } else {
+    targets_.push_back(std::move(simd));
+  }
+  simd_ = targets_.front();
+}
+
+const std::string& EnginePool::select(std::int64_t index) {
+  const std::string& target = targets_[static_cast<std::size_t>(index / 10) % targets_.size()];
+  if (target != simd_) {
+    engines_.clear();  // one target's threads at a time
+    simd_ = target;
+  }
+  return simd_;
+}
+
 cpu::Engine& EnginePool::get(std::int32_t workers) {
   auto& e = engines_[workers];
   if (!e) e = std::make_unique<cpu::Engine>(cpu::EngineOptions{.workers = workers, .simd = simd_});
@@ -78,21 +96,28 @@ CaseReport random_strategies_case(std::uint64_t seed, std::int64_t index,
   const auto ref = reference::naive_attention(c.problem, c.tensors());
   const auto naive = harness::naive_same_precision(c.problem, c.tensors());
   struct Variant {
-    const char* name;
+    std::string name;
     PlanOptions options;
   };
   const std::int32_t tile = rc.options.tile_tokens;
+  // A split count and a batch-invariant chunk size for this case, from their own stream.
+  std::mt19937_64 vr = case_rng(seed, index + (2ll << 40));
+  const auto splits = std::uniform_int_distribution<std::int32_t>(2, 8)(vr);
+  const std::int32_t chunks[] = {1, 2, 3, 5, 16};
+  const std::int32_t chunk = chunks[std::uniform_int_distribution<int>(0, 4)(vr)];
   const Variant variants[] = {
       {"lean/head_major",
        {.strategy = Strategy::lean, .order = LineOrder::head_major, .tile_tokens = tile}},
       {"lean/token_major",
        {.strategy = Strategy::lean, .order = LineOrder::token_major, .tile_tokens = tile}},
-      {"lean/batch_invariant",
+      {"lean/batch_invariant/chunk " + std::to_string(chunk),
        {.strategy = Strategy::lean,
         .tile_tokens = tile,
         .batch_invariant = true,
-        .chunk_tiles = 2}},
+        .chunk_tiles = chunk}},
       {"split", {.strategy = Strategy::split, .tile_tokens = tile}},
+      {"split/" + std::to_string(splits),
+       {.strategy = Strategy::split, .tile_tokens = tile, .splits = splits}},
       {"head", {.strategy = Strategy::head, .tile_tokens = tile}},
   };
   cpu::Engine& engine = engines.get(rc.hardware.workers);
@@ -126,6 +151,8 @@ CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, EnginePo
   report.problem = describe(p, rc.hardware.workers, rc.options.tile_tokens);
   const PlanOptions tile_only{.tile_tokens =
                                   rc.options.tile_tokens == 0 ? 16 : rc.options.tile_tokens};
+  const std::int32_t chunk_sizes[] = {0, 1, 2, 3, 5, 16};  // 0: the default
+  const std::int32_t chunk = chunk_sizes[rng() % 6];
 
   // Determinism: one plan, two runs.
   {
@@ -168,6 +195,7 @@ CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, EnginePo
     std::memcpy(b.v.data() + kvrow * at, a.v.data(), kvrow);
     PlanOptions inv = tile_only;
     inv.batch_invariant = true;
+    inv.chunk_tiles = chunk;
     const std::int32_t wa = rc.hardware.workers, wb = workers(rng);
     engines.get(wa).run(a.problem, make_plan(a.problem, {wa}, inv), a.tensors());
     engines.get(wb).run(b.problem, make_plan(b.problem, {wb}, inv), b.tensors());
@@ -176,8 +204,9 @@ CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, EnginePo
     if (ra.first != rb.first ||
         std::memcmp(ra.second.data(), rb.second.data(), ra.second.size() * 4) != 0) {
       o.ok = false;
-      o.detail = "request of length " + std::to_string(p.seq_lens[0]) + " differs between " +
-                 std::to_string(wa) + " and " + std::to_string(wb) + " workers";
+      o.detail = "request of length " + std::to_string(p.seq_lens[0]) + " (chunks of " +
+                 std::to_string(chunk) + " tiles) differs between " + std::to_string(wa) + " and " +
+                 std::to_string(wb) + " workers";
     }
     report.outcomes.push_back(o);
   }

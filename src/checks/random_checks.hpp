@@ -16,13 +16,19 @@
 
 namespace leanattn::checks {
 
-// CPU engines by worker count (threads are created once per count).
+// CPU engines by worker count (threads are created once per count), for one SIMD target: `simd`
+// ("" the best this CPU runs), or with "all" every target this CPU runs, chosen per case by
+// select().
 class EnginePool {
  public:
-  explicit EnginePool(std::string simd = "") : simd_(std::move(simd)) {}
+  explicit EnginePool(std::string simd = "");
   cpu::Engine& get(std::int32_t workers);
+  // With "all": the target of case `index` (a rotation over blocks of 10 cases), whose engines
+  // get() returns from now on. Otherwise the one target. Returns its name ("" for the best).
+  const std::string& select(std::int64_t index);
 
  private:
+  std::vector<std::string> targets_;  // more than one only with "all"
   std::string simd_;
   std::map<std::int32_t, std::unique_ptr<cpu::Engine>> engines_;
 };
@@ -46,9 +52,9 @@ std::string accuracy_text(const harness::Accuracy& accuracy);
 harness::RandomCase draw_case(std::uint64_t seed, std::int64_t index,
                               const harness::RandomLimits& limits);
 
-// Draws case `index` of `seed` and runs lean (both line orders), batch-invariant lean, split and
-// head on it; every output is compared with the fp64 reference (accuracy policy), NaN-poisoned
-// before each run.
+// Draws case `index` of `seed` and runs lean (both line orders), batch-invariant lean (chunk
+// size drawn from 1 to 16 tiles), split (heuristic and a drawn split count) and head on it; every
+// output is compared with the fp64 reference (accuracy policy), NaN-poisoned before each run.
 CaseReport random_strategies_case(std::uint64_t seed, std::int64_t index,
                                   const harness::RandomLimits& limits, EnginePool& engines);
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/mutation.hpp"
 #include "leanattn/error.hpp"
 
 namespace leanattn {
@@ -18,6 +19,8 @@ std::string got(std::int64_t v) {
 }  // namespace
 
 float DecodeProblem::softmax_scale() const {
+  if (mutated(Mutation::scale_one_over_d) && scale == 0.0f)
+    return 1.0f / static_cast<float>(head_dim);
   return scale != 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
 }
 

@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <span>
 #include <thread>
+#include <vector>
 
+#include "core/mutation.hpp"
 #include "cpu/segment_kernel.hpp"
 #include "cpu/tensor_io.hpp"
 #include "cpu/thread_pool.hpp"
@@ -68,6 +71,19 @@ void set_empty(float* o, float* m, float* l, std::int32_t rows, std::int32_t d) 
   std::fill(l, l + rows, 0.0f);
 }
 
+// Mutation lse_off_by_one_tile: the pair's LSE rewritten as if one tile fewer had been summed
+// (l scaled by (n - tile) / n), for requests of more than one tile.
+void mutate_lse(const RunContext& cx, std::int32_t request, std::int32_t kv_head) {
+  const std::int64_t n = cx.problem.seq_lens[static_cast<std::size_t>(request)];
+  const std::int64_t tile = cx.plan.tile_tokens;
+  if (cx.tensors.lse == nullptr || n <= tile) return;
+  const std::int32_t g = cx.plan.group_size;
+  for (std::int32_t r = 0; r < g; ++r) {
+    cx.tensors.lse[request * cx.tensors.lse_stride_batch + kv_head * g + r] +=
+        static_cast<float>(std::log(static_cast<double>(n - tile) / static_cast<double>(n)));
+  }
+}
+
 // Merges the slots of reduction r in order and writes the output (scratch state 0 holds it).
 void merge_reduction(const RunContext& cx, const Reduction& r, Scratch& sc) {
   const std::int32_t g = cx.plan.group_size, d = cx.plan.head_dim;
@@ -79,6 +95,13 @@ void merge_reduction(const RunContext& cx, const Reduction& r, Scratch& sc) {
   for (std::int32_t k = 0; k < r.num_slots; ++k) {
     const auto slot = static_cast<std::size_t>(r.slot_begin + k);
     for (std::int32_t row = 0; row < g; ++row) {
+      if (mutated(Mutation::merge_without_rescale)) {
+        const float* ob = cx.slot_o + slot * stride + static_cast<std::size_t>(row) * d;
+        for (std::int32_t i = 0; i < d; ++i) o[static_cast<std::size_t>(row) * d + i] += ob[i];
+        m[row] = std::max(m[row], cx.slot_m[slot * g + row]);
+        l[row] += cx.slot_l[slot * g + row];
+        continue;
+      }
       SoftmaxStats<float> acc{m[row], l[row]};
       merge_into(acc, o + static_cast<std::size_t>(row) * d,
                  SoftmaxStats<float>{cx.slot_m[slot * g + row], cx.slot_l[slot * g + row]},
@@ -88,6 +111,7 @@ void merge_reduction(const RunContext& cx, const Reduction& r, Scratch& sc) {
     }
   }
   write_output(cx.problem, cx.tensors, r.request, r.kv_head, o, m, l);
+  if (mutated(Mutation::lse_off_by_one_tile)) mutate_lse(cx, r.request, r.kv_head);
 }
 
 // A group: consecutive segments of one worker with the same request and tile range (with a
@@ -98,9 +122,12 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
   const std::size_t stride = static_cast<std::size_t>(g) * d;
   const Segment& first = group.front();
   const std::int64_t len = cx.problem.seq_lens[first.request];
-  const std::int64_t tb = static_cast<std::int64_t>(first.tile_begin) * cx.plan.tile_tokens;
+  std::int64_t tb = static_cast<std::int64_t>(first.tile_begin) * cx.plan.tile_tokens;
   const std::int64_t te =
       std::min<std::int64_t>(static_cast<std::int64_t>(first.tile_end) * cx.plan.tile_tokens, len);
+  if (mutated(Mutation::continuation_skips_tile) && first.kind == SegmentKind::partial) {
+    tb = std::min(tb + cx.plan.tile_tokens, te);
+  }
   for (std::size_t i = 0; i < group.size(); ++i) {
     const Segment& s = group[i];
     SegmentJob& job = sc.jobs[i];
@@ -206,6 +233,7 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
     const SegmentJob& job = sc.jobs[i];
     if (s.kind == SegmentKind::direct) {
       write_output(cx.problem, cx.tensors, s.request, s.kv_head, job.o, job.m, job.l);
+      if (mutated(Mutation::lse_off_by_one_tile)) mutate_lse(cx, s.request, s.kv_head);
       continue;
     }
     // The last piece to arrive merges: release our slot, acquire everyone else's.
@@ -327,12 +355,19 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
           [] { return "must be 64-byte aligned"; });
 
   std::byte* ws = workspace.data();
+  std::vector<std::int32_t> shifted;  // mutation block_table_off_by_one: every page one further
+  if (mutated(Mutation::block_table_off_by_one) && problem.layout == KvLayout::paged) {
+    shifted.assign(tensors.block_table, tensors.block_table +
+                                            (problem.batch() - 1) * tensors.block_table_stride +
+                                            problem.max_pages);
+    for (std::int32_t& e : shifted) e = static_cast<std::int32_t>((e + 1) % problem.num_pages);
+  }
   auto kv = [&](const KvStrides& st) {
     return KvAddressing{st.outer,
                         st.token,
                         st.head,
                         problem.layout == KvLayout::paged ? problem.page_size : 0,
-                        tensors.block_table,
+                        shifted.empty() ? tensors.block_table : shifted.data(),
                         tensors.block_table_stride};
   };
   const RunContext cx{problem,

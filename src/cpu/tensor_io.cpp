@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "core/mutation.hpp"
 #include "leanattn/core/float16.hpp"
 #include "leanattn/core/softmax_state.hpp"
 
@@ -51,7 +52,9 @@ void load_scaled_q(const DecodeProblem& p, const DecodeTensors& t, std::int32_t 
   const std::int32_t g = p.group_size(), d = p.head_dim;
   const float scale = p.softmax_scale();
   for (std::int32_t r = 0; r < g; ++r) {
-    const std::int64_t base = request * t.q_stride_batch + (kv_head * g + r) * t.q_stride_head;
+    const std::int32_t qh =
+        mutated(Mutation::gqa_head_mapping) ? kv_head + r * p.kv_heads : kv_head * g + r;
+    const std::int64_t base = request * t.q_stride_batch + qh * t.q_stride_head;
     float* dst = q_out + static_cast<std::ptrdiff_t>(r) * d;
     if (p.q_dtype == DType::f32) {
       const float* src = static_cast<const float*>(t.q) + base;
@@ -89,6 +92,12 @@ void write_output(const DecodeProblem& p, const DecodeTensors& t, std::int32_t r
       } else {
         for (std::int32_t i = 0; i < d; ++i) dst[i] = float_to_bf16_bits(src[i] * f.inv_l);
       }
+    }
+    if (mutated(Mutation::long_row_zeros) && qh == 0 &&
+        p.seq_lens[static_cast<std::size_t>(request)] >= 4096) {
+      const std::size_t size = dtype_size(p.q_dtype);
+      std::memset(static_cast<char*>(t.out) + base * static_cast<std::int64_t>(size), 0,
+                  static_cast<std::size_t>(d) * size);
     }
     if (t.lse != nullptr) t.lse[request * t.lse_stride_batch + qh] = f.lse;
   }

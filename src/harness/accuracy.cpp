@@ -1,34 +1,13 @@
-// The accuracy policy (see accuracy.hpp).
+// The accuracy policy (see accuracy.hpp and docs/numerics.md).
 #include "harness/accuracy.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "leanattn/core/float16.hpp"
-#include "leanattn/core/kv_addressing.hpp"
-
 namespace leanattn::harness {
 
 namespace {
-
-float read(const void* base, DType type, std::int64_t i) {
-  if (type == DType::f32) return static_cast<const float*>(base)[i];
-  const std::uint16_t h = static_cast<const std::uint16_t*>(base)[i];
-  return type == DType::f16 ? f16_bits_to_float(h) : bf16_bits_to_float(h);
-}
-
-float round_to(DType type, float f) {
-  switch (type) {
-    case DType::f32:
-      return f;
-    case DType::f16:
-      return round_to_f16(f);
-    case DType::bf16:
-      return round_to_bf16(f);
-  }
-  return f;
-}
 
 // Unit roundoff of a dtype.
 double unit_roundoff(DType type) {
@@ -43,7 +22,43 @@ double unit_roundoff(DType type) {
   return 0.0;
 }
 
+const double kU32 = std::ldexp(1.0, -24);
+
+// The fp32 rounding the engines' sums may add: sqrt(n) u32 relative for the n-term softmax sums,
+// and sqrt(d) u32 S absolute for each score's d-term dot product.
+double fp32_sums(const RowScale& row) {
+  return kU32 * (std::sqrt(static_cast<double>(row.n)) +
+                 std::sqrt(static_cast<double>(row.d)) * row.score_abs);
+}
+
+// Same kind: both NaN, the same infinity, or both finite.
+bool same_kind(double ref, double x) {
+  if (std::isnan(ref) || std::isnan(x)) return std::isnan(ref) && std::isnan(x);
+  if (std::isinf(ref) || std::isinf(x)) return ref == x;
+  return true;
+}
+
+// err / tol, with 0 / 0 = 0 (an exact row whose tolerance is 0, as an empty request's zeros).
+double ratio(double err, double tol) {
+  if (err <= tol) return tol > 0.0 ? err / tol : 0.0;
+  return tol > 0.0 ? err / tol : std::numeric_limits<double>::infinity();
+}
+
+std::string row_name(const char* what, const reference::RowId& r) {
+  return std::string(what) + "[" + std::to_string(r.request) + "][" + std::to_string(r.q_head) +
+         "]";
+}
+
 }  // namespace
+
+double row_tolerance(DType q_dtype, const RowScale& row, double naive_err, double ref_max) {
+  return 2.0 * naive_err + 8.0 * unit_roundoff(q_dtype) * ref_max +
+         2.0 * fp32_sums(row) * row.weighted_abs;
+}
+
+double lse_tolerance(const RowScale& row, double ref_lse) {
+  return 1e-5 * std::max(1.0, std::abs(ref_lse)) + 2.0 * fp32_sums(row);
+}
 
 std::vector<reference::RowId> all_rows(const DecodeProblem& p) {
   std::vector<reference::RowId> rows;
@@ -68,124 +83,84 @@ std::vector<reference::RowId> sample_rows(const DecodeProblem& p, std::int32_t c
   return rows;
 }
 
-std::vector<double> naive_same_precision(const DecodeProblem& p, const DecodeTensors& t) {
-  const auto rows = all_rows(p);
-  return naive_same_precision(p, t, rows);
-}
-
-std::vector<double> naive_same_precision(const DecodeProblem& p, const DecodeTensors& t,
-                                         std::span<const reference::RowId> rows) {
-  const std::int32_t d = p.head_dim;
-  const std::int32_t group = p.group_size();
-  const DType qt = p.q_dtype;
-  KvAddressing k{t.k_strides.outer, t.k_strides.token,
-                 t.k_strides.head,  p.layout == KvLayout::paged ? p.page_size : 0,
-                 t.block_table,     t.block_table_stride};
-  KvAddressing v = k;
-  v.outer_stride = t.v_strides.outer;
-  v.token_stride = t.v_strides.token;
-  v.head_stride = t.v_strides.head;
-  std::vector<double> out(rows.size() * static_cast<std::size_t>(d), 0.0);
-  std::vector<float> s, acc(static_cast<std::size_t>(d));
-  for (std::size_t row = 0; row < rows.size(); ++row) {
-    const std::int32_t b = rows[row].request, qh = rows[row].q_head;
-    const std::int64_t n = p.seq_lens[b];
-    if (n == 0) continue;
-    const std::int32_t h = qh / group;
-    s.assign(static_cast<std::size_t>(n), 0.0f);
-    float m = -std::numeric_limits<float>::infinity();
-    for (std::int64_t j = 0; j < n; ++j) {
-      float dot = 0.0f;
-      const std::int64_t kb = k.row(b, j, h);
-      for (std::int32_t i = 0; i < d; ++i) {
-        dot += read(t.q, qt, b * t.q_stride_batch + qh * t.q_stride_head + i) *
-               read(t.k_cache, p.kv_dtype, kb + i);
-      }
-      s[static_cast<std::size_t>(j)] = round_to(qt, round_to(qt, dot) * p.softmax_scale());
-      m = std::max(m, s[static_cast<std::size_t>(j)]);
-    }
-    float l = 0.0f;
-    for (float& x : s) {
-      x = std::exp(x - m);
-      l += x;
-    }
-    std::fill(acc.begin(), acc.end(), 0.0f);
-    for (std::int64_t j = 0; j < n; ++j) {
-      const float pj = round_to(qt, s[static_cast<std::size_t>(j)] / l);
-      const std::int64_t vb = v.row(b, j, h);
-      for (std::int32_t i = 0; i < d; ++i) {
-        acc[static_cast<std::size_t>(i)] += pj * read(t.v_cache, p.kv_dtype, vb + i);
-      }
-    }
-    for (std::int32_t i = 0; i < d; ++i) {
-      out[row * static_cast<std::size_t>(d) + static_cast<std::size_t>(i)] =
-          round_to(qt, acc[static_cast<std::size_t>(i)]);
-    }
-  }
-  return out;
-}
-
 Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse,
-                        const std::vector<double>* naive) {
+                        const NaiveBaseline* naive) {
   const auto rows = all_rows(c.problem);
   if (naive != nullptr) return check_accuracy(c, ref, with_lse, *naive, rows);
-  const std::vector<double> own = naive_same_precision(c.problem, c.tensors(), rows);
+  const NaiveBaseline own = naive_same_precision(c.problem, c.tensors(), rows);
   return check_accuracy(c, ref, with_lse, own, rows);
 }
 
 Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse,
-                        const std::vector<double>& naive, std::span<const reference::RowId> rows) {
+                        const NaiveBaseline& naive, std::span<const reference::RowId> rows) {
   const DecodeProblem& p = c.problem;
   const std::size_t d = static_cast<std::size_t>(p.head_dim);
   const std::vector<double> all = read_output(c);
   Accuracy a;
-  double ref_max = 0.0;
+  double worst = -1.0, worst_lse = -1.0;
+  auto scale_of = [&](std::size_t row, std::int64_t n) {
+    return RowScale{n, p.head_dim, naive.weighted_abs[row], naive.score_abs[row]};
+  };
+  auto fail = [&](const std::string& what) {
+    if (a.first_problem.empty()) a.first_problem = what;
+  };
   for (std::size_t row = 0; row < rows.size(); ++row) {
-    const std::size_t at =
-        (static_cast<std::size_t>(rows[row].request) * p.q_heads + rows[row].q_head) * d;
+    const reference::RowId id = rows[row];
+    const std::int64_t n = p.seq_lens[static_cast<std::size_t>(id.request)];
+    const std::size_t at = (static_cast<std::size_t>(id.request) * p.q_heads + id.q_head) * d;
+    double err = 0.0, naive_err = 0.0, ref_max = 0.0;
     for (std::size_t i = 0; i < d; ++i) {
       const double r = ref.out[row * d + i];
       const double x = all[at + i];
-      auto where = [&] {
-        return "out[" + std::to_string(rows[row].request) + "][" +
-               std::to_string(rows[row].q_head) + "][" + std::to_string(i) +
-               "] = " + std::to_string(x) + ", reference " + std::to_string(r);
-      };
-      if (std::isnan(r) != std::isnan(x) || std::isinf(r) != std::isinf(x)) {
-        if (a.mismatches++ == 0) a.first_problem = where();
+      if (!same_kind(r, x)) {
+        ++a.mismatches;
+        fail(row_name("out", id) + "[" + std::to_string(i) + "] = " + std::to_string(x) +
+             ", reference " + std::to_string(r));
         continue;
       }
       if (!std::isfinite(r)) continue;
       ref_max = std::max(ref_max, std::abs(r));
-      const double e = std::abs(x - r);
-      if (e > a.max_abs_err) {
-        a.max_abs_err = e;
-        if (a.mismatches == 0) a.first_problem = where();
-      }
-      if (std::isfinite(naive[row * d + i])) {
-        a.naive_err = std::max(a.naive_err, std::abs(naive[row * d + i] - r));
-      }
+      err = std::max(err, std::abs(x - r));
+      const double nv = naive.out[row * d + i];
+      if (std::isfinite(nv)) naive_err = std::max(naive_err, std::abs(nv - r));
+    }
+    const double tol = row_tolerance(p.q_dtype, scale_of(row, n), naive_err, ref_max);
+    const double q = ratio(err, tol);
+    if (q > worst) {
+      worst = q;
+      a.max_abs_err = err;
+      a.tolerance = tol;
+      a.naive_err = naive_err;
+    }
+    if (err > tol) {
+      ++a.failed_rows;
+      fail(row_name("out", id) + " (" + std::to_string(n) + " tokens): max error " +
+           std::to_string(err) + " > tolerance " + std::to_string(tol));
     }
   }
-  a.tolerance = 2.0 * a.naive_err + 8.0 * unit_roundoff(p.q_dtype) * std::max(1.0, ref_max);
-  a.lse_tolerance = 1e-5;
-  if (with_lse) {
-    for (std::size_t row = 0; row < rows.size(); ++row) {
-      const double r = ref.lse[row];
-      const double x =
-          c.lse[static_cast<std::size_t>(rows[row].request) * p.q_heads + rows[row].q_head];
-      a.lse_tolerance = std::max(a.lse_tolerance, 1e-5 * std::max(1.0, std::abs(r)));
-      const bool same_class =
-          std::isnan(r) == std::isnan(x) && (std::isinf(r) ? x == r : !std::isinf(x));
-      if (!same_class) {
-        if (a.mismatches++ == 0) {
-          a.first_problem = "lse[" + std::to_string(rows[row].request) + "][" +
-                            std::to_string(rows[row].q_head) + "] = " + std::to_string(x) +
-                            ", reference " + std::to_string(r);
-        }
-        continue;
-      }
-      if (std::isfinite(r)) a.max_lse_err = std::max(a.max_lse_err, std::abs(x - r));
+  if (!with_lse) return a;
+  for (std::size_t row = 0; row < rows.size(); ++row) {
+    const reference::RowId id = rows[row];
+    const std::int64_t n = p.seq_lens[static_cast<std::size_t>(id.request)];
+    const double r = ref.lse[row];
+    const double x = c.lse[static_cast<std::size_t>(id.request) * p.q_heads + id.q_head];
+    if (!same_kind(r, x)) {
+      ++a.mismatches;
+      fail(row_name("lse", id) + " = " + std::to_string(x) + ", reference " + std::to_string(r));
+      continue;
+    }
+    if (!std::isfinite(r)) continue;
+    const double err = std::abs(x - r), tol = lse_tolerance(scale_of(row, n), r);
+    const double q = ratio(err, tol);
+    if (q > worst_lse) {
+      worst_lse = q;
+      a.max_lse_err = err;
+      a.lse_tolerance = tol;
+    }
+    if (err > tol) {
+      ++a.failed_rows;
+      fail(row_name("lse", id) + " (" + std::to_string(n) + " tokens) = " + std::to_string(x) +
+           ", reference " + std::to_string(r) + ": error > tolerance " + std::to_string(tol));
     }
   }
   return a;

@@ -64,6 +64,7 @@ RandomCase random_case(std::mt19937_64& rng, const RandomLimits& lim) {
     if (one_long && b == 0) len = lim.max_len;
     p.seq_lens.push_back(std::min(len, lim.max_len));
   }
+  if (lim.long_len > lim.max_len) p.seq_lens[0] = uniform(rng, lim.max_len + 1, lim.long_len);
   if (uniform(rng, 0, 2) == 0) {
     p.layout = KvLayout::paged;
     p.page_size = pick(rng, std::array{1, 3, 16, 128});

@@ -16,6 +16,7 @@ struct RandomLimits {
   std::int32_t max_kv_heads = 4;
   std::int32_t max_group = 16;
   std::int32_t max_len = 700;  // longest request, in tokens
+  std::int32_t long_len = 0;   // > max_len: request 0 is drawn in (max_len, long_len] instead
   std::int32_t max_workers = 300;
   bool any_head_dim = false;  // false: 16..128 only (keeps fp64 checks fast)
 };

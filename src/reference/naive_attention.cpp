@@ -1,8 +1,10 @@
 // fp64 two-pass softmax attention, straight from the definition: for each query head, score
 // every key, subtract the max, exponentiate, normalise, weight the values. Shares no code with
-// the planner, the state header or the engines' KV addressing.
+// the planner, the state header, the engines' KV addressing or DecodeProblem::softmax_scale():
+// everything it can compute from the raw inputs, it computes itself.
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "leanattn/error.hpp"
 #include "leanattn/reference.hpp"
@@ -16,7 +18,7 @@ namespace {
 void naive_row(const DecodeProblem& p, const DecodeTensors& t, std::int32_t b, std::int32_t qh,
                double* out, double* lse) {
   const std::int32_t d = p.head_dim;
-  const std::int32_t h = qh / p.group_size();
+  const std::int32_t h = qh / (p.q_heads / p.kv_heads);
   const std::int64_t n = p.seq_lens[b];
   for (std::int32_t i = 0; i < d; ++i) out[i] = 0.0;
   *lse = -std::numeric_limits<double>::infinity();
@@ -32,7 +34,9 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, std::int32_t b, s
     q[static_cast<std::size_t>(i)] =
         read_element(t.q, p.q_dtype, b * t.q_stride_batch + qh * t.q_stride_head + i);
   }
-  const double scale = p.softmax_scale();
+  // The scale the problem sets, or by default 1 / sqrt(head_dim) as the float the API defines
+  // (DecodeProblem::scale is a float): computed here from head_dim, not by the problem.
+  const double scale = p.scale != 0.0f ? p.scale : 1.0f / std::sqrt(static_cast<float>(d));
   double m = -std::numeric_limits<double>::infinity();
   bool nan = false;
   for (std::int64_t j = 0; j < n; ++j) {

@@ -29,7 +29,7 @@ class EngineTest : public ::testing::TestWithParam<std::string> {
 
   // Runs every strategy on `c` with `workers` threads and checks each against `ref`.
   void check_all_strategies(harness::HostCase& c, const reference::Output& ref,
-                            const std::vector<double>& naive, std::int32_t workers,
+                            const harness::NaiveBaseline& naive, std::int32_t workers,
                             std::int32_t tile, const std::string& what) {
     // The engine's own order (token_major: whole rows, contiguous pairs) for every strategy, and
     // the GPU's (head_major: pairs to the first free worker) for split and head.

@@ -59,7 +59,7 @@ bool compiled(DType dtype, std::int32_t head_dim) {
 
 // Emulates `plan` on c and checks the output against the reference; returns the merges.
 void expect_accurate(harness::HostCase& c, const Plan& plan, const reference::Output& ref,
-                     const std::vector<double>& naive, const std::string& what) {
+                     const harness::NaiveBaseline& naive, const std::string& what) {
   harness::poison_outputs(c);
   const testing::EmulationResult r =
       testing::emulate_kernel(c.problem, plan, c.tensors(), kernel_for(c.problem), in_order(plan));

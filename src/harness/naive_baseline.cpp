@@ -1,0 +1,116 @@
+// The naive same-precision baseline (see naive_baseline.hpp).
+#include "harness/naive_baseline.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "leanattn/core/float16.hpp"
+
+namespace leanattn::harness {
+
+namespace {
+
+float read(const void* base, DType type, std::int64_t i) {
+  if (type == DType::f32) {
+    float f;
+    std::memcpy(&f, static_cast<const char*>(base) + i * 4, 4);
+    return f;
+  }
+  std::uint16_t h;
+  std::memcpy(&h, static_cast<const char*>(base) + i * 2, 2);
+  return type == DType::f16 ? f16_bits_to_float(h) : bf16_bits_to_float(h);
+}
+
+float round_to(DType type, float f) {
+  switch (type) {
+    case DType::f32:
+      return f;
+    case DType::f16:
+      return round_to_f16(f);
+    case DType::bf16:
+      return round_to_bf16(f);
+  }
+  return f;
+}
+
+// Element offset of K or V [b, token j, head h, 0], from the layout's definition.
+std::int64_t kv_offset(const DecodeProblem& p, const DecodeTensors& t, const KvStrides& st,
+                       std::int32_t b, std::int64_t j, std::int32_t h) {
+  if (p.layout == KvLayout::contiguous) return b * st.outer + j * st.token + h * st.head;
+  const std::int64_t page = t.block_table[b * t.block_table_stride + j / p.page_size];
+  return page * st.outer + (j % p.page_size) * st.token + h * st.head;
+}
+
+}  // namespace
+
+NaiveBaseline naive_same_precision(const DecodeProblem& p, const DecodeTensors& t) {
+  std::vector<reference::RowId> rows;
+  for (std::int32_t b = 0; b < p.batch(); ++b) {
+    for (std::int32_t qh = 0; qh < p.q_heads; ++qh) rows.push_back({b, qh});
+  }
+  return naive_same_precision(p, t, rows);
+}
+
+NaiveBaseline naive_same_precision(const DecodeProblem& p, const DecodeTensors& t,
+                                   std::span<const reference::RowId> rows) {
+  const std::int32_t d = p.head_dim;
+  const DType qt = p.q_dtype;
+  // 1 / sqrt(head_dim) unless the problem sets a scale: computed here, not by the problem.
+  const float scale = p.scale != 0.0f ? p.scale : 1.0f / std::sqrt(static_cast<float>(d));
+  NaiveBaseline r;
+  r.out.assign(rows.size() * static_cast<std::size_t>(d), 0.0);
+  r.weighted_abs.assign(rows.size(), 0.0);
+  r.score_abs.assign(rows.size(), 0.0);
+  std::vector<float> s, acc(static_cast<std::size_t>(d)), abs_acc(static_cast<std::size_t>(d));
+  for (std::size_t row = 0; row < rows.size(); ++row) {
+    const std::int32_t b = rows[row].request, qh = rows[row].q_head;
+    const std::int64_t n = p.seq_lens[b];
+    if (n == 0) continue;
+    const std::int32_t h = qh / (p.q_heads / p.kv_heads);
+    s.assign(static_cast<std::size_t>(n), 0.0f);
+    float m = -std::numeric_limits<float>::infinity();
+    double score_abs = 0.0;
+    for (std::int64_t j = 0; j < n; ++j) {
+      float dot = 0.0f, dot_abs = 0.0f;
+      const std::int64_t kb = kv_offset(p, t, t.k_strides, b, j, h);
+      for (std::int32_t i = 0; i < d; ++i) {
+        const float x = read(t.q, qt, b * t.q_stride_batch + qh * t.q_stride_head + i) *
+                        read(t.k_cache, p.kv_dtype, kb + i);
+        dot += x;
+        dot_abs += std::abs(x);
+      }
+      score_abs = std::max(score_abs, static_cast<double>(dot_abs * scale));
+      s[static_cast<std::size_t>(j)] = round_to(qt, round_to(qt, dot) * scale);
+      m = std::max(m, s[static_cast<std::size_t>(j)]);
+    }
+    float l = 0.0f;
+    for (float& x : s) {
+      x = std::exp(x - m);
+      l += x;
+    }
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    std::fill(abs_acc.begin(), abs_acc.end(), 0.0f);
+    for (std::int64_t j = 0; j < n; ++j) {
+      const float pj = round_to(qt, s[static_cast<std::size_t>(j)] / l);
+      const std::int64_t vb = kv_offset(p, t, t.v_strides, b, j, h);
+      for (std::int32_t i = 0; i < d; ++i) {
+        const float v = read(t.v_cache, p.kv_dtype, vb + i);
+        acc[static_cast<std::size_t>(i)] += pj * v;
+        abs_acc[static_cast<std::size_t>(i)] += std::abs(pj * v);
+      }
+    }
+    double wabs = 0.0;
+    for (std::int32_t i = 0; i < d; ++i) {
+      r.out[row * static_cast<std::size_t>(d) + static_cast<std::size_t>(i)] =
+          round_to(qt, acc[static_cast<std::size_t>(i)]);
+      wabs = std::max(wabs, static_cast<double>(abs_acc[static_cast<std::size_t>(i)]));
+    }
+    r.weighted_abs[row] = wabs;
+    r.score_abs[row] = score_abs;
+  }
+  return r;
+}
+
+}  // namespace leanattn::harness

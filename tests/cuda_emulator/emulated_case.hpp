@@ -1,0 +1,82 @@
+// Helpers of the emulator tests: a problem for one kernel configuration, a test case with its fp64
+// reference, and a run on the emulator checked with the project's accuracy policy (outputs
+// poisoned first).
+#pragma once
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "emulator/emulated_device.hpp"
+#include "harness/accuracy.hpp"
+#include "harness/host_case.hpp"
+#include "leanattn/error.hpp"
+#include "leanattn/reference.hpp"
+
+namespace leanattn::emulator {
+
+inline DecodeProblem make_problem(std::vector<std::int32_t> lens, std::int32_t group,
+                                  std::int32_t kv_heads, const KernelInfo& k) {
+  DecodeProblem p;
+  p.q_heads = group * kv_heads;
+  p.kv_heads = kv_heads;
+  p.head_dim = k.head_dim;
+  p.seq_lens = std::move(lens);
+  p.q_dtype = p.kv_dtype = k.dtype;
+  return p;
+}
+
+inline KernelInfo kernel_named(const std::string& name) {
+  for (const KernelInfo& k : emulated_kernels()) {
+    if (k.name == name) return k;
+  }
+  throw Error("kernel", "no emulated configuration named " + name);
+}
+
+struct Checked {
+  harness::HostCase c;
+  reference::Output ref;
+  std::vector<double> naive;
+};
+
+inline Checked checked_case(const DecodeProblem& p, std::uint64_t seed) {
+  harness::HostCase c = harness::make_case(p, seed);
+  auto ref = reference::naive_attention(c.problem, c.tensors());
+  auto naive = harness::naive_same_precision(c.problem, c.tensors());
+  return {std::move(c), std::move(ref), std::move(naive)};
+}
+
+inline std::string verdict(Checked& k) {
+  const harness::Accuracy a = harness::check_accuracy(k.c, k.ref, true, &k.naive);
+  if (a.ok()) return "";
+  return "err " + std::to_string(a.max_abs_err) + " > tol " + std::to_string(a.tolerance) +
+         ", lse err " + std::to_string(a.max_lse_err) + ", mismatches " +
+         std::to_string(a.mismatches) + " (" + a.first_problem + ")";
+}
+
+// Runs the plan (the device's own workspace); "" when accurate, else why not (a failed launch,
+// e.g. a deadlock, included).
+inline std::string run_and_check(EmulatedDevice& device, Checked& k, const Plan& plan,
+                                 const RunOptions& options = {}) {
+  harness::poison_outputs(k.c);
+  try {
+    device.run(k.c.problem, plan, k.c.tensors(), options);
+  } catch (const Error& e) {
+    return std::string("threw: ") + e.what();
+  }
+  return verdict(k);
+}
+
+// The same with a caller's workspace.
+inline std::string run_on(EmulatedDevice& device, Checked& k, const Plan& plan, void* workspace,
+                          const RunOptions& options = {}) {
+  harness::poison_outputs(k.c);
+  try {
+    device.run(k.c.problem, plan, k.c.tensors(), workspace, options);
+  } catch (const Error& e) {
+    return std::string("threw: ") + e.what();
+  }
+  return verdict(k);
+}
+
+}  // namespace leanattn::emulator

@@ -1,0 +1,143 @@
+// EmulatedDevice (see emulated_device.hpp). Mirrors src/cuda/device/engine.cpp step for step;
+// the plan image and KernelParams come from the engine's own host code (plan_image.cpp,
+// kernel_arguments.cpp), the kernel from the registry built over the host-compiled
+// instantiations of the configuration table.
+#include "emulator/emulated_device.hpp"
+
+#include <bit>
+#include <cstring>
+
+#include "cuda/common/kernel_params.hpp"
+#include "cuda/device/kernel_arguments.hpp"
+#include "cuda/device/plan_image.hpp"
+#include "cuda/kernel_registry.hpp"
+#include "emulator/device_workspace.hpp"
+#include "leanattn/error.hpp"
+
+namespace leanattn::emulator {
+
+namespace {
+
+KernelInfo info_of(const cuda::KernelHandle& k) {
+  return {k.name,    k.dtype,  k.head_dim, k.warps_m,   k.rows,
+          k.block_n, k.stages, k.threads,  k.smem_bytes};
+}
+
+const cuda::KernelHandle& handle_for(const DecodeProblem& problem) {
+  const cuda::KernelHandle* k = cuda::find_kernel(problem);
+  if (k == nullptr) {
+    const std::string why = cuda::why_unsupported(problem);
+    const auto colon = why.find(": ");
+    throw Error(why.substr(0, colon), why.substr(colon + 2));
+  }
+  return *k;
+}
+
+// What every GPU thread of a launch runs.
+struct KernelCall {
+  void (*kernel)(cuda::KernelParams);
+  cuda::KernelParams params;
+};
+
+void run_kernel(const void* context) {
+  const auto* call = static_cast<const KernelCall*>(context);
+  call->kernel(call->params);
+}
+
+struct AlignedFree {
+  void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{256}); }
+};
+using Buffer = std::unique_ptr<std::byte[], AlignedFree>;
+
+Buffer allocate_poisoned(std::size_t bytes) {
+  Buffer b(static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{256})));
+  std::memset(b.get(), 0xff, bytes);
+  return b;
+}
+
+}  // namespace
+
+std::vector<KernelInfo> emulated_kernels() {
+  std::vector<KernelInfo> all;
+  for (const cuda::KernelHandle& k : cuda::compiled_kernels()) all.push_back(info_of(k));
+  return all;
+}
+
+std::string why_unsupported(const DecodeProblem& problem) {
+  return cuda::why_unsupported(problem);
+}
+
+KernelInfo kernel_for(const DecodeProblem& problem) {
+  return info_of(handle_for(problem));
+}
+
+struct EmulatedDevice::Impl {
+  CounterZeroing counters;
+  Buffer owned;
+  std::size_t owned_bytes = 0;
+};
+
+EmulatedDevice::EmulatedDevice() : impl_(std::make_unique<Impl>()) {}
+EmulatedDevice::~EmulatedDevice() = default;
+
+Plan EmulatedDevice::plan(const DecodeProblem& problem, std::int32_t workers,
+                          const PlanOptions& options) {
+  validate(problem);
+  PlanOptions o = options;
+  if (o.strategy == Strategy::lean && o.order == LineOrder::automatic) {
+    o.order = LineOrder::head_major;
+  }
+  return make_plan(problem, Hardware{workers}, o);
+}
+
+WorkspaceLayout EmulatedDevice::workspace_layout(const Plan& plan) {
+  return device_layout(plan);
+}
+
+void EmulatedDevice::run(const DecodeProblem& problem, const Plan& plan,
+                         const DecodeTensors& tensors, void* workspace, const RunOptions& options) {
+  validate(problem);
+  validate(problem, tensors, MemorySpace::host);
+  check_plan_matches(plan, problem);
+  const cuda::KernelHandle& kernel = handle_for(problem);
+  cuda::check_kernel_alignment(problem, tensors);
+  cuda::check_workspace(plan, workspace);
+  check_plan(plan);
+  const cuda::PlanImage image = cuda::make_plan_image(plan);
+  const std::byte* base = image.bytes.data();
+  cuda::DevicePlan dp;
+  dp.worker_offsets = reinterpret_cast<const std::int32_t*>(base + image.worker_offsets_at);
+  dp.segments = reinterpret_cast<const cuda::DeviceSegment*>(base + image.segments_at);
+  dp.reductions = reinterpret_cast<const cuda::DeviceReduction*>(base + image.reductions_at);
+  dp.seq_lens = reinterpret_cast<const std::int32_t*>(base + image.seq_lens_at);
+  impl_->counters.before_run(plan, workspace);
+
+  const KernelCall call{std::bit_cast<void (*)(cuda::KernelParams)>(kernel.kernel),
+                        cuda::make_kernel_params(problem, tensors, plan, dp, workspace)};
+  Launch l;
+  l.blocks = plan.workers;
+  l.threads = kernel.threads;
+  l.smem_bytes = kernel.smem_bytes;
+  l.body = run_kernel;
+  l.context = &call;
+  l.seed = options.seed;
+  l.resident = options.resident;
+  l.early_landing = options.early_landing;
+  l.mutations = options.mutations;
+  const std::string error = launch(l);
+  if (!error.empty()) throw Error("kernel", error);
+}
+
+void EmulatedDevice::run(const DecodeProblem& problem, const Plan& plan,
+                         const DecodeTensors& tensors, const RunOptions& options) {
+  const auto need = static_cast<std::size_t>(device_layout(plan).bytes);
+  if (impl_->owned_bytes < need) {
+    impl_->counters.forget(impl_->owned.get(), impl_->owned_bytes);
+    impl_->owned = allocate_poisoned(need);
+    impl_->counters.forget(impl_->owned.get(), need);
+    impl_->owned_bytes = need;
+  }
+  run(problem, plan, tensors, impl_->owned.get(), options);
+}
+
+}  // namespace leanattn::emulator
