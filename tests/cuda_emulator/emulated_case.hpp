@@ -36,7 +36,7 @@ inline KernelInfo kernel_named(const std::string& name) {
 struct Checked {
   harness::HostCase c;
   reference::Output ref;
-  std::vector<double> naive;
+  harness::NaiveBaseline naive;
 };
 
 inline Checked checked_case(const DecodeProblem& p, std::uint64_t seed) {
