@@ -82,7 +82,7 @@ Plan make_plan(const DecodeProblem& problem, const Hardware& hardware, const Pla
     case Strategy::split: {
       const bool even = options.split_rule == SplitRule::even_workers;
       plan.splits = options.splits > 0 ? options.splits
-                    : even ? cpu_num_splits(line.pairs(), plan.workers, max_tiles, kMaxSplits)
+                    : even ? cpu_num_splits(problem.batch(), plan.workers, max_tiles, kMaxSplits)
                            : fa2_num_splits(line.pairs(), plan.workers, max_tiles, kMaxSplits);
       // FA2 sizes every split from the longest request: ceil(max_tiles / splits) tiles each.
       const std::int64_t chunk =

@@ -45,14 +45,16 @@ TEST(BaselinePlans, TheCpuEngineChoosesTokenMajorAndItsSplitRule) {
       LineOrder::head_major);
 }
 
-// 32/8 heads, batch 1, 262k tokens, 2 workers: heads 0-3 to worker 0, 4-7 to worker 1, whole.
+// 32/8 heads, batch 1, 262k tokens, 2 workers: heads 0-3 to worker 0, 4-7 to worker 1, whole
+// (head, and split forced to 1 split).
 TEST(BaselinePlans, HeadDealsContiguousPairs) {
   const DecodeProblem p = gqa({262144}, 32, 8);
   for (Strategy s : {Strategy::head, Strategy::split}) {
-    const Plan plan = make_plan(p, {2}, cpu(s));
+    PlanOptions o = cpu(s);
+    if (s == Strategy::split) o.splits = 1;
+    const Plan plan = make_plan(p, {2}, o);
     check_plan(plan);
     EXPECT_EQ(plan.order, LineOrder::token_major);
-    EXPECT_EQ(plan.splits, s == Strategy::split ? 1 : 0);
     EXPECT_TRUE(plan.reductions.empty());
     for (std::int32_t w = 0; w < 2; ++w) {
       const auto segs = plan.worker_segments(w);
@@ -70,8 +72,9 @@ TEST(BaselinePlans, HeadDealsContiguousPairs) {
   EXPECT_EQ(gpu.worker_segments(0)[1].kv_head, 2);
 }
 
-// MQA, batch 1, 2 workers: the CPU rule gives 2 splits, one half of the tokens each (FA2's rule
-// agrees here); forced to 2 splits, 32/8 heads give lean's whole-row halves.
+// Batch 1, 2 workers: the CPU rule gives 2 splits, one half of the tokens each, for MQA (FA2's
+// rule agrees) and for 32/8 heads, where every head's half makes lean's whole-row cut (FA2's
+// rule says 1 split). Batch 4: 1 split, whole requests.
 TEST(BaselinePlans, SplitHalvesTheTokensInWholeRows) {
   const Plan mqa = make_plan(gqa({262144}, 16, 1), {2}, cpu(Strategy::split));
   check_plan(mqa);
@@ -80,10 +83,13 @@ TEST(BaselinePlans, SplitHalvesTheTokensInWholeRows) {
   EXPECT_EQ(mqa.worker_segments(0)[0].tile_end, 1024);
   EXPECT_EQ(mqa.worker_segments(1)[0].tile_begin, 1024);
 
-  PlanOptions two = cpu(Strategy::split);
-  two.splits = 2;
-  const Plan split = make_plan(gqa({262144}, 32, 8), {2}, two);
+  const Plan split = make_plan(gqa({262144}, 32, 8), {2}, cpu(Strategy::split));
   check_plan(split);
+  EXPECT_EQ(split.splits, 2);
+  EXPECT_EQ(make_plan(gqa({262144}, 32, 8), {2}, {.strategy = Strategy::split}).splits, 1);
+  const Plan b4 = make_plan(gqa({16384, 16384, 16384, 16384}, 32, 8), {2}, cpu(Strategy::split));
+  EXPECT_EQ(b4.splits, 1);
+  EXPECT_EQ(b4.worker_tiles(0), b4.worker_tiles(1));
   for (std::int32_t w = 0; w < 2; ++w) {
     const auto segs = split.worker_segments(w);
     ASSERT_EQ(segs.size(), 8u);
