@@ -169,8 +169,8 @@ struct HugePageAllocator {
   template <typename U>
   HugePageAllocator(const HugePageAllocator<U>&) {}
   T* allocate(std::size_t n) {
-    const std::size_t bytes = (std::max<std::size_t>(n * sizeof(T), 1) + kHugePage - 1) /
-                              kHugePage * kHugePage;
+    const std::size_t bytes =
+        (std::max<std::size_t>(n * sizeof(T), 1) + kHugePage - 1) / kHugePage * kHugePage;
     void* p = std::aligned_alloc(kHugePage, bytes);
     if (p == nullptr) throw std::bad_alloc();
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
@@ -178,7 +178,9 @@ struct HugePageAllocator {
 #endif
     return static_cast<T*>(p);
   }
-  void deallocate(T* p, std::size_t) { std::free(p); }
+  void deallocate(T* p, std::size_t) {
+    std::free(p);
+  }
   template <typename U>
   bool operator==(const HugePageAllocator<U>&) const {
     return true;
