@@ -55,7 +55,7 @@ int run(const peers::Args& a, const Data& data, dt et) {
   k[0] = as_t(data.k);
   v[0] = as_t(data.v);
   for (int c = 1; c < copies; ++c) k[c] = k[0], v[c] = v[0];
-  const peers::HugeVector<T> q = as_t(data.q);
+  peers::HugeVector<T> q = as_t(data.q);
   std::vector<float> out(q.size(), NAN);
 
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
