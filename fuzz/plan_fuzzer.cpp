@@ -54,6 +54,13 @@ DecodeProblem draw_problem(FuzzedDataProvider& in) {
     p.capacity = in.ConsumeIntegralInRange<std::int64_t>(-1, 700);
   }
   if (in.ConsumeBool()) p.scale = in.ConsumeFloatingPoint<float>();
+  if (in.ConsumeBool()) {  // the variants (docs/numerics.md): windows, caps, sinks, ALiBi
+    p.variant.causal = in.ConsumeBool();
+    p.variant.window_left = in.ConsumeIntegralInRange<std::int32_t>(-2, 40);
+    if (in.ConsumeBool()) p.variant.softcap = in.ConsumeFloatingPoint<float>();
+    p.variant.sinks = in.ConsumeBool();
+    p.variant.alibi = in.ConsumeBool();
+  }
   return p;
 }
 

@@ -43,8 +43,15 @@ std::string ratio(double x) {
 std::string describe_problem(const DecodeProblem& p) {
   std::string layout =
       p.layout == KvLayout::contiguous ? "contiguous" : fmt::format("paged {}", p.page_size);
-  return fmt::format("heads {}/{} d {} {} seq_lens {} ({})", p.q_heads, p.kv_heads, p.head_dim,
-                     dtype_name(p.kv_dtype), lengths_text(p.seq_lens), layout);
+  std::string variant;
+  const AttentionVariant& v = p.variant;
+  if (p.q_len != 1) variant += fmt::format(" q_len {}{}", p.q_len, v.causal ? "" : " non-causal");
+  if (v.has_window()) variant += fmt::format(" window {}", v.window_left);
+  if (v.softcap != 0.0f) variant += fmt::format(" softcap {}", v.softcap);
+  if (v.sinks) variant += " sinks";
+  if (v.alibi) variant += " alibi";
+  return fmt::format("heads {}/{} d {} {} seq_lens {} ({}){}", p.q_heads, p.kv_heads, p.head_dim,
+                     dtype_name(p.kv_dtype), lengths_text(p.seq_lens), layout, variant);
 }
 
 std::string format_case(const LabelledCase& lc, double probe_gbps) {
@@ -124,6 +131,12 @@ nlohmann::ordered_json to_json(const BenchRun& run) {
                          {"seq_lens", p.seq_lens},
                          {"dtype", std::string(dtype_name(p.kv_dtype))},
                          {"page_size", p.layout == KvLayout::paged ? p.page_size : 0},
+                         {"q_len", p.q_len},
+                         {"causal", p.variant.causal},
+                         {"window_left", p.variant.window_left},
+                         {"softcap", p.variant.softcap},
+                         {"sinks", p.variant.sinks},
+                         {"alibi", p.variant.alibi},
                          {"workers", r.workers},
                          {"splits", r.splits},
                          {"order", r.order},

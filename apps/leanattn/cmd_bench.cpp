@@ -36,8 +36,10 @@ struct BenchArgs {
   bool no_pin = false;
 };
 
-const char* const kShapeFlags[] = {"--batch",   "--q-heads",  "--kv-heads", "--head-dim",
-                                   "--seq-len", "--seq-lens", "--dtype",    "--page-size"};
+const char* const kShapeFlags[] = {"--batch",   "--q-heads",   "--kv-heads", "--head-dim",
+                                   "--seq-len", "--seq-lens",  "--dtype",    "--page-size",
+                                   "--q-len",   "--window",    "--softcap",  "--sinks",
+                                   "--alibi",   "--non-causal"};
 
 int run_bench(const BenchArgs& a, bool sweep) {
 #if defined(LEANATTN_WITH_CUDA)

@@ -20,6 +20,12 @@ void ProblemArgs::add_shape_flags(CLI::App& app) {
       ->delimiter(',');
   app.add_option("--dtype", dtype, "element type of Q, K, V: f32, f16, bf16");
   app.add_option("--page-size", page_size, "tokens per KV page; 0 = contiguous cache");
+  app.add_option("--q-len", q_len, "query tokens per request (speculative decoding, MTP)");
+  app.add_flag("--non-causal", non_causal, "q-len > 1: every query sees every key");
+  app.add_option("--window", window, "sliding window: keys within this many before the query");
+  app.add_option("--softcap", softcap, "logits soft-cap (Gemma 2); 0 = off");
+  app.add_flag("--sinks", sinks, "a sink logit per query head (gpt-oss), drawn at random");
+  app.add_flag("--alibi", alibi, "ALiBi slopes per query head (2^(-8 (h+1) / q_heads))");
 }
 
 void ProblemArgs::add_plan_flags(CLI::App& app) {
@@ -42,6 +48,12 @@ DecodeProblem ProblemArgs::problem() const {
   p.q_heads = q_heads == 0 ? kv_heads : q_heads;
   p.head_dim = head_dim;
   p.q_dtype = p.kv_dtype = parse_dtype(dtype, "dtype");
+  p.q_len = q_len;
+  p.variant = {.causal = !non_causal,
+               .window_left = window,
+               .softcap = softcap,
+               .sinks = sinks,
+               .alibi = alibi};
   auto to_len = [](std::int64_t v) {
     require(v >= 0 && v <= std::numeric_limits<std::int32_t>::max(), "seq_lens",
             [&] { return "must be in [0, 2^31) tokens (got " + std::to_string(v) + ")"; });
@@ -98,6 +110,11 @@ std::string flag_name(const std::string& argument) {
       {"seq_lens", "--seq-lens"},
       {"dtype", "--dtype"},
       {"page_size", "--page-size"},
+      {"q_len", "--q-len"},
+      {"window_left", "--window"},
+      {"softcap", "--softcap"},
+      {"sinks", "--sinks"},
+      {"alibi_slopes", "--alibi"},
       {"workers", "--workers"},
       {"tile", "--tile"},
       {"splits", "--splits"},

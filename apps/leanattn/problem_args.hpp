@@ -20,8 +20,14 @@ struct ProblemArgs {
   std::vector<std::int64_t> seq_lens;  // ragged lengths (overrides batch and seq_len)
   std::string dtype = "f16";
   std::int32_t page_size = 0;  // 0: contiguous
-  std::int32_t workers = 0;    // 0: the executor's default
-  std::int32_t tile = 0;       // 0: default for head_dim
+  std::int32_t q_len = 1;      // query tokens per request
+  bool non_causal = false;
+  std::int32_t window = -1;  // window_left; -1: none
+  float softcap = 0.0f;
+  bool sinks = false;        // random sink logits per query head
+  bool alibi = false;        // ALiBi slopes per query head
+  std::int32_t workers = 0;  // 0: the executor's default
+  std::int32_t tile = 0;     // 0: default for head_dim
   std::int32_t splits = 0;
   bool batch_invariant = false;
   std::int32_t chunk_tiles = 0;

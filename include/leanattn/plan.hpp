@@ -2,9 +2,11 @@
 // by every executor (the plan interpreter, the CPU engine, the CUDA engine), printed by
 // `leanattn plan`. See docs/design.md for the format and a worked example.
 //
-// Vocabulary. A *pair* is one (request, KV head); all query heads of a KV head (the GQA group)
-// are computed together, so a pair owns group_size output rows. A pair's KV tokens are cut into
-// *lean tiles* of tile_tokens tokens (the last one may be shorter). A *segment* is a contiguous
+// Vocabulary. A *pair* is one (request, KV head); all query rows of a KV head (the GQA group x
+// the q_len query tokens) are computed together, so a pair owns group_size output rows. A pair's
+// planned keys, [first_key(request), seq_len) (a sliding window starts them after 0:
+// core/variant_rules.hpp), are cut into *lean tiles* of tile_tokens tokens (the last one may be
+// shorter). A *segment* is a contiguous
 // range of one pair's tiles done by one worker. A pair done by one segment is written directly;
 // otherwise every segment writes its softmax state to a workspace *slot*, and the pair's
 // *reduction* merges the slots in its fixed order (tile order) into the output.
@@ -14,6 +16,9 @@
 #include <span>
 #include <string_view>
 #include <vector>
+
+#include "leanattn/core/variant_rules.hpp"
+#include "leanattn/problem.hpp"
 
 namespace leanattn {
 
@@ -83,6 +88,8 @@ struct Plan {
   std::int32_t group_size = 0;  // output rows per pair (query heads per KV head x q_len)
   std::int32_t head_dim = 0;
   std::vector<std::int32_t> seq_lens;  // [batch]
+  std::int32_t q_len = 1;              // query tokens per request
+  AttentionVariant variant;            // the settings it was made for (a run must match)
 
   // The schedule.
   std::vector<std::int64_t> worker_offsets;  // [workers + 1]: worker w's segments are
@@ -92,9 +99,21 @@ struct Plan {
   std::int64_t total_tiles = 0;
 
   std::int32_t batch() const { return static_cast<std::int32_t>(seq_lens.size()); }
+  // First key planned for `request`: keys before it are seen by no query row (window).
+  std::int64_t first_key(std::int32_t request) const {
+    return first_planned_key(seq_lens[request], q_len, variant.window_left);
+  }
   std::int32_t tiles_of(std::int32_t request) const {
-    return static_cast<std::int32_t>(
-        (static_cast<std::int64_t>(seq_lens[request]) + tile_tokens - 1) / tile_tokens);
+    const std::int64_t keys = seq_lens[request] - first_key(request);
+    return static_cast<std::int32_t>((keys + tile_tokens - 1) / tile_tokens);
+  }
+  // Key positions [begin, end) of tiles [tile_begin, tile_end) of `request`.
+  KeyRange tile_keys(std::int32_t request, std::int32_t tile_begin, std::int32_t tile_end) const {
+    const std::int64_t first = first_key(request);
+    const std::int64_t len = seq_lens[request];
+    const std::int64_t b = first + static_cast<std::int64_t>(tile_begin) * tile_tokens;
+    const std::int64_t e = first + static_cast<std::int64_t>(tile_end) * tile_tokens;
+    return {b < len ? b : len, e < len ? e : len};
   }
   std::span<const Segment> worker_segments(std::int32_t worker) const {
     const auto b = static_cast<std::size_t>(worker_offsets[worker]);

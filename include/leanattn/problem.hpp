@@ -18,11 +18,25 @@ namespace leanattn {
 //               page_size], row t % page_size (the flash_attn_with_kvcache layout).
 enum class KvLayout : std::uint8_t { contiguous, paged };
 
+// The attention variant of a call (docs/numerics.md, "Variants"; the per-row rules are in
+// core/variant_rules.hpp). The default is plain softmax attention. Combinations are allowed.
+struct AttentionVariant {
+  bool causal = true;             // q_len > 1: query i sees keys up to seq_len - q_len + i
+  std::int32_t window_left = -1;  // sliding window: keys within window_left positions before
+                                  //   the query (flash-attn's window_size=(left, -1)); -1: none
+  float softcap = 0.0f;           // logits soft-cap: s = softcap * tanh(s / softcap); 0: off
+  bool sinks = false;             // DecodeTensors::sinks holds one sink logit per query head
+  bool alibi = false;             // DecodeTensors::alibi_slopes holds one slope per query head
+
+  bool operator==(const AttentionVariant&) const = default;
+  bool has_window() const { return window_left >= 0; }
+};
+
 struct DecodeProblem {
   std::int32_t q_heads = 0;   // query heads; a multiple of kv_heads (GQA; MQA when kv_heads = 1)
   std::int32_t kv_heads = 0;  // key/value heads
   std::int32_t head_dim = 0;  // a multiple of 16, at most 256
-  std::int32_t q_len = 1;     // query tokens per request; only 1 (decode) is supported today
+  std::int32_t q_len = 1;     // query tokens per request (the last q_len positions of the cache)
   std::vector<std::int32_t> seq_lens;  // [batch] KV tokens per request; 0 allowed (empty output)
 
   KvLayout layout = KvLayout::contiguous;
@@ -34,13 +48,16 @@ struct DecodeProblem {
   DType q_dtype = DType::f16;   // Q and the output
   DType kv_dtype = DType::f16;  // K and V
   float scale = 0.0f;           // softmax scale; 0 means 1 / sqrt(head_dim)
+  AttentionVariant variant;     // masking, soft-cap, sinks, ALiBi; plain by default
 
   std::int32_t batch() const { return static_cast<std::int32_t>(seq_lens.size()); }
   std::int32_t group_size() const { return q_heads / kv_heads; }  // query heads per KV head
+  // Output rows per (request, KV head): q_len x group, row r = query (r / group), head r % group.
+  std::int32_t pair_rows() const { return q_len * group_size(); }
   float softmax_scale() const;
   std::int64_t total_tokens() const;  // sum of seq_lens
-  // Bytes of K and V that one decode step must read: total_tokens * kv_heads * head_dim * 2 *
-  // element size.
+  // Bytes of K and V that one decode step must read: the keys some query row sees (all of them
+  // without a window) * kv_heads * head_dim * 2 * element size.
   std::int64_t kv_bytes() const;
 };
 
@@ -49,10 +66,12 @@ inline constexpr std::int32_t kMaxHeadDim = 256;
 inline constexpr std::int32_t kHeadDimMultiple = 16;
 inline constexpr std::int32_t kMaxHeads = 1 << 16;
 inline constexpr std::int32_t kMaxBatch = 1 << 20;
+inline constexpr std::int32_t kMaxQLen = 256;
 
 // Throws Error naming the first field that breaks a rule: heads positive and q_heads a multiple
-// of kv_heads, head_dim a positive multiple of 16 up to 256, q_len 1, lengths >= 0 and within the
-// layout's capacity, layout sizes consistent, scale finite and >= 0.
+// of kv_heads, head_dim a positive multiple of 16 up to 256, q_len in [1, 256], lengths >= 0,
+// >= q_len when not 0, and within the layout's capacity, layout sizes consistent, scale finite and
+// >= 0, window_left >= -1, softcap finite and >= 0.
 void validate(const DecodeProblem& problem);
 
 }  // namespace leanattn

@@ -16,17 +16,18 @@
 namespace leanattn::reference {
 
 struct Output {
-  std::vector<double> out;  // [batch, q_heads, head_dim]
-  std::vector<double> lse;  // [batch, q_heads], natural log; -inf for an empty sequence
+  std::vector<double> out;  // [batch, q_len, q_heads, head_dim]
+  std::vector<double> lse;  // [batch, q_len, q_heads], natural log; -inf for an empty sequence
 };
 
 // Reads q, k_cache, v_cache (and block_table) through `tensors`; writes nothing.
 Output naive_attention(const DecodeProblem& problem, const DecodeTensors& tensors);
 
-// One output row: (request, query head).
+// One output row: (request, query head, query token among the q_len new ones).
 struct RowId {
   std::int32_t request = 0;
   std::int32_t q_head = 0;
+  std::int32_t query = 0;
 };
 
 // The listed rows only (a sample of a large problem): out is [rows.size(), head_dim] and lse is

@@ -20,9 +20,10 @@ struct KvStrides {
 };
 
 struct DecodeTensors {
-  const void* q = nullptr;  // [batch, q_heads, head_dim] in problem.q_dtype
+  const void* q = nullptr;  // [batch, q_len, q_heads, head_dim] in problem.q_dtype
   std::int64_t q_stride_batch = 0;
   std::int64_t q_stride_head = 0;
+  std::int64_t q_stride_token = 0;  // between the q_len query tokens of a request
 
   const void* k_cache = nullptr;  // see KvLayout, in problem.kv_dtype
   const void* v_cache = nullptr;  // same shape as k_cache
@@ -32,12 +33,18 @@ struct DecodeTensors {
   const std::int32_t* block_table = nullptr;  // paged only: [batch, max_pages]
   std::int64_t block_table_stride = 0;        // elements between rows
 
-  void* out = nullptr;  // [batch, q_heads, head_dim] in problem.q_dtype
+  void* out = nullptr;  // [batch, q_len, q_heads, head_dim] in problem.q_dtype
   std::int64_t out_stride_batch = 0;
   std::int64_t out_stride_head = 0;
+  std::int64_t out_stride_token = 0;
 
-  float* lse = nullptr;  // optional [batch, q_heads]: natural-log sum of exp(scaled scores)
+  float* lse = nullptr;  // optional [batch, q_len, q_heads]: natural-log sum of exp(scores)
   std::int64_t lse_stride_batch = 0;
+  std::int64_t lse_stride_token = 0;  // the q_heads of a token are contiguous
+
+  // Variants (problem.variant.sinks / .alibi): float32 [q_heads], contiguous; null otherwise.
+  const float* sinks = nullptr;         // sink logit per query head (same scale as the scores)
+  const float* alibi_slopes = nullptr;  // ALiBi slope per query head
 };
 
 // Dense (packed, row-major) strides for every tensor of `problem`.
@@ -50,7 +57,8 @@ DecodeTensors dense_tensors(const DecodeProblem& problem, const void* q, const v
 enum class MemorySpace : std::uint8_t { host, device };
 
 // Throws Error naming the first tensor argument that breaks a rule: required pointers present,
-// strides >= 0 (0 broadcasts an input), output rows that do not overlap, pointers aligned to
+// strides >= 0 (0 broadcasts an input), output rows that do not overlap, sinks and alibi_slopes
+// present exactly when the variant uses them, pointers aligned to
 // the element size, and (host memory only) block-table entries in [0, num_pages) for every page
 // a request uses. Repeated block-table entries are allowed (K and V are only read: prefix
 // sharing).

@@ -12,6 +12,7 @@ import numpy as np
 from . import _arrays
 from . import _leanattn as _ext
 from ._plan import Plan
+from ._variant import is_plain, variant_args
 
 _STRATEGIES = ("lean", "split", "head")
 _FAST_NUMPY = (np.dtype(np.float32), np.dtype(np.float16))
@@ -53,8 +54,13 @@ def decode(
     plan: Optional[Plan] = None,
     out: Any = None,
     lse_out: Any = None,
+    causal: bool = True,
+    window_left: Optional[int] = None,
+    softcap: Optional[float] = None,
+    sinks: Any = None,
+    alibi_slopes: Any = None,
 ) -> Union[Any, Tuple[Any, Any]]:
-    """Attention of one new query token per request over its KV cache (the decode phase).
+    """Attention of the new query tokens of each request over its KV cache (the decode phase).
 
     For request ``b`` and query head ``h`` (KV head ``h // (q_heads // kv_heads)``, so GQA and
     MQA are the same call), with scores ``s_j = scale * q[b, h] . K_j`` over the first
@@ -63,8 +69,11 @@ def decode(
         out[b, h] = sum_j softmax(s)_j * V_j        lse[b, h] = log(sum_j exp(s_j))
 
     Args:
-        q: ``[batch, q_heads, head_dim]`` float32, float16 or bfloat16: a NumPy array
-            (bfloat16 through ml_dtypes) or a PyTorch CPU tensor; with the CUDA backend
+        q: ``[batch, q_heads, head_dim]`` (one new token per request) or
+            ``[batch, q_len, q_heads, head_dim]`` (q_len new tokens per request, the last q_len
+            positions of its cache: speculative decoding, multi-token prediction; every
+            non-empty request needs ``seq_len >= q_len``) float32, float16 or bfloat16: a NumPy
+            array (bfloat16 through ml_dtypes) or a PyTorch CPU tensor; with the CUDA backend
             (``"cuda" in leanattn.backends``) also a PyTorch CUDA tensor or a CuPy array.
             head_dim is a multiple of 16, at most 256.
         k_cache: the keys, same framework and device as q (dtype may differ from q's), either
@@ -95,6 +104,19 @@ def decode(
             It must not overlap q, k_cache, v_cache or lse_out.
         lse_out: ``[batch, q_heads]`` float32 on q's device: the lse is written there (implies
             ``return_lse``).
+        causal: with q_len > 1, query i sees keys up to position ``seq_len - q_len + i``
+            (default); ``False``: every query sees every key.
+        window_left: sliding window: a query sees only the keys at most ``window_left``
+            positions before it (flash-attn's ``window_size=(window_left, -1)``); None or -1:
+            no window. Only the tiles some query sees are planned and read.
+        softcap: logits soft-cap, ``s = softcap * tanh(s / softcap)`` after scaling; None or 0:
+            off.
+        sinks: ``[q_heads]`` float32: a sink logit per query head, with no value, joining the
+            softmax denominator (gpt-oss).
+        alibi_slopes: ``[q_heads]`` float32: ALiBi, ``s += -slope * |key_pos - query_pos|``.
+        Variants combine freely; with 4-D q, out is ``[batch, q_len, q_heads, head_dim]`` and
+        lse ``[batch, q_len, q_heads]``. The CUDA engine does not have the variants yet (an
+        error names the setting). Semantics: docs/numerics.md, "Variants".
 
     Returns:
         ``out`` ``[batch, q_heads, head_dim]`` in q's dtype and framework (the ``out`` argument
@@ -115,8 +137,10 @@ def decode(
         ValueError: a shape or value breaks a rule (the message starts with the argument name).
         TypeError: an unsupported dtype.
     """
+    plain = is_plain(causal, window_left, softcap, sinks, alibi_slopes)
     if (
-        out is not None
+        plain
+        and out is not None
         and type(plan) is Plan
         and seq_lens is None
         and block_table is None
@@ -137,13 +161,15 @@ def decode(
         if done:
             return (out, lse_out) if (return_lse or lse_out is not None) else out
     return _decode_general(q, k_cache, v_cache, seq_lens, block_table, scale, strategy,
-                           workers, tile, return_lse, plan, out, lse_out)
+                           workers, tile, return_lse, plan, out, lse_out,
+                           (causal, window_left, softcap, sinks, alibi_slopes))
 
 
 def _decode_general(
     q: Any, k_cache: Any, v_cache: Any, seq_lens: Any, block_table: Any,
     scale: Optional[float], strategy: str, workers: Optional[int], tile: Optional[int],
     return_lse: bool, plan: Optional[Plan], out: Any, lse_out: Any,
+    variant: Tuple[Any, Any, Any, Any, Any] = (True, None, None, None, None),
 ) -> Union[Any, Tuple[Any, Any]]:
     """decode() with every argument checked in Python (any framework, any option)."""
     strategy = _arrays.require_str(strategy, "strategy")
@@ -170,9 +196,10 @@ def _decode_general(
 
     q = _arrays.as_array(q)
     qv, q_hint, kv, vv, kv_hint, lens, table = _inputs(q, k_cache, v_cache, seq_lens, block_table)
-    batch, q_heads, head_dim = _arrays.require_shape(q, 3, "q", "[batch, q_heads, head_dim]")
+    rows = _q_rows(q)  # (batch, q_heads) or (batch, q_len, q_heads)
+    causal_b, window, cap, sinks_a, slopes_a = variant_args(*variant, q_heads=rows[-1])
     if out is None:
-        out, out_view = _arrays.empty_like(q, (batch, q_heads, head_dim))
+        out, out_view = _arrays.empty_like(q, rows + (int(q.shape[-1]),))
     else:
         out_view = _arrays.output_view(out, "out", q)
     want_lse = return_lse or lse_out is not None
@@ -180,10 +207,22 @@ def _decode_general(
     if lse_out is not None:
         lse_view = _arrays.output_view(lse_out, "lse_out", q)
     elif return_lse:
-        lse, lse_view = _arrays.empty_like(q, (batch, q_heads), float32=True)
+        lse, lse_view = _arrays.empty_like(q, rows, float32=True)
     _ext._decode(qv, q_hint, kv, vv, kv_hint, lens, table, out_view, lse_view, scale_f,
-                 strategy, workers_n, tile_n, plan_impl, _arrays.current_stream(q))
+                 strategy, workers_n, tile_n, plan_impl, _arrays.current_stream(q), causal_b,
+                 window, cap, sinks_a, slopes_a)
     return (out, lse) if want_lse else out
+
+
+def _q_rows(q: Any) -> Tuple[int, ...]:
+    """q's row shape: (batch, q_heads) for 3-D q, (batch, q_len, q_heads) for 4-D q."""
+    shape = tuple(int(n) for n in q.shape)
+    if len(shape) not in (3, 4):
+        raise ValueError(
+            "q: must be [batch, q_heads, head_dim] or [batch, q_len, q_heads, head_dim] "
+            f"(3 or 4 dimensions), got {len(shape)} dimensions"
+        )
+    return shape[:-1]
 
 
 def reference(
@@ -194,19 +233,30 @@ def reference(
     block_table: Any = None,
     scale: Optional[float] = None,
     return_lse: bool = False,
+    *,
+    causal: bool = True,
+    window_left: Optional[int] = None,
+    softcap: Optional[float] = None,
+    sinks: Any = None,
+    alibi_slopes: Any = None,
 ) -> Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
     """The library's fp64 reference of :func:`decode`: two-pass softmax attention straight from
     the definition (C++ ``reference::naive_attention``), sharing no code with the engines.
 
-    Same arguments and rules as :func:`decode`. Device arrays are copied to the host first.
-    Slow (a scalar loop): meant for tests and small problems.
+    Same arguments and rules as :func:`decode` (variants included, written out literally).
+    Device arrays are copied to the host first. Slow (a scalar loop): meant for tests and small
+    problems.
 
     Returns:
-        ``out`` ``[batch, q_heads, head_dim]`` float64 NumPy array; with ``return_lse`` also
-        ``lse`` ``[batch, q_heads]`` float64 (``-inf`` for an empty sequence).
+        ``out`` ``[batch, (q_len,) q_heads, head_dim]`` float64 NumPy array; with ``return_lse``
+        also ``lse`` ``[batch, (q_len,) q_heads]`` float64 (``-inf`` for an empty sequence).
     """
     scale_f = _arrays.optional_scale(scale)
     q, k_cache, v_cache = (_arrays.to_host(x) for x in (q, k_cache, v_cache))
+    rows = _q_rows(q)
+    causal_b, window, cap, sinks_a, slopes_a = variant_args(
+        causal, window_left, softcap, sinks, alibi_slopes, rows[-1])
     qv, q_hint, kv, vv, kv_hint, lens, table = _inputs(q, k_cache, v_cache, seq_lens, block_table)
-    out, lse = _ext._reference(qv, q_hint, kv, vv, kv_hint, lens, table, scale_f)
+    out, lse = _ext._reference(qv, q_hint, kv, vv, kv_hint, lens, table, scale_f, causal_b,
+                               window, cap, sinks_a, slopes_a)
     return (out, lse) if return_lse else out

@@ -63,6 +63,11 @@ def _decode(
     tile: int,
     plan: Optional[Plan],
     stream: int,
+    causal: bool = ...,
+    window_left: int = ...,
+    softcap: float = ...,
+    sinks: Optional[np.ndarray] = ...,
+    alibi_slopes: Optional[np.ndarray] = ...,
 ) -> None: ...
 def _decode_planned(
     q: Any,
@@ -87,6 +92,12 @@ def _make_plan(
     splits: int,
     batch_invariant: bool,
     chunk_tiles: int,
+    q_len: int = ...,
+    causal: bool = ...,
+    window_left: int = ...,
+    softcap: float = ...,
+    sinks: bool = ...,
+    alibi: bool = ...,
 ) -> Plan: ...
 def _reference(
     q: Any,
@@ -97,6 +108,11 @@ def _reference(
     seq_lens: np.ndarray,
     block_table: Optional[Any],
     scale: float,
+    causal: bool = ...,
+    window_left: int = ...,
+    softcap: float = ...,
+    sinks: Optional[np.ndarray] = ...,
+    alibi_slopes: Optional[np.ndarray] = ...,
 ) -> Tuple[np.ndarray, np.ndarray]: ...
 def _merge_states(
     out_a: Any, lse_a: Any, out_b: Any, lse_b: Any, out: Any, lse: Any, out_dtype: str

@@ -11,6 +11,7 @@ import numpy as np
 
 from . import _arrays
 from . import _leanattn as _ext
+from ._variant import variant_args
 
 
 class Plan:
@@ -177,6 +178,12 @@ def plan(
     splits: Optional[int] = None,
     batch_invariant: bool = False,
     chunk_tiles: Optional[int] = None,
+    q_len: int = 1,
+    causal: bool = True,
+    window_left: Optional[int] = None,
+    softcap: Optional[float] = None,
+    sinks: bool = False,
+    alibi: bool = False,
 ) -> Plan:
     """Makes the schedule :func:`leanattn.decode` would use, to inspect it or run it many times.
 
@@ -196,6 +203,10 @@ def plan(
         batch_invariant: lean only: cut each request into fixed chunks so its output does not
             depend on the rest of the batch or the worker count.
         chunk_tiles: batch_invariant only: tiles per chunk (default 16).
+        q_len, causal, window_left, softcap: the query tokens per request and the variant the
+            calls will use (:func:`leanattn.decode`); a window plans only the tiles some query
+            sees. sinks, alibi: whether the calls pass sinks / alibi_slopes. A plan runs only
+            with the settings it was made for.
 
     Raises:
         ValueError: naming the argument that breaks a rule. TypeError: a wrong argument type.
@@ -217,5 +228,9 @@ def plan(
         _arrays.optional_positive_int(splits, "splits"),
         bool(batch_invariant),
         _arrays.optional_positive_int(chunk_tiles, "chunk_tiles"),
+        _arrays.optional_positive_int(q_len, "q_len"),
+        *variant_args(causal, window_left, softcap, None, None, ints["q_heads"])[:3],
+        bool(sinks),
+        bool(alibi),
     )
     return Plan(impl)

@@ -140,7 +140,8 @@ void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, c
   const bool paged = block_table != nullptr;
   const char* kv_layout = paged ? "[num_pages, page_size, kv_heads, head_dim]"
                                 : "[batch, capacity, kv_heads, head_dim]";
-  require_ndim(q, 3, "q", "[batch, q_heads, head_dim]");
+  if (q.ndim() != 4)
+    require_ndim(q, 3, "q", "[batch, q_heads, head_dim] or [batch, q_len, q_heads, head_dim]");
   require_ndim(k_cache, 4, "k_cache", kv_layout);
   require_ndim(v_cache, 4, "v_cache", kv_layout);
 
@@ -150,6 +151,9 @@ void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, c
     views.problem.seq_lens = std::move(lens);
     views.tensors = DecodeTensors{};
   }
+  // 4-D q: [batch, q_len, q_heads, head_dim] (flash-attn's layout); 3-D means q_len = 1.
+  views.token_dim = q.ndim() == 4;
+  const std::size_t o = views.token_dim ? 1 : 0;
   views.device = device_of(q);
   require_device(k_cache, views.device, "k_cache");
   require_device(v_cache, views.device, "v_cache");
@@ -169,13 +173,14 @@ void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, c
                                 std::to_string(seq_lens.size()) + " entries");
   }
   p.seq_lens.assign(seq_lens.begin(), seq_lens.end());
-  p.q_heads = to_i32(q.shape(1), "q", "q_heads (q.shape[1])");
-  p.head_dim = to_i32(q.shape(2), "q", "head_dim (q.shape[2])");
+  p.q_len = o == 1 ? to_i32(q.shape(1), "q", "q_len (q.shape[1])") : 1;
+  p.q_heads = to_i32(q.shape(1 + o), "q", "q_heads (q.shape[-2])");
+  p.head_dim = to_i32(q.shape(2 + o), "q", "head_dim (q.shape[-1])");
   p.kv_heads = to_i32(k_cache.shape(2), "k_cache", "kv_heads (k_cache.shape[2])");
-  if (k_cache.shape(3) != q.shape(2)) {
+  if (k_cache.shape(3) != q.shape(2 + o)) {
     value_error("k_cache",
                 "head_dim (k_cache.shape[3]) = " + std::to_string(k_cache.shape(3)) +
-                    " must equal q's head_dim (q.shape[2]) = " + std::to_string(q.shape(2)));
+                    " must equal q's head_dim (q.shape[-1]) = " + std::to_string(q.shape(2 + o)));
   }
   for (std::size_t i = 0; i < 4; ++i) {
     if (v_cache.shape(i) != k_cache.shape(i)) {
@@ -185,7 +190,7 @@ void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, c
   }
   if (p.kv_heads < 1) value_error("k_cache", "kv_heads (k_cache.shape[2]) must be >= 1 (got 0)");
   if (p.q_heads % p.kv_heads != 0) {
-    value_error("q", "q_heads (q.shape[1]) = " + std::to_string(p.q_heads) +
+    value_error("q", "q_heads (q.shape[-2]) = " + std::to_string(p.q_heads) +
                          " must be a multiple of kv_heads (k_cache.shape[2]) = " +
                          std::to_string(p.kv_heads));
   }
@@ -197,7 +202,8 @@ void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, c
   const auto vs = strides_of(v_cache, "v_cache");
   t.q = data_of(q);
   t.q_stride_batch = qs[0];
-  t.q_stride_head = qs[1];
+  t.q_stride_token = o == 1 ? qs[1] : 0;
+  t.q_stride_head = qs[1 + o];
   t.k_cache = data_of(k_cache);
   t.v_cache = data_of(v_cache);
   t.k_strides = {ks[0], ks[1], ks[2]};
@@ -238,36 +244,67 @@ void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, c
   t.block_table_stride = bt.shape(0) <= 1 ? static_cast<std::int64_t>(bt.shape(1)) : bs[0];
 }
 
+void attach_variant(DecodeViews& views, bool causal, std::int32_t window_left, float softcap,
+                    const std::optional<HeadArray>& sinks,
+                    const std::optional<HeadArray>& alibi_slopes) {
+  DecodeProblem& p = views.problem;
+  auto head_array = [&](const std::optional<HeadArray>& a, const char* argument) -> const float* {
+    if (!a) return nullptr;
+    if (a->shape(0) != static_cast<std::size_t>(p.q_heads)) {
+      value_error(argument, "must hold one value per query head: shape [" +
+                                std::to_string(p.q_heads) + "], got [" +
+                                std::to_string(a->shape(0)) + "]");
+    }
+    return a->data();
+  };
+  p.variant = {.causal = causal,
+               .window_left = window_left,
+               .softcap = softcap,
+               .sinks = sinks.has_value(),
+               .alibi = alibi_slopes.has_value()};
+  views.tensors.sinks = head_array(sinks, "sinks");
+  views.tensors.alibi_slopes = head_array(alibi_slopes, "alibi_slopes");
+}
+
 template <class Array>
 void attach_outputs(DecodeViews& views, const Array& out, std::string_view out_hint,
                     const Array* lse) {
   const DecodeProblem& p = views.problem;
-  require_ndim(out, 3, "out", "[batch, q_heads, head_dim]");
+  const std::size_t o = views.token_dim ? 1 : 0;  // q is [batch, q_len, q_heads, head_dim]
+  require_ndim(out, 3 + o, "out",
+               o ? "[batch, q_len, q_heads, head_dim]" : "[batch, q_heads, head_dim]");
   require_device(out, views.device, "out");
   if (element_type(out.dtype(), out_hint, "out") != p.q_dtype) {
     type_error("out", "dtype must be q's (" + std::string(dtype_name(p.q_dtype)) + ")");
   }
-  if (out.shape(0) != p.seq_lens.size() || out.shape(1) != static_cast<std::size_t>(p.q_heads) ||
-      out.shape(2) != static_cast<std::size_t>(p.head_dim)) {
-    value_error("out", "must have q's shape [batch, q_heads, head_dim]");
+  if (out.shape(0) != p.seq_lens.size() ||
+      (o && out.shape(1) != static_cast<std::size_t>(p.q_len)) ||
+      out.shape(1 + o) != static_cast<std::size_t>(p.q_heads) ||
+      out.shape(2 + o) != static_cast<std::size_t>(p.head_dim)) {
+    value_error("out", "must have q's shape");
   }
   const auto os = strides_of(out, "out");
   views.tensors.out = out.size() == 0 ? nullptr : out.data();
   views.tensors.out_stride_batch = os[0];
-  views.tensors.out_stride_head = os[1];
+  views.tensors.out_stride_token = o ? os[1] : 0;
+  views.tensors.out_stride_head = os[1 + o];
   if (lse == nullptr) return;
-  require_ndim(*lse, 2, "lse_out", "[batch, q_heads]");
+  require_ndim(*lse, 2 + o, "lse_out", o ? "[batch, q_len, q_heads]" : "[batch, q_heads]");
   require_device(*lse, views.device, "lse_out");
   const auto lt = lse->dtype();
   if (lt.code != static_cast<std::uint8_t>(dtype_code::Float) || lt.bits != 32 || lt.lanes != 1) {
     type_error("lse_out", "dtype must be float32 (got " + dtype_text(lt) + ")");
   }
-  if (lse->shape(0) != p.seq_lens.size() || lse->shape(1) != static_cast<std::size_t>(p.q_heads)) {
-    value_error("lse_out", "must have shape [batch, q_heads]");
+  if (lse->shape(0) != p.seq_lens.size() ||
+      (o && lse->shape(1) != static_cast<std::size_t>(p.q_len)) ||
+      lse->shape(1 + o) != static_cast<std::size_t>(p.q_heads)) {
+    value_error("lse_out",
+                o ? "must have shape [batch, q_len, q_heads]" : "must have shape [batch, q_heads]");
   }
   const auto ls = strides_of(*lse, "lse_out");
   views.tensors.lse = lse->size() == 0 ? nullptr : static_cast<float*>(lse->data());
   views.tensors.lse_stride_batch = ls[0];
+  views.tensors.lse_stride_token = o ? ls[1] : 0;
 }
 
 template void decode_views<InArray>(DecodeViews&, const InArray&, std::string_view, const InArray&,

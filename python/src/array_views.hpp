@@ -41,9 +41,10 @@ struct DecodeViews {
   DecodeProblem problem;
   DecodeTensors tensors;
   Device device;
+  bool token_dim = false;  // q (so out and lse) has the q_len dimension: 4-D q
 };
 
-// q:           [batch, q_heads, head_dim]
+// q:           [batch, q_heads, head_dim], or [batch, q_len, q_heads, head_dim]
 // k_cache:     [batch, capacity, kv_heads, head_dim], or with block_table
 //              [num_pages, page_size, kv_heads, head_dim]
 // v_cache:     same shape and dtype as k_cache
@@ -58,12 +59,22 @@ void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, c
                   const Array& v_cache, std::string_view kv_hint,
                   std::span<const std::int32_t> seq_lens, const Array* block_table, float scale);
 
-// Points views.tensors at the outputs: out [batch, q_heads, head_dim] in q's dtype, lse
-// [batch, q_heads] float32 with contiguous heads (or null), on q's device. Both written by the
+// Points views.tensors at the outputs: out [batch, (q_len,) q_heads, head_dim] in q's dtype, lse
+// [batch, (q_len,) q_heads] float32 with contiguous heads (or null), on q's device (q_len when q
+// has it). Both written by the
 // executor. Array is OutArray or DlView.
 template <class Array>
 void attach_outputs(DecodeViews& views, const Array& out, std::string_view out_hint,
                     const Array* lse);
+
+// [q_heads] host float32: sinks and ALiBi slopes (the Python layer converts and checks dtypes).
+using HeadArray = nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+// The attention variant of the call (docs/numerics.md, "Variants"): window_left -1 = none,
+// softcap 0 = off, sinks and alibi_slopes [q_heads] or None. Checks their lengths (ValueError).
+void attach_variant(DecodeViews& views, bool causal, std::int32_t window_left, float softcap,
+                    const std::optional<HeadArray>& sinks,
+                    const std::optional<HeadArray>& alibi_slopes);
 
 // Human-readable name of a DLPack dtype ("float64", "int32", "bfloat16", ...).
 std::string dtype_text(const nb::dlpack::dtype& dtype);

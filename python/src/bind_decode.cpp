@@ -54,21 +54,25 @@ void run_views(DecodeViews& views, const Plan* plan, std::string_view strategy,
   });
 }
 
-// q [batch, q_heads, head_dim]; k_cache, v_cache [batch, capacity, kv_heads, head_dim] or paged
-// [num_pages, page_size, kv_heads, head_dim]; seq_lens [batch] int32; block_table [batch,
-// max_pages] int32 or None; out [batch, q_heads, head_dim] in q's dtype; lse [batch, q_heads]
-// float32 or None. scale 0 = 1/sqrt(head_dim); workers 0 = default; tile 0 = default; stream:
-// the cudaStream_t of CUDA arrays as an integer (0 = default stream; ignored on the CPU).
+// q [batch, (q_len,) q_heads, head_dim]; k_cache, v_cache [batch, capacity, kv_heads, head_dim]
+// or paged [num_pages, page_size, kv_heads, head_dim]; seq_lens [batch] int32; block_table
+// [batch, max_pages] int32 or None; out [batch, (q_len,) q_heads, head_dim] in q's dtype; lse
+// [batch, (q_len,) q_heads] float32 or None; sinks, alibi_slopes [q_heads] float32 or None. scale 0
+// = 1/sqrt(head_dim); workers 0 = default; tile 0 = default; stream: the cudaStream_t of CUDA
+// arrays as an integer (0 = default stream; ignored on the CPU).
 void decode(const InArray& q, std::string_view q_dtype, const InArray& k_cache,
             const InArray& v_cache, std::string_view kv_dtype, const SeqLensArray& seq_lens,
             const std::optional<InArray>& block_table, const OutArray& out,
             const std::optional<OutArray>& lse, float scale, std::string_view strategy,
-            std::int32_t workers, std::int32_t tile, const Plan* plan, std::uintptr_t stream) {
+            std::int32_t workers, std::int32_t tile, const Plan* plan, std::uintptr_t stream,
+            bool causal, std::int32_t window_left, float softcap,
+            const std::optional<HeadArray>& sinks, const std::optional<HeadArray>& alibi_slopes) {
   DecodeViews& views = thread_views();
   decode_views(views, q, q_dtype, k_cache, v_cache, kv_dtype,
                std::span<const std::int32_t>(seq_lens.data(), seq_lens.shape(0)),
                block_table ? &*block_table : nullptr, scale);
   attach_outputs(views, out, q_dtype, lse ? &*lse : nullptr);
+  attach_variant(views, causal, window_left, softcap, sinks, alibi_slopes);
   run_views(views, plan, strategy, workers, tile, stream);
 }
 
@@ -99,6 +103,8 @@ void bind_decode(nb::module_& m) {
         "v_cache"_a.noconvert(), "kv_dtype"_a, "seq_lens"_a.noconvert(),
         "block_table"_a.noconvert().none(), "out"_a.noconvert(), "lse"_a.noconvert().none(),
         "scale"_a, "strategy"_a, "workers"_a, "tile"_a, "plan"_a.none(), "stream"_a,
+        "causal"_a = true, "window_left"_a = -1, "softcap"_a = 0.0f,
+        "sinks"_a.noconvert().none() = nb::none(), "alibi_slopes"_a.noconvert().none() = nb::none(),
         "Private: use leanattn.decode.");
   m.def("_decode_planned", &decode_planned, "q"_a, "k_cache"_a, "v_cache"_a, "out"_a,
         "lse"_a.none(), "plan"_a, "scale"_a, "workers"_a, "stream"_a,

@@ -23,12 +23,21 @@ using namespace nb::literals;
 
 // seq_lens [batch] int32; workers 0 = one per core; tile, splits, chunk_tiles 0 = default. The
 // order "auto" and split's split count resolve as the CPU engine does (cpu::cpu_plan_options).
+// q_len and the variant (window_left -1 = none, softcap 0 = off; sinks, alibi: whether the calls
+// pass them).
 Plan make_plan(const SeqLensArray& seq_lens, std::int32_t q_heads, std::int32_t kv_heads,
                std::int32_t head_dim, std::string_view strategy, std::int32_t workers,
                std::int32_t tile, std::string_view order, std::int32_t splits, bool batch_invariant,
-               std::int32_t chunk_tiles) {
+               std::int32_t chunk_tiles, std::int32_t q_len, bool causal, std::int32_t window_left,
+               float softcap, bool sinks, bool alibi) {
   return translate_errors(Entry::plan, [&] {
     DecodeProblem p;
+    p.q_len = q_len;
+    p.variant = {.causal = causal,
+                 .window_left = window_left,
+                 .softcap = softcap,
+                 .sinks = sinks,
+                 .alibi = alibi};
     p.q_heads = q_heads;
     p.kv_heads = kv_heads;
     p.head_dim = head_dim;
@@ -53,9 +62,9 @@ nb::dict segment_dict(const Plan& plan, const Segment& s) {
   d["kv_head"] = s.kv_head;
   d["tile_begin"] = s.tile_begin;
   d["tile_end"] = s.tile_end;
-  const std::int64_t len = plan.seq_lens[static_cast<std::size_t>(s.request)];
-  d["token_begin"] = std::min<std::int64_t>(std::int64_t{s.tile_begin} * plan.tile_tokens, len);
-  d["token_end"] = std::min<std::int64_t>(std::int64_t{s.tile_end} * plan.tile_tokens, len);
+  const KeyRange keys = plan.tile_keys(s.request, s.tile_begin, s.tile_end);
+  d["token_begin"] = keys.begin;
+  d["token_end"] = keys.end;
   d["kind"] = std::string(segment_kind_name(s.kind));
   d["slot"] = s.slot;
   d["reduction"] = s.reduction;
@@ -126,7 +135,8 @@ void bind_plan(nb::module_& m) {
       .def("picture", &format_plan_picture, "width"_a);
   m.def("_make_plan", &make_plan, "seq_lens"_a.noconvert(), "q_heads"_a, "kv_heads"_a, "head_dim"_a,
         "strategy"_a, "workers"_a, "tile"_a, "order"_a, "splits"_a, "batch_invariant"_a,
-        "chunk_tiles"_a, "Private: use leanattn.plan.");
+        "chunk_tiles"_a, "q_len"_a = 1, "causal"_a = true, "window_left"_a = -1, "softcap"_a = 0.0f,
+        "sinks"_a = false, "alibi"_a = false, "Private: use leanattn.plan.");
 }
 
 }  // namespace leanattn::python

@@ -18,16 +18,20 @@ namespace {
 using namespace nb::literals;
 using F64Array = nb::ndarray<nb::numpy, double>;
 
-// Same arguments as _decode (host arrays only). Returns out [batch, q_heads, head_dim] and lse
-// [batch, q_heads] (natural log, -inf for an empty sequence), both float64.
+// Same arguments as _decode (host arrays only). Returns out [batch, (q_len,) q_heads, head_dim]
+// and lse [batch, (q_len,) q_heads] (natural log, -inf for an empty sequence), both float64.
 std::pair<F64Array, F64Array> reference(const InArray& q, std::string_view q_dtype,
                                         const InArray& k_cache, const InArray& v_cache,
                                         std::string_view kv_dtype, const SeqLensArray& seq_lens,
-                                        const std::optional<InArray>& block_table, float scale) {
+                                        const std::optional<InArray>& block_table, float scale,
+                                        bool causal, std::int32_t window_left, float softcap,
+                                        const std::optional<HeadArray>& sinks,
+                                        const std::optional<HeadArray>& alibi_slopes) {
   DecodeViews views;
   decode_views(views, q, q_dtype, k_cache, v_cache, kv_dtype,
                std::span<const std::int32_t>(seq_lens.data(), seq_lens.shape(0)),
                block_table ? &*block_table : nullptr, scale);
+  attach_variant(views, causal, window_left, softcap, sinks, alibi_slopes);
   if (views.device.type != nb::device::cpu::value) {
     value_error("q", "reference() reads host memory: pass CPU arrays");
   }
@@ -38,7 +42,8 @@ std::pair<F64Array, F64Array> reference(const InArray& q, std::string_view q_dty
   double placeholder = 0.0;
   t.out = &placeholder;
   t.out_stride_head = p.head_dim;
-  t.out_stride_batch = static_cast<std::int64_t>(p.q_heads) * p.head_dim;
+  t.out_stride_token = static_cast<std::int64_t>(p.q_heads) * p.head_dim;
+  t.out_stride_batch = t.out_stride_token * p.q_len;
   reference::Output r = translate_errors(Entry::decode, [&] {
     nb::gil_scoped_release no_gil;
     return reference::naive_attention(p, t);
@@ -46,6 +51,11 @@ std::pair<F64Array, F64Array> reference(const InArray& q, std::string_view q_dty
   const auto batch = static_cast<std::size_t>(p.batch());
   const auto heads = static_cast<std::size_t>(p.q_heads);
   const auto dim = static_cast<std::size_t>(p.head_dim);
+  if (views.token_dim) {
+    const auto q_len = static_cast<std::size_t>(p.q_len);
+    return {numpy_result(std::move(r.out), {batch, q_len, heads, dim}),
+            numpy_result(std::move(r.lse), {batch, q_len, heads})};
+  }
   return {numpy_result(std::move(r.out), {batch, heads, dim}),
           numpy_result(std::move(r.lse), {batch, heads})};
 }
@@ -55,7 +65,9 @@ std::pair<F64Array, F64Array> reference(const InArray& q, std::string_view q_dty
 void bind_reference(nb::module_& m) {
   m.def("_reference", &reference, "q"_a.noconvert(), "q_dtype"_a, "k_cache"_a.noconvert(),
         "v_cache"_a.noconvert(), "kv_dtype"_a, "seq_lens"_a.noconvert(),
-        "block_table"_a.noconvert().none(), "scale"_a, "Private: use leanattn.reference.");
+        "block_table"_a.noconvert().none(), "scale"_a, "causal"_a = true, "window_left"_a = -1,
+        "softcap"_a = 0.0f, "sinks"_a.noconvert().none() = nb::none(),
+        "alibi_slopes"_a.noconvert().none() = nb::none(), "Private: use leanattn.reference.");
 }
 
 }  // namespace leanattn::python

@@ -40,8 +40,9 @@ bool reusable(const CachedEngine& e, const DecodeProblem& p, const PlanOptions& 
   if (!e.last_plan) return false;
   const Plan& plan = *e.last_plan;
   return o.strategy == e.last_options.strategy && o.tile_tokens == e.last_options.tile_tokens &&
-         plan.kv_heads == p.kv_heads && plan.group_size == p.group_size() &&
-         plan.head_dim == p.head_dim && plan.seq_lens == p.seq_lens;
+         plan.kv_heads == p.kv_heads && plan.group_size == p.pair_rows() &&
+         plan.head_dim == p.head_dim && plan.q_len == p.q_len && plan.variant == p.variant &&
+         plan.seq_lens == p.seq_lens;
 }
 
 // At most this many engines (thread pools) are kept; the least recently used idle one goes.

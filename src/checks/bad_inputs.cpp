@@ -87,7 +87,24 @@ std::vector<BadInput> bad_inputs() {
   v.push_back(problem_rule("head_dim too large", "head_dim", "multiple of 16",
                            [](auto& p) { p.head_dim = 512; }));
   v.push_back(
-      problem_rule("q_len other than 1", "q_len", "must be 1", [](auto& p) { p.q_len = 4; }));
+      problem_rule("q_len 0", "q_len", "must be in [1, 256]", [](auto& p) { p.q_len = 0; }));
+  v.push_back(problem_rule("q_len too large", "q_len", "must be in [1, 256]",
+                           [](auto& p) { p.q_len = 300; }));
+  v.push_back(problem_rule("q_len over a non-empty length", "seq_lens", "must be 0 or >= q_len",
+                           [](auto& p) { p.q_len = 20; }));
+  v.push_back(problem_rule("negative window", "window_left", ">= 0, or -1",
+                           [](auto& p) { p.variant.window_left = -2; }));
+  v.push_back(problem_rule("negative softcap", "softcap", "finite and >= 0",
+                           [](auto& p) { p.variant.softcap = -1.0f; }));
+  v.push_back(problem_rule("NaN softcap", "softcap", "finite", [](auto& p) {
+    p.variant.softcap = std::numeric_limits<float>::quiet_NaN();
+  }));
+  v.push_back(problem_rule("sinks missing", "sinks", "must not be null",
+                           [](auto& p) { p.variant.sinks = true; }));
+  v.push_back(problem_rule("ALiBi slopes missing", "alibi_slopes", "must not be null",
+                           [](auto& p) { p.variant.alibi = true; }));
+  v.push_back(tensor_rule("sinks without the variant", "sinks", "must be null unless",
+                          [](auto& c, auto& t) { t.sinks = c.lse.data(); }));
   v.push_back(
       problem_rule("negative scale", "scale", "finite and >= 0", [](auto& p) { p.scale = -0.5f; }));
   v.push_back(problem_rule("infinite scale", "scale", "finite",
@@ -144,6 +161,12 @@ std::vector<BadInput> bad_inputs() {
                  const Plan plan = e.plan(c.problem, {.tile_tokens = 4});
                  alignas(64) std::byte tiny[64];
                  e.run(c.problem, plan, c.tensors(), std::span<std::byte>(tiny, sizeof tiny));
+               }});
+  v.push_back({"plan for another variant", "plan", "variant", [](cpu::Engine& e) {
+                 harness::HostCase c = harness::make_case(base_problem(), 4);
+                 DecodeProblem other = c.problem;
+                 other.variant.window_left = 8;
+                 e.run(c.problem, e.plan(other), c.tensors());
                }});
   v.push_back({"plan for another problem", "plan", "seq_lens", [](cpu::Engine& e) {
                  harness::HostCase c = harness::make_case(base_problem(), 4);

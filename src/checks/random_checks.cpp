@@ -1,6 +1,7 @@
 // Randomised strategy, determinism and batch-invariance checks (see random_checks.hpp).
 #include "checks/random_checks.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -52,6 +53,13 @@ std::string describe(const DecodeProblem& p, std::int32_t workers, std::int32_t 
      << dtype_name(p.kv_dtype) << " seq_lens";
   for (std::size_t i = 0; i < p.seq_lens.size(); ++i) os << (i ? "," : " ") << p.seq_lens[i];
   if (p.layout == KvLayout::paged) os << " paged " << p.page_size;
+  if (p.q_len != 1) os << " q_len " << p.q_len;
+  const AttentionVariant& v = p.variant;
+  if (!v.causal) os << " non-causal";
+  if (v.has_window()) os << " window " << v.window_left;
+  if (v.softcap != 0.0f) os << " softcap " << v.softcap;
+  if (v.sinks) os << " sinks";
+  if (v.alibi) os << " alibi";
   os << " workers " << workers << " tile " << tile;
   return os.str();
 }
@@ -70,12 +78,12 @@ namespace {
 // Output rows of request b: bytes of out and lse.
 std::pair<std::vector<std::byte>, std::vector<float>> request_rows(const harness::HostCase& c,
                                                                    std::int32_t b) {
-  const std::size_t row = static_cast<std::size_t>(c.problem.q_heads) * c.problem.head_dim *
-                          dtype_size(c.problem.q_dtype);
+  const std::size_t heads = static_cast<std::size_t>(c.problem.q_heads) * c.problem.q_len;
+  const std::size_t row = heads * c.problem.head_dim * dtype_size(c.problem.q_dtype);
   std::vector<std::byte> out(c.out.begin() + static_cast<std::ptrdiff_t>(row * b),
                              c.out.begin() + static_cast<std::ptrdiff_t>(row * (b + 1)));
-  std::vector<float> lse(c.lse.begin() + static_cast<std::ptrdiff_t>(c.problem.q_heads) * b,
-                         c.lse.begin() + static_cast<std::ptrdiff_t>(c.problem.q_heads) * (b + 1));
+  std::vector<float> lse(c.lse.begin() + static_cast<std::ptrdiff_t>(heads * b),
+                         c.lse.begin() + static_cast<std::ptrdiff_t>(heads * (b + 1)));
   return {out, lse};
 }
 
@@ -193,15 +201,20 @@ CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, EnginePo
     DecodeProblem pb = p;
     pb.seq_lens.clear();
     const auto extra = static_cast<std::int32_t>(rng() % 5);
-    for (std::int32_t i = 0; i < extra; ++i) pb.seq_lens.push_back(len(rng));
+    auto companion = [&] {  // a length, at least q_len unless empty
+      const std::int32_t n = len(rng);
+      return n == 0 ? 0 : std::max(n, p.q_len);
+    };
+    for (std::int32_t i = 0; i < extra; ++i) pb.seq_lens.push_back(companion());
     const std::int32_t at = static_cast<std::int32_t>(pb.seq_lens.size());
     pb.seq_lens.push_back(p.seq_lens[0]);
-    pb.seq_lens.push_back(len(rng));
+    pb.seq_lens.push_back(companion());
     harness::HostCase b = harness::make_case(pb, seed + 13 * static_cast<std::uint64_t>(index));
     // Copy request 0's query and cache rows of A into request `at` of B.
     const std::size_t qrow =
-        static_cast<std::size_t>(p.q_heads) * p.head_dim * dtype_size(p.q_dtype);
+        static_cast<std::size_t>(p.q_len) * p.q_heads * p.head_dim * dtype_size(p.q_dtype);
     std::memcpy(b.q.data() + qrow * at, a.q.data(), qrow);
+    b.sinks = a.sinks;  // per query head: the same for both batches
     const std::size_t kvrow =
         static_cast<std::size_t>(p.capacity) * p.kv_heads * p.head_dim * dtype_size(p.kv_dtype);
     std::memcpy(b.k.data() + kvrow * at, a.k.data(), kvrow);

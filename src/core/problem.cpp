@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/mutation.hpp"
+#include "leanattn/core/variant_rules.hpp"
 #include "leanattn/error.hpp"
 
 namespace leanattn {
@@ -31,7 +32,10 @@ std::int64_t DecodeProblem::total_tokens() const {
 }
 
 std::int64_t DecodeProblem::kv_bytes() const {
-  return total_tokens() * kv_heads * head_dim * 2 * static_cast<std::int64_t>(dtype_size(kv_dtype));
+  std::int64_t read = 0;  // keys some query row sees: a window starts them after 0
+  for (std::int32_t len : seq_lens)
+    read += len - first_planned_key(len, q_len, variant.window_left);
+  return read * kv_heads * head_dim * 2 * static_cast<std::int64_t>(dtype_size(kv_dtype));
 }
 
 void validate(const DecodeProblem& p) {
@@ -49,7 +53,8 @@ void validate(const DecodeProblem& p) {
                    std::to_string(kHeadDimMultiple) + ", " + std::to_string(kMaxHeadDim) + "]" +
                    got(p.head_dim);
           });
-  require(p.q_len == 1, "q_len", [&] { return "must be 1 (decode)" + got(p.q_len); });
+  require(p.q_len >= 1 && p.q_len <= kMaxQLen, "q_len",
+          [&] { return "must be in [1, " + std::to_string(kMaxQLen) + "]" + got(p.q_len); });
   require(!p.seq_lens.empty() && p.seq_lens.size() <= static_cast<std::size_t>(kMaxBatch),
           "seq_lens", [&] {
             return "must hold one length per request, 1 to " + std::to_string(kMaxBatch) +
@@ -60,7 +65,17 @@ void validate(const DecodeProblem& p) {
       return "must be >= 0, but seq_lens[" + std::to_string(b) +
              "] = " + std::to_string(p.seq_lens[b]);
     });
+    require(p.seq_lens[b] == 0 || p.seq_lens[b] >= p.q_len, "seq_lens", [&] {
+      return "must be 0 or >= q_len = " + std::to_string(p.q_len) +
+             " (the new tokens are the last q_len keys), but seq_lens[" + std::to_string(b) +
+             "] = " + std::to_string(p.seq_lens[b]);
+    });
   }
+  require(p.variant.window_left >= -1, "window_left",
+          [&] { return "must be >= 0, or -1 for no window" + got(p.variant.window_left); });
+  require(std::isfinite(p.variant.softcap) && p.variant.softcap >= 0.0f, "softcap", [&] {
+    return "must be finite and >= 0 (0 means off) (got " + std::to_string(p.variant.softcap) + ")";
+  });
   require(std::isfinite(p.scale) && p.scale >= 0.0f, "scale", [&] {
     return "must be finite and >= 0 (0 means 1/sqrt(head_dim)) (got " + std::to_string(p.scale) +
            ")";

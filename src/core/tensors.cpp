@@ -1,6 +1,8 @@
 // Dense strides and the tensor validator. Called by the executors before they read any input.
 #include "leanattn/tensors.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -17,7 +19,8 @@ DecodeTensors dense_tensors(const DecodeProblem& p, const void* q, const void* k
   const std::int64_t d = p.head_dim;
   t.q = q;
   t.q_stride_head = d;
-  t.q_stride_batch = static_cast<std::int64_t>(p.q_heads) * d;
+  t.q_stride_token = static_cast<std::int64_t>(p.q_heads) * d;
+  t.q_stride_batch = t.q_stride_token * p.q_len;
   t.k_cache = k_cache;
   t.v_cache = v_cache;
   KvStrides kv;
@@ -30,9 +33,11 @@ DecodeTensors dense_tensors(const DecodeProblem& p, const void* q, const void* k
   t.block_table_stride = p.max_pages;
   t.out = out;
   t.out_stride_head = d;
-  t.out_stride_batch = static_cast<std::int64_t>(p.q_heads) * d;
+  t.out_stride_token = static_cast<std::int64_t>(p.q_heads) * d;
+  t.out_stride_batch = t.out_stride_token * p.q_len;
   t.lse = lse;
-  t.lse_stride_batch = p.q_heads;
+  t.lse_stride_token = p.q_heads;
+  t.lse_stride_batch = static_cast<std::int64_t>(p.q_heads) * p.q_len;
   return t;
 }
 
@@ -49,26 +54,36 @@ void require_non_negative(std::int64_t stride, const char* argument) {
           [&] { return "must be >= 0 elements (got " + std::to_string(stride) + ")"; });
 }
 
-// Rows of `width` contiguous elements at b * s_outer + h * s_inner for b < n_outer, h < n_inner
-// must not overlap (outputs are written concurrently). Dimensions of extent 1 do not count.
-void require_disjoint_rows(std::int64_t width, std::int64_t n_outer, std::int64_t s_outer,
-                           std::int64_t n_inner, std::int64_t s_inner, const char* argument) {
-  struct Dim {
-    std::int64_t n, s;
-  };
-  Dim a{n_outer, s_outer}, b{n_inner, s_inner};
-  if (a.s > b.s) std::swap(a, b);
+struct Dim {
+  std::int64_t n, s;  // extent and stride in elements
+};
+
+// Rows of `width` contiguous elements at sum_k i_k * dims[k].s for i_k < dims[k].n must not
+// overlap (outputs are written concurrently). Dimensions of extent 1 do not count.
+void require_disjoint_rows(std::int64_t width, std::array<Dim, 3> dims, const char* argument) {
+  std::sort(dims.begin(), dims.end(), [](const Dim& a, const Dim& b) { return a.s < b.s; });
   bool ok = true;
   std::int64_t span = width;  // extent covered by the dimensions handled so far
-  for (const Dim& dim : {a, b}) {
+  for (const Dim& dim : dims) {
     if (dim.n <= 1) continue;
     ok = ok && dim.s >= span;
     span = dim.s * dim.n;
   }
   require(ok, argument, [&] {
-    return "strides (" + std::to_string(s_outer) + ", " + std::to_string(s_inner) +
-           ") make output rows overlap; each row needs " + std::to_string(width) + " elements";
+    std::string text;
+    for (const Dim& dim : dims) text += (text.empty() ? "" : ", ") + std::to_string(dim.s);
+    return "strides (" + text + ") make output rows overlap; each row needs " +
+           std::to_string(width) + " elements";
   });
+}
+
+// A per-query-head float array of a variant: present exactly when the variant uses it.
+void require_head_array(const float* ptr, bool used, const char* argument, const char* flag) {
+  require((ptr != nullptr) == used, argument, [&] {
+    return used ? std::string("must not be null when the variant uses ") + flag
+                : std::string("must be null unless the variant uses ") + flag;
+  });
+  require_aligned(ptr, alignof(float), argument);
 }
 
 // The bytes [begin, end) a strided tensor can touch: rows of `width` elements at offsets
@@ -106,13 +121,18 @@ void require_outputs_apart(const DecodeProblem& p, const DecodeTensors& t) {
   const bool paged = p.layout == KvLayout::paged;
   const std::int64_t outer = paged ? p.num_pages : p.batch();
   const std::int64_t rows = paged ? p.page_size : p.capacity;
-  const ByteRange out = byte_range(
-      t.out, qs, p.head_dim, {{p.batch(), t.out_stride_batch}, {p.q_heads, t.out_stride_head}});
-  const ByteRange lse = t.lse == nullptr ? ByteRange{}
-                                         : byte_range(t.lse, sizeof(float), p.q_heads,
-                                                      {{p.batch(), t.lse_stride_batch}});
-  const ByteRange q = byte_range(t.q, qs, p.head_dim,
-                                 {{p.batch(), t.q_stride_batch}, {p.q_heads, t.q_stride_head}});
+  const ByteRange out = byte_range(t.out, qs, p.head_dim,
+                                   {{p.batch(), t.out_stride_batch},
+                                    {p.q_len, t.out_stride_token},
+                                    {p.q_heads, t.out_stride_head}});
+  const ByteRange lse =
+      t.lse == nullptr
+          ? ByteRange{}
+          : byte_range(t.lse, sizeof(float), p.q_heads,
+                       {{p.batch(), t.lse_stride_batch}, {p.q_len, t.lse_stride_token}});
+  const ByteRange q = byte_range(
+      t.q, qs, p.head_dim,
+      {{p.batch(), t.q_stride_batch}, {p.q_len, t.q_stride_token}, {p.q_heads, t.q_stride_head}});
   const ByteRange k = byte_range(
       t.k_cache, ks, p.head_dim,
       {{outer, t.k_strides.outer}, {rows, t.k_strides.token}, {p.kv_heads, t.k_strides.head}});
@@ -152,12 +172,21 @@ void validate(const DecodeProblem& p, const DecodeTensors& t, MemorySpace space)
   require_non_negative(t.v_strides.head, "v_strides.head");
   require_non_negative(t.out_stride_batch, "out_stride_batch");
   require_non_negative(t.out_stride_head, "out_stride_head");
-  require_disjoint_rows(p.head_dim, p.batch(), t.out_stride_batch, p.q_heads, t.out_stride_head,
+  require_non_negative(t.q_stride_token, "q_stride_token");
+  require_non_negative(t.out_stride_token, "out_stride_token");
+  require_disjoint_rows(p.head_dim,
+                        {Dim{p.batch(), t.out_stride_batch}, Dim{p.q_len, t.out_stride_token},
+                         Dim{p.q_heads, t.out_stride_head}},
                         "out");
   if (t.lse != nullptr) {
     require_non_negative(t.lse_stride_batch, "lse_stride_batch");
-    require_disjoint_rows(p.q_heads, p.batch(), t.lse_stride_batch, 1, 0, "lse");
+    require_non_negative(t.lse_stride_token, "lse_stride_token");
+    require_disjoint_rows(
+        p.q_heads,
+        {Dim{p.batch(), t.lse_stride_batch}, Dim{p.q_len, t.lse_stride_token}, Dim{1, 0}}, "lse");
   }
+  require_head_array(t.sinks, p.variant.sinks, "sinks", "sinks");
+  require_head_array(t.alibi_slopes, p.variant.alibi, "alibi_slopes", "ALiBi");
   require_outputs_apart(p, t);
   if (p.layout != KvLayout::paged) return;
   require(t.block_table != nullptr, "block_table",

@@ -18,6 +18,7 @@
 #include "cpu/tensor_io.hpp"
 #include "cpu/thread_pool.hpp"
 #include "leanattn/core/softmax_state.hpp"
+#include "leanattn/core/variant_rules.hpp"
 #include "leanattn/error.hpp"
 
 namespace leanattn::cpu {
@@ -37,17 +38,27 @@ AlignedBuffer aligned_bytes(std::size_t bytes) {
 }
 
 // Per-thread scratch for a group of up to `n` segments: their query rows, and the state of the
-// direct ones (split pieces keep their state in their workspace slot).
+// direct ones (split pieces keep their state in their workspace slot); the variants' per-row
+// rules (one set per group: its segments share the request, so the rows' key ranges).
 struct Scratch {
   std::vector<float> q, o, m, l;
   std::vector<SegmentJob> jobs;
+  std::vector<std::int64_t> key_begin, key_end, position;  // [rows]
+  std::vector<float> slope;                                // [n, rows]
+  std::vector<ScoreRules> rules;                           // [n]
   std::vector<const char*> prefetch;  // [2, kKernelRowsPadded]: a call's K and V prefetch lines
   void reserve(std::size_t n, std::int32_t rows, std::int32_t d) {
     const std::size_t qo = n * static_cast<std::size_t>(rows) * d;
     const std::size_t ml = n * static_cast<std::size_t>(rows);
     if (q.size() < qo) q.resize(qo), o.resize(qo);
     if (m.size() < ml) m.resize(ml), l.resize(ml);
-    if (jobs.size() < n) jobs.resize(n);
+    if (jobs.size() < n) jobs.resize(n), rules.resize(n);
+    if (key_begin.size() < static_cast<std::size_t>(rows)) {
+      key_begin.resize(static_cast<std::size_t>(rows));
+      key_end.resize(static_cast<std::size_t>(rows));
+      position.resize(static_cast<std::size_t>(rows));
+    }
+    if (slope.size() < ml) slope.resize(ml);
     prefetch.resize(2 * kKernelRowsPadded);
   }
 };
@@ -77,9 +88,10 @@ void mutate_lse(const RunContext& cx, std::int32_t request, std::int32_t kv_head
   const std::int64_t n = cx.problem.seq_lens[static_cast<std::size_t>(request)];
   const std::int64_t tile = cx.plan.tile_tokens;
   if (cx.tensors.lse == nullptr || n <= tile) return;
-  const std::int32_t g = cx.plan.group_size;
-  for (std::int32_t r = 0; r < g; ++r) {
-    cx.tensors.lse[request * cx.tensors.lse_stride_batch + kv_head * g + r] +=
+  const std::int32_t g = cx.problem.group_size();
+  for (std::int32_t r = 0; r < cx.problem.pair_rows(); ++r) {
+    cx.tensors.lse[request * cx.tensors.lse_stride_batch + (r / g) * cx.tensors.lse_stride_token +
+                   kv_head * g + r % g] +=
         static_cast<float>(std::log(static_cast<double>(n - tile) / static_cast<double>(n)));
   }
 }
@@ -114,6 +126,36 @@ void merge_reduction(const RunContext& cx, const Reduction& r, Scratch& sc) {
   if (mutated(Mutation::lse_off_by_one_tile)) mutate_lse(cx, r.request, r.kv_head);
 }
 
+// The variant rules of the rows of `group`'s segments into sc.rules (null when plain, or when
+// no row of the group can miss a key and nothing else changes the scores).
+void prepare_rules(const RunContext& cx, std::span<const Segment> group, Scratch& sc) {
+  const DecodeProblem& p = cx.problem;
+  const AttentionVariant& var = p.variant;
+  const bool masks = (var.causal && p.q_len > 1) || var.has_window();
+  for (std::size_t i = 0; i < group.size(); ++i) sc.jobs[i].rules = nullptr;
+  if (!masks && var.softcap == 0.0f && !var.alibi) return;
+  const std::int32_t g = p.group_size(), rows = p.pair_rows();
+  const std::int64_t len = p.seq_lens[group.front().request];
+  for (std::int32_t r = 0; r < rows; ++r) {
+    const std::int32_t query = r / g;
+    const KeyRange seen = visible_keys(len, p.q_len, query, var.causal, var.window_left);
+    sc.key_begin[static_cast<std::size_t>(r)] = seen.begin;
+    sc.key_end[static_cast<std::size_t>(r)] = seen.end;
+    sc.position[static_cast<std::size_t>(r)] = query_position(len, p.q_len, query);
+  }
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    float* slope = sc.slope.data() + i * static_cast<std::size_t>(rows);
+    if (var.alibi) {
+      for (std::int32_t r = 0; r < rows; ++r) {
+        slope[r] = cx.tensors.alibi_slopes[group[i].kv_head * g + r % g];
+      }
+    }
+    sc.rules[i] = ScoreRules{sc.key_begin.data(), sc.key_end.data(), sc.position.data(),
+                             var.alibi ? slope : nullptr, var.softcap};
+    sc.jobs[i].rules = &sc.rules[i];
+  }
+}
+
 // A group: consecutive segments of one worker with the same request and tile range (with a
 // token-major plan, every KV head of the request). They run block by block in lockstep, so the
 // worker reads whole token rows while each segment keeps its own softmax state.
@@ -121,10 +163,9 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
   const std::int32_t g = cx.plan.group_size, d = cx.plan.head_dim;
   const std::size_t stride = static_cast<std::size_t>(g) * d;
   const Segment& first = group.front();
-  const std::int64_t len = cx.problem.seq_lens[first.request];
-  std::int64_t tb = static_cast<std::int64_t>(first.tile_begin) * cx.plan.tile_tokens;
-  const std::int64_t te =
-      std::min<std::int64_t>(static_cast<std::int64_t>(first.tile_end) * cx.plan.tile_tokens, len);
+  const KeyRange keys = cx.plan.tile_keys(first.request, first.tile_begin, first.tile_end);
+  std::int64_t tb = keys.begin;
+  const std::int64_t te = keys.end;
   if (mutated(Mutation::continuation_skips_tile) && first.kind == SegmentKind::partial) {
     tb = std::min(tb + cx.plan.tile_tokens, te);
   }
@@ -154,6 +195,7 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
     job.request = s.request;
     job.kv_head = s.kv_head;
   }
+  prepare_rules(cx, group, sc);
   // The calls run block by block, head by head within a block. Each call prefetches part of what
   // comes next (docs/cpu-engine.md, "Prefetch"): when the group's heads are adjacent in the token
   // rows, the next block's rows split into n equal runs of lines in address order (DRAM then

@@ -63,6 +63,7 @@ void compute_typed(const SegmentJob& job) {
         for (std::int32_t i = 0; i < d; ++i) dot += q[i] * to_float(k[i]);
         s[j] = dot;
       }
+      if (job.rules != nullptr) apply_score_rules(*job.rules, r, 1, t0, n, s);
       SoftmaxStats<float> st{job.m[r], job.l[r]};
       const float rescale = update_with_block(st, s, p, n);
       job.m[r] = st.m;
@@ -339,10 +340,10 @@ HWY_INLINE void pv_dispatch(const float* p, const KvT* const* vrow, std::int32_t
                    prefetch_count);
 }
 
-// One pass of R rows (starting at row r0) over one block of `tokens` K/V rows.
+// One pass of R rows (starting at row r0) over one block of `tokens` K/V rows (keys t0 on).
 template <int R, class KvT>
-HWY_INLINE void rows_pass(const SegmentJob& job, std::int32_t r0, const KvT* const* krow,
-                          const KvT* const* vrow, std::int32_t tokens,
+HWY_INLINE void rows_pass(const SegmentJob& job, std::int32_t r0, std::int64_t t0,
+                          const KvT* const* krow, const KvT* const* vrow, std::int32_t tokens,
                           const char* const* prefetch_k, const char* const* prefetch_v,
                           std::int32_t prefetch_count) {
   constexpr int U = score_tokens<R>();
@@ -353,6 +354,7 @@ HWY_INLINE void rows_pass(const SegmentJob& job, std::int32_t r0, const KvT* con
   const std::int32_t count = (tokens * R + period - 1) / period * period;
   HWY_ALIGN float s[kRowsPadded * kMaxRows + 64];
   qk_block<R>(job.q + r0 * d, krow, padded_tokens, d, s, prefetch_k, prefetch_count);
+  if (job.rules != nullptr) apply_score_rules(*job.rules, r0, R, t0, tokens, s);
   for (std::int32_t i = tokens * R; i < count; ++i) s[i] = -std::numeric_limits<float>::infinity();
   float rescale[R];
   softmax_block<R>(s, count, job.m + r0, job.l + r0, rescale);
@@ -399,16 +401,16 @@ void compute_typed(const SegmentJob& job) {
     while (r0 < job.rows) {
       const std::int32_t left = job.rows - r0;
       if (kRegisters >= 32 && left >= 8) {
-        rows_pass<8>(job, r0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
+        rows_pass<8>(job, r0, t0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
         r0 += 8;
       } else if (left >= 4) {
-        rows_pass<4>(job, r0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
+        rows_pass<4>(job, r0, t0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
         r0 += 4;
       } else if (left >= 2) {
-        rows_pass<2>(job, r0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
+        rows_pass<2>(job, r0, t0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
         r0 += 2;
       } else {
-        rows_pass<1>(job, r0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
+        rows_pass<1>(job, r0, t0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
         r0 += 1;
       }
     }

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cpu/score_rules.hpp"
 #include "leanattn/core/kv_addressing.hpp"
 #include "leanattn/dtype.hpp"
 
@@ -16,7 +17,7 @@ namespace leanattn::cpu {
 
 struct SegmentJob {
   const float* q = nullptr;  // [rows, head_dim] float, already multiplied by the softmax scale
-  std::int32_t rows = 0;     // query rows (the GQA group)
+  std::int32_t rows = 0;     // query rows (q_len x the GQA group: K and V are read once for all)
   std::int32_t head_dim = 0;
   const void* k_cache = nullptr;  // element type kv_dtype, addressed by `k`
   const void* v_cache = nullptr;
@@ -32,6 +33,8 @@ struct SegmentJob {
   float* o = nullptr;
   float* m = nullptr;
   float* l = nullptr;
+  // Variants (masks, soft-cap, ALiBi) for these rows; null for plain attention.
+  const ScoreRules* rules = nullptr;
   // Memory the engine reads next: with the block's token t the kernel prefetches prefetch_lines
   // cache lines from prefetch_k[t] (while it computes scores) and from prefetch_v[t] (while it
   // accumulates values), so DRAM streams while the FMAs run. The engine points them at the next

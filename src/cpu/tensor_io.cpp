@@ -6,6 +6,7 @@
 #include "core/mutation.hpp"
 #include "leanattn/core/float16.hpp"
 #include "leanattn/core/softmax_state.hpp"
+#include "leanattn/core/variant_rules.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -51,10 +52,11 @@ void load_scaled_q(const DecodeProblem& p, const DecodeTensors& t, std::int32_t 
                    std::int32_t kv_head, float* q_out) {
   const std::int32_t g = p.group_size(), d = p.head_dim;
   const float scale = p.softmax_scale();
-  for (std::int32_t r = 0; r < g; ++r) {
+  for (std::int32_t r = 0; r < p.pair_rows(); ++r) {
     const std::int32_t qh =
-        mutated(Mutation::gqa_head_mapping) ? kv_head + r * p.kv_heads : kv_head * g + r;
-    const std::int64_t base = request * t.q_stride_batch + qh * t.q_stride_head;
+        mutated(Mutation::gqa_head_mapping) ? kv_head + (r % g) * p.kv_heads : kv_head * g + r % g;
+    const std::int64_t base =
+        request * t.q_stride_batch + (r / g) * t.q_stride_token + qh * t.q_stride_head;
     float* dst = q_out + static_cast<std::ptrdiff_t>(r) * d;
     if (p.q_dtype == DType::f32) {
       const float* src = static_cast<const float*>(t.q) + base;
@@ -75,11 +77,15 @@ void load_scaled_q(const DecodeProblem& p, const DecodeTensors& t, std::int32_t 
 void write_output(const DecodeProblem& p, const DecodeTensors& t, std::int32_t request,
                   std::int32_t kv_head, const float* o, const float* m, const float* l) {
   const std::int32_t g = p.group_size(), d = p.head_dim;
-  for (std::int32_t r = 0; r < g; ++r) {
-    const std::int32_t qh = kv_head * g + r;
-    const Finalized<float> f = finalize(SoftmaxStats<float>{m[r], l[r]});
+  for (std::int32_t r = 0; r < p.pair_rows(); ++r) {
+    const std::int32_t query = r / g;
+    const std::int32_t qh = kv_head * g + r % g;
+    const SoftmaxStats<float> stats{m[r], l[r]};
+    const Finalized<float> f =
+        t.sinks != nullptr ? finalize_with_sink(stats, t.sinks[qh]) : finalize(stats);
     const float* src = o + static_cast<std::ptrdiff_t>(r) * d;
-    const std::int64_t base = request * t.out_stride_batch + qh * t.out_stride_head;
+    const std::int64_t base =
+        request * t.out_stride_batch + query * t.out_stride_token + qh * t.out_stride_head;
     if (p.q_dtype == DType::f32) {
       float* dst = static_cast<float*>(t.out) + base;
       for (std::int32_t i = 0; i < d; ++i) dst[i] = src[i] * f.inv_l;
@@ -99,7 +105,9 @@ void write_output(const DecodeProblem& p, const DecodeTensors& t, std::int32_t r
       std::memset(static_cast<char*>(t.out) + base * static_cast<std::int64_t>(size), 0,
                   static_cast<std::size_t>(d) * size);
     }
-    if (t.lse != nullptr) t.lse[request * t.lse_stride_batch + qh] = f.lse;
+    if (t.lse != nullptr) {
+      t.lse[request * t.lse_stride_batch + query * t.lse_stride_token + qh] = f.lse;
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 // Reading query rows and writing output rows in any dtype, with the caller's strides. Used by
-// the CPU engine around the SIMD kernel (small, per-pair work: group_size x head_dim elements).
+// the CPU engine around the SIMD kernel (small, per-pair work: q_len x group x head_dim elements).
+// A pair's rows are r = query * group + head in the group (DecodeProblem::pair_rows).
 #pragma once
 
 #include <cstdint>
@@ -9,12 +10,14 @@
 
 namespace leanattn::cpu {
 
-// q_out [group, head_dim] = softmax_scale * q[request, kv_head * group + r, :] as float.
+// q_out [q_len x group, head_dim]: row r = softmax_scale * q[request, r / group, kv_head * group +
+// r % group, :] as float.
 void load_scaled_q(const DecodeProblem& p, const DecodeTensors& t, std::int32_t request,
                    std::int32_t kv_head, float* q_out);
 
-// out[request, kv_head * group + r, :] = o[r, :] / l[r] in q_dtype, and lse[request, ...] =
-// m[r] + log(l[r]) when lse is requested; empty rows give 0 and -inf (softmax_state.hpp rules).
+// out[request, r / group, kv_head * group + r % group, :] = o[r, :] / l[r] in q_dtype, and lse
+// = m[r] + log(l[r]) when lse is requested; empty rows give 0 and -inf (softmax_state.hpp rules).
+// With sinks, each row's sink joins here (finalize_with_sink, variant_rules.hpp).
 void write_output(const DecodeProblem& p, const DecodeTensors& t, std::int32_t request,
                   std::int32_t kv_head, const float* o, const float* m, const float* l);
 

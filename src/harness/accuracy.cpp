@@ -22,6 +22,11 @@ double unit_roundoff(DType type) {
   return 0.0;
 }
 
+// Index of a row in [batch, q_len, q_heads] order (out and lse of a dense HostCase).
+std::size_t out_row(const DecodeProblem& p, const reference::RowId& r) {
+  return (static_cast<std::size_t>(r.request) * p.q_len + r.query) * p.q_heads + r.q_head;
+}
+
 const double kU32 = std::ldexp(1.0, -24);
 
 // The fp32 rounding the engines' sums may add: sqrt(n) u32 relative for the n-term softmax sums,
@@ -45,8 +50,8 @@ double ratio(double err, double tol) {
 }
 
 std::string row_name(const char* what, const reference::RowId& r) {
-  return std::string(what) + "[" + std::to_string(r.request) + "][" + std::to_string(r.q_head) +
-         "]";
+  return std::string(what) + "[" + std::to_string(r.request) + "][" + std::to_string(r.query) +
+         "][" + std::to_string(r.q_head) + "]";
 }
 
 }  // namespace
@@ -63,22 +68,27 @@ double lse_tolerance(const RowScale& row, double ref_lse) {
 std::vector<reference::RowId> all_rows(const DecodeProblem& p) {
   std::vector<reference::RowId> rows;
   for (std::int32_t b = 0; b < p.batch(); ++b) {
-    for (std::int32_t qh = 0; qh < p.q_heads; ++qh) rows.push_back({b, qh});
+    for (std::int32_t i = 0; i < p.q_len; ++i) {
+      for (std::int32_t qh = 0; qh < p.q_heads; ++qh) rows.push_back({b, qh, i});
+    }
   }
   return rows;
 }
 
 std::vector<reference::RowId> sample_rows(const DecodeProblem& p, std::int32_t count) {
-  const std::int64_t total = static_cast<std::int64_t>(p.batch()) * p.q_heads;
+  const std::int64_t per_request = static_cast<std::int64_t>(p.q_len) * p.q_heads;
+  const std::int64_t total = p.batch() * per_request;
   if (total <= count) return all_rows(p);
   std::vector<reference::RowId> rows;
   const auto longest = static_cast<std::int32_t>(
       std::max_element(p.seq_lens.begin(), p.seq_lens.end()) - p.seq_lens.begin());
-  rows.push_back({longest, p.q_heads - 1});
+  rows.push_back({longest, p.q_heads - 1, p.q_len - 1});
   for (std::int32_t i = 0; i + 1 < count; ++i) {
     const std::int64_t k = i * (total - 1) / std::max(1, count - 2);
-    rows.push_back(
-        {static_cast<std::int32_t>(k / p.q_heads), static_cast<std::int32_t>(k % p.q_heads)});
+    const std::int64_t in_request = k % per_request;
+    rows.push_back({static_cast<std::int32_t>(k / per_request),
+                    static_cast<std::int32_t>(in_request % p.q_heads),
+                    static_cast<std::int32_t>(in_request / p.q_heads)});
   }
   return rows;
 }
@@ -107,7 +117,7 @@ Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse
   for (std::size_t row = 0; row < rows.size(); ++row) {
     const reference::RowId id = rows[row];
     const std::int64_t n = p.seq_lens[static_cast<std::size_t>(id.request)];
-    const std::size_t at = (static_cast<std::size_t>(id.request) * p.q_heads + id.q_head) * d;
+    const std::size_t at = out_row(p, id) * d;
     double err = 0.0, naive_err = 0.0, ref_max = 0.0;
     for (std::size_t i = 0; i < d; ++i) {
       const double r = ref.out[row * d + i];
@@ -143,7 +153,7 @@ Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse
     const reference::RowId id = rows[row];
     const std::int64_t n = p.seq_lens[static_cast<std::size_t>(id.request)];
     const double r = ref.lse[row];
-    const double x = c.lse[static_cast<std::size_t>(id.request) * p.q_heads + id.q_head];
+    const double x = c.lse[out_row(p, id)];
     if (!same_kind(r, x)) {
       ++a.mismatches;
       fail(row_name("lse", id) + " = " + std::to_string(x) + ", reference " + std::to_string(r));

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -57,8 +58,12 @@ void fill_normal(void* dst, DType type, std::int64_t count, std::uint64_t seed) 
 }
 
 DecodeTensors HostCase::tensors() {
-  return dense_tensors(problem, q.data(), k.data(), v.data(),
-                       block_table.empty() ? nullptr : block_table.data(), out.data(), lse.data());
+  DecodeTensors t =
+      dense_tensors(problem, q.data(), k.data(), v.data(),
+                    block_table.empty() ? nullptr : block_table.data(), out.data(), lse.data());
+  t.sinks = sinks.empty() ? nullptr : sinks.data();
+  t.alibi_slopes = alibi_slopes.empty() ? nullptr : alibi_slopes.data();
+  return t;
 }
 
 HostCase make_case(DecodeProblem p, std::uint64_t seed) {
@@ -92,12 +97,25 @@ HostCase make_case(DecodeProblem p, std::uint64_t seed) {
       }
     }
   }
-  const std::int64_t q_elems = static_cast<std::int64_t>(p.batch()) * p.q_heads * p.head_dim;
+  const std::int64_t q_elems =
+      static_cast<std::int64_t>(p.batch()) * p.q_len * p.q_heads * p.head_dim;
   c.q.resize(static_cast<std::size_t>(q_elems) * dtype_size(p.q_dtype));
   c.out.resize(c.q.size());
   c.k.resize(static_cast<std::size_t>(kv_elems) * dtype_size(p.kv_dtype));
   c.v.resize(c.k.size());
-  c.lse.resize(static_cast<std::size_t>(p.batch()) * p.q_heads);
+  c.lse.resize(static_cast<std::size_t>(p.batch()) * p.q_len * p.q_heads);
+  if (p.variant.sinks) {
+    c.sinks.resize(static_cast<std::size_t>(p.q_heads));
+    fill_normal(c.sinks.data(), DType::f32, p.q_heads, seed * 3 + 4);
+    for (float& x : c.sinks) x *= 2.0f;
+  }
+  if (p.variant.alibi) {
+    c.alibi_slopes.resize(static_cast<std::size_t>(p.q_heads));
+    for (std::int32_t h = 0; h < p.q_heads; ++h) {
+      c.alibi_slopes[static_cast<std::size_t>(h)] =
+          std::exp2(-8.0f * static_cast<float>(h + 1) / static_cast<float>(p.q_heads));
+    }
+  }
   fill_normal(c.q.data(), p.q_dtype, q_elems, seed * 3 + 1);
   fill_normal(c.k.data(), p.kv_dtype, kv_elems, seed * 3 + 2);
   fill_normal(c.v.data(), p.kv_dtype, kv_elems, seed * 3 + 3);

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "leanattn/core/float16.hpp"
+#include "leanattn/core/variant_rules.hpp"
 
 namespace leanattn::harness {
 
@@ -48,7 +49,9 @@ std::int64_t kv_offset(const DecodeProblem& p, const DecodeTensors& t, const KvS
 NaiveBaseline naive_same_precision(const DecodeProblem& p, const DecodeTensors& t) {
   std::vector<reference::RowId> rows;
   for (std::int32_t b = 0; b < p.batch(); ++b) {
-    for (std::int32_t qh = 0; qh < p.q_heads; ++qh) rows.push_back({b, qh});
+    for (std::int32_t i = 0; i < p.q_len; ++i) {
+      for (std::int32_t qh = 0; qh < p.q_heads; ++qh) rows.push_back({b, qh, i});
+    }
   }
   return naive_same_precision(p, t, rows);
 }
@@ -64,36 +67,44 @@ NaiveBaseline naive_same_precision(const DecodeProblem& p, const DecodeTensors& 
   r.weighted_abs.assign(rows.size(), 0.0);
   r.score_abs.assign(rows.size(), 0.0);
   std::vector<float> s, acc(static_cast<std::size_t>(d)), abs_acc(static_cast<std::size_t>(d));
+  const AttentionVariant& var = p.variant;
   for (std::size_t row = 0; row < rows.size(); ++row) {
-    const std::int32_t b = rows[row].request, qh = rows[row].q_head;
+    const std::int32_t b = rows[row].request, qh = rows[row].q_head, query = rows[row].query;
     const std::int64_t n = p.seq_lens[b];
     if (n == 0) continue;
     const std::int32_t h = qh / (p.q_heads / p.kv_heads);
-    s.assign(static_cast<std::size_t>(n), 0.0f);
-    float m = -std::numeric_limits<float>::infinity();
+    // The keys this query sees and its position (the variants: docs/numerics.md).
+    const KeyRange seen = visible_keys(n, p.q_len, query, var.causal, var.window_left);
+    const std::int64_t pos = query_position(n, p.q_len, query);
+    const std::int64_t q_base =
+        b * t.q_stride_batch + query * t.q_stride_token + qh * t.q_stride_head;
+    s.assign(static_cast<std::size_t>(seen.end - seen.begin), 0.0f);
+    float m = var.sinks ? t.sinks[qh] : -std::numeric_limits<float>::infinity();
     double score_abs = 0.0;
-    for (std::int64_t j = 0; j < n; ++j) {
+    for (std::int64_t j = seen.begin; j < seen.end; ++j) {
       float dot = 0.0f, dot_abs = 0.0f;
       const std::int64_t kb = kv_offset(p, t, t.k_strides, b, j, h);
       for (std::int32_t i = 0; i < d; ++i) {
-        const float x = read(t.q, qt, b * t.q_stride_batch + qh * t.q_stride_head + i) *
-                        read(t.k_cache, p.kv_dtype, kb + i);
+        const float x = read(t.q, qt, q_base + i) * read(t.k_cache, p.kv_dtype, kb + i);
         dot += x;
         dot_abs += std::abs(x);
       }
       score_abs = std::max(score_abs, static_cast<double>(dot_abs * scale));
-      s[static_cast<std::size_t>(j)] = round_to(qt, round_to(qt, dot) * scale);
-      m = std::max(m, s[static_cast<std::size_t>(j)]);
+      float x = round_to(qt, round_to(qt, dot) * scale);
+      if (var.softcap > 0.0f) x = round_to(qt, apply_softcap(x, var.softcap));
+      if (var.alibi) x = round_to(qt, x + alibi_bias(t.alibi_slopes[qh], j, pos));
+      s[static_cast<std::size_t>(j - seen.begin)] = x;
+      m = std::max(m, x);
     }
-    float l = 0.0f;
+    float l = var.sinks ? std::exp(t.sinks[qh] - m) : 0.0f;  // a sink joins the denominator
     for (float& x : s) {
       x = std::exp(x - m);
       l += x;
     }
     std::fill(acc.begin(), acc.end(), 0.0f);
     std::fill(abs_acc.begin(), abs_acc.end(), 0.0f);
-    for (std::int64_t j = 0; j < n; ++j) {
-      const float pj = round_to(qt, s[static_cast<std::size_t>(j)] / l);
+    for (std::int64_t j = seen.begin; j < seen.end; ++j) {
+      const float pj = round_to(qt, s[static_cast<std::size_t>(j - seen.begin)] / l);
       const std::int64_t vb = kv_offset(p, t, t.v_strides, b, j, h);
       for (std::int32_t i = 0; i < d; ++i) {
         const float v = read(t.v_cache, p.kv_dtype, vb + i);

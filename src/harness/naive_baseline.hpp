@@ -25,7 +25,7 @@ struct NaiveBaseline {
   std::vector<double> score_abs;
 };
 
-// Every row in [batch, q_heads] order, or the listed rows in their order.
+// Every row in [batch, q_len, q_heads] order, or the listed rows in their order.
 NaiveBaseline naive_same_precision(const DecodeProblem& problem, const DecodeTensors& tensors);
 NaiveBaseline naive_same_precision(const DecodeProblem& problem, const DecodeTensors& tensors,
                                    std::span<const reference::RowId> rows);

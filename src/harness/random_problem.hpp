@@ -1,6 +1,8 @@
 // Random decode problems for property tests, `leanattn check` and the fuzzer's seeds: GQA
 // ratios (powers of two and not), ragged and empty lengths around the tile size, contiguous and
-// paged layouts with small and large pages, every dtype.
+// paged layouts with small and large pages, every dtype, and the attention variants (q_len up
+// to 8, windows shorter and longer than the sequence and on tile edges, soft-caps near the score
+// range, sinks, ALiBi) alone and combined.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,7 @@ struct RandomLimits {
   std::int32_t long_len = 0;   // > max_len: request 0 is drawn in (max_len, long_len] instead
   std::int32_t max_workers = 300;
   bool any_head_dim = false;  // false: 16..128 only (keeps fp64 checks fast)
+  bool variants = true;       // draw q_len 1..8, causal or not, windows, soft-caps, sinks, ALiBi
 };
 
 struct RandomCase {

@@ -2,6 +2,7 @@
 // with the chosen strategy and assembles the plan.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "leanattn/error.hpp"
 #include "leanattn/heuristics.hpp"
@@ -52,9 +53,18 @@ Plan make_plan(const DecodeProblem& problem, const Hardware& hardware, const Pla
   plan.group_size = problem.group_size() * problem.q_len;
   plan.head_dim = problem.head_dim;
   plan.seq_lens = problem.seq_lens;
+  plan.q_len = problem.q_len;
+  plan.variant = problem.variant;
 
+  // Keys each request plans, [first_key, seq_len): a window leaves out the keys no row sees, so
+  // lean balances the work that exists.
+  std::vector<std::int32_t> planned(problem.seq_lens.size());
+  for (std::size_t b = 0; b < planned.size(); ++b) {
+    const auto r = static_cast<std::int32_t>(b);
+    planned[b] = static_cast<std::int32_t>(plan.seq_lens[b] - plan.first_key(r));
+  }
   const planner::PairLine line =
-      planner::make_pair_line(problem.seq_lens, problem.kv_heads, plan.tile_tokens);
+      planner::make_pair_line(planned, problem.kv_heads, plan.tile_tokens);
   plan.total_tiles = line.total();
   const std::int64_t max_tiles =
       line.tiles.empty() ? 0 : *std::max_element(line.tiles.begin(), line.tiles.end());
@@ -68,13 +78,12 @@ Plan make_plan(const DecodeProblem& problem, const Hardware& hardware, const Pla
       if (options.batch_invariant) {
         plan.batch_invariant = true;
         plan.chunk_tiles = options.chunk_tiles > 0 ? options.chunk_tiles : kDefaultChunkTiles;
-        pieces =
-            rows ? planner::chunked_partition_rows(problem.seq_lens, problem.kv_heads,
-                                                   plan.tile_tokens, plan.workers, plan.chunk_tiles)
-                 : planner::chunked_partition(line, plan.workers, plan.chunk_tiles);
+        pieces = rows ? planner::chunked_partition_rows(planned, problem.kv_heads, plan.tile_tokens,
+                                                        plan.workers, plan.chunk_tiles)
+                      : planner::chunked_partition(line, plan.workers, plan.chunk_tiles);
       } else {
-        pieces = rows ? planner::lean_partition_rows(problem.seq_lens, problem.kv_heads,
-                                                     plan.tile_tokens, plan.workers)
+        pieces = rows ? planner::lean_partition_rows(planned, problem.kv_heads, plan.tile_tokens,
+                                                     plan.workers)
                       : planner::lean_partition(line, plan.workers);
       }
       break;
@@ -87,14 +96,14 @@ Plan make_plan(const DecodeProblem& problem, const Hardware& hardware, const Pla
       // FA2 sizes every split from the longest request: ceil(max_tiles / splits) tiles each.
       const std::int64_t chunk =
           std::max<std::int64_t>(1, (max_tiles + plan.splits - 1) / plan.splits);
-      pieces = rows ? planner::contiguous_rows(problem.seq_lens, problem.kv_heads, plan.tile_tokens,
+      pieces = rows ? planner::contiguous_rows(planned, problem.kv_heads, plan.tile_tokens,
                                                plan.workers, chunk)
                     : planner::list_schedule(line, plan.workers, chunk);
       break;
     }
     case Strategy::head: {
       const std::int64_t whole = std::max<std::int64_t>(1, max_tiles);
-      pieces = rows ? planner::contiguous_rows(problem.seq_lens, problem.kv_heads, plan.tile_tokens,
+      pieces = rows ? planner::contiguous_rows(planned, problem.kv_heads, plan.tile_tokens,
                                                plan.workers, whole)
                     : planner::list_schedule(line, plan.workers, whole);
       break;
@@ -111,6 +120,21 @@ void check_plan_matches(const Plan& plan, const DecodeProblem& problem) {
           "plan", [] { return "was made for other head counts or head_dim than this problem"; });
   require(plan.seq_lens == problem.seq_lens, "plan",
           [] { return "was made for other seq_lens than this problem"; });
+  require(plan.q_len == problem.q_len, "plan", [&] {
+    return "was made for q_len = " + std::to_string(plan.q_len) + ", not " +
+           std::to_string(problem.q_len);
+  });
+  const AttentionVariant& a = plan.variant;
+  const AttentionVariant& b = problem.variant;
+  require(a == b, "plan", [&] {
+    auto text = [](const AttentionVariant& v) {
+      return "causal=" + std::to_string(v.causal) +
+             " window_left=" + std::to_string(v.window_left) +
+             " softcap=" + std::to_string(v.softcap) + " sinks=" + std::to_string(v.sinks) +
+             " alibi=" + std::to_string(v.alibi);
+    };
+    return "was made for the variant (" + text(a) + "), not (" + text(b) + ")";
+  });
 }
 
 }  // namespace leanattn

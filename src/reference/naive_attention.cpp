@@ -14,15 +14,26 @@ namespace leanattn::reference {
 
 namespace {
 
-// Output row (b, qh): two-pass softmax over request b's keys in fp64.
-void naive_row(const DecodeProblem& p, const DecodeTensors& t, std::int32_t b, std::int32_t qh,
-               double* out, double* lse) {
+// Output row (b, query i, qh): two-pass softmax over the keys that query sees, in fp64, with
+// every variant written out literally (docs/numerics.md, "Variants").
+void naive_row(const DecodeProblem& p, const DecodeTensors& t, RowId row, double* out,
+               double* lse) {
+  const std::int32_t b = row.request, qh = row.q_head;
   const std::int32_t d = p.head_dim;
   const std::int32_t h = qh / (p.q_heads / p.kv_heads);
   const std::int64_t n = p.seq_lens[b];
+  const AttentionVariant& var = p.variant;
   for (std::int32_t i = 0; i < d; ++i) out[i] = 0.0;
   *lse = -std::numeric_limits<double>::infinity();
   if (n == 0) return;
+  // The query is the (q_len - query)-th last token; it sees keys up to itself (causal) or all,
+  // and with a window only those at most window_left positions before it.
+  const std::int64_t pos = n - p.q_len + row.query;
+  auto visible = [&](std::int64_t j) {
+    if (var.causal && j > pos) return false;
+    if (var.window_left >= 0 && j < pos - var.window_left) return false;
+    return true;
+  };
   // Element offset of K/V [b, token j, head h, 0], computed here without shared helpers.
   auto kv_offset = [&](const KvStrides& st, std::int64_t j) -> std::int64_t {
     if (p.layout == KvLayout::contiguous) return b * st.outer + j * st.token + h * st.head;
@@ -31,33 +42,48 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, std::int32_t b, s
   };
   std::vector<double> q(static_cast<std::size_t>(d)), s(static_cast<std::size_t>(n));
   for (std::int32_t i = 0; i < d; ++i) {
-    q[static_cast<std::size_t>(i)] =
-        read_element(t.q, p.q_dtype, b * t.q_stride_batch + qh * t.q_stride_head + i);
+    q[static_cast<std::size_t>(i)] = read_element(
+        t.q, p.q_dtype,
+        b * t.q_stride_batch + row.query * t.q_stride_token + qh * t.q_stride_head + i);
   }
   // The scale the problem sets, or by default 1 / sqrt(head_dim) as the float the API defines
   // (DecodeProblem::scale is a float): computed here from head_dim, not by the problem.
   const double scale = p.scale != 0.0f ? p.scale : 1.0f / std::sqrt(static_cast<float>(d));
-  double m = -std::numeric_limits<double>::infinity();
+  const double cap = var.softcap;
+  const double slope = var.alibi ? t.alibi_slopes[qh] : 0.0;
+  const double inf = std::numeric_limits<double>::infinity();
+  double m = -inf;
   bool nan = false;
   for (std::int64_t j = 0; j < n; ++j) {
+    double& x = s[static_cast<std::size_t>(j)];
+    if (!visible(j)) {
+      x = -inf;  // exp(-inf - m) = 0: an invisible key has no weight
+      continue;
+    }
     const std::int64_t base = kv_offset(t.k_strides, j);
     double dot = 0.0;
     for (std::int32_t i = 0; i < d; ++i) {
       dot += q[static_cast<std::size_t>(i)] * read_element(t.k_cache, p.kv_dtype, base + i);
     }
-    s[static_cast<std::size_t>(j)] = dot * scale;
-    nan = nan || std::isnan(dot);
-    m = std::max(m, s[static_cast<std::size_t>(j)]);
+    x = dot * scale;
+    if (cap > 0.0) x = cap * std::tanh(x / cap);
+    if (var.alibi) x += -slope * std::abs(static_cast<double>(j - pos));
+    nan = nan || std::isnan(x);
+    m = std::max(m, x);
   }
-  double l = 0.0;
+  // A sink is one more logit in the denominator, with no value.
+  const double sink = var.sinks ? t.sinks[qh] : -inf;
+  m = std::max(m, sink);
+  double l = var.sinks ? std::exp(sink - m) : 0.0;
   for (double& x : s) {
     x = std::exp(x - m);
     l += x;
   }
-  if (nan) l = std::numeric_limits<double>::quiet_NaN();
+  if (nan || std::isnan(sink)) l = std::numeric_limits<double>::quiet_NaN();
   for (std::int64_t j = 0; j < n; ++j) {
-    const std::int64_t base = kv_offset(t.v_strides, j);
+    if (!visible(j)) continue;  // its value is never read (a NaN there does not count)
     const double w = s[static_cast<std::size_t>(j)] / l;
+    const std::int64_t base = kv_offset(t.v_strides, j);
     for (std::int32_t i = 0; i < d; ++i)
       out[i] += w * read_element(t.v_cache, p.kv_dtype, base + i);
   }
@@ -69,7 +95,9 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, std::int32_t b, s
 Output naive_attention(const DecodeProblem& p, const DecodeTensors& t) {
   std::vector<RowId> rows;
   for (std::int32_t b = 0; b < p.batch(); ++b) {
-    for (std::int32_t qh = 0; qh < p.q_heads; ++qh) rows.push_back({b, qh});
+    for (std::int32_t i = 0; i < p.q_len; ++i) {
+      for (std::int32_t qh = 0; qh < p.q_heads; ++qh) rows.push_back({b, qh, i});
+    }
   }
   return naive_attention_rows(p, t, rows);
 }
@@ -83,10 +111,9 @@ Output naive_attention_rows(const DecodeProblem& p, const DecodeTensors& t,
   r.lse.resize(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     require(rows[i].request >= 0 && rows[i].request < p.batch() && rows[i].q_head >= 0 &&
-                rows[i].q_head < p.q_heads,
+                rows[i].q_head < p.q_heads && rows[i].query >= 0 && rows[i].query < p.q_len,
             "rows", [&] { return "must name rows inside the problem"; });
-    naive_row(p, t, rows[i].request, rows[i].q_head,
-              &r.out[i * static_cast<std::size_t>(p.head_dim)], &r.lse[i]);
+    naive_row(p, t, rows[i], &r.out[i * static_cast<std::size_t>(p.head_dim)], &r.lse[i]);
   }
   return r;
 }

@@ -2,12 +2,14 @@
 // softmax-state rules of core/softmax_state.hpp and the shared KV addressing. Slots and outputs
 // are tracked so that a plan which writes an output twice, reads a slot before it is written or
 // leaves an output unwritten is reported instead of producing numbers.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "leanattn/core/kv_addressing.hpp"
 #include "leanattn/core/softmax_state.hpp"
+#include "leanattn/core/variant_rules.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/planner.hpp"
 #include "leanattn/reference.hpp"
@@ -17,7 +19,8 @@ namespace leanattn::reference {
 
 namespace {
 
-// State of the group_size rows of one pair: stats [rows], o [rows, head_dim].
+// State of the rows of one pair (q_len x group, row r = query r / group, head r % group): stats
+// [rows], o [rows, head_dim].
 struct PairState {
   std::vector<SoftmaxStats<double>> stats;
   std::vector<double> o;
@@ -29,7 +32,7 @@ struct PairState {
 class Interpreter {
  public:
   Interpreter(const DecodeProblem& p, const Plan& plan, const DecodeTensors& t)
-      : p_(p), plan_(plan), t_(t), group_(p.group_size()), d_(p.head_dim) {
+      : p_(p), plan_(plan), t_(t), group_(p.group_size()), rows_(p.pair_rows()), d_(p.head_dim) {
     k_ = {t.k_strides.outer, t.k_strides.token,
           t.k_strides.head,  p.layout == KvLayout::paged ? p.page_size : 0,
           t.block_table,     t.block_table_stride};
@@ -37,9 +40,9 @@ class Interpreter {
     v_.outer_stride = t.v_strides.outer;
     v_.token_stride = t.v_strides.token;
     v_.head_stride = t.v_strides.head;
-    out_.out.assign(static_cast<std::size_t>(p.batch()) * p.q_heads * d_,
+    out_.out.assign(static_cast<std::size_t>(p.batch()) * p.q_len * p.q_heads * d_,
                     std::numeric_limits<double>::quiet_NaN());
-    out_.lse.assign(static_cast<std::size_t>(p.batch()) * p.q_heads,
+    out_.lse.assign(static_cast<std::size_t>(p.batch()) * p.q_len * p.q_heads,
                     std::numeric_limits<double>::quiet_NaN());
     written_.assign(static_cast<std::size_t>(p.batch()) * p.kv_heads, 0);
     slots_.assign(static_cast<std::size_t>(plan.num_slots), PairState(0, 0));
@@ -62,27 +65,37 @@ class Interpreter {
 
  private:
   void run_segment(const Segment& s) {
-    PairState st(group_, d_);
+    PairState st(rows_, d_);
     const std::int64_t len = p_.seq_lens[s.request];
     const double scale = p_.softmax_scale();
+    const AttentionVariant& var = p_.variant;
     std::vector<double> scores, probs;
     for (std::int32_t tile = s.tile_begin; tile < s.tile_end; ++tile) {
-      const std::int64_t t0 = static_cast<std::int64_t>(tile) * plan_.tile_tokens;
-      const std::int64_t t1 = std::min<std::int64_t>(t0 + plan_.tile_tokens, len);
-      const auto n = static_cast<std::size_t>(t1 - t0);
-      scores.resize(n);
-      probs.resize(n);
-      for (std::int32_t r = 0; r < group_; ++r) {
-        const std::int32_t qh = s.kv_head * group_ + r;
+      const KeyRange keys = plan_.tile_keys(s.request, tile, tile + 1);
+      for (std::int32_t r = 0; r < rows_; ++r) {
+        const std::int32_t query = r / group_;
+        const std::int32_t qh = s.kv_head * group_ + r % group_;
+        const KeyRange seen = visible_keys(len, p_.q_len, query, var.causal, var.window_left);
+        const std::int64_t t0 = std::max(keys.begin, seen.begin);
+        const std::int64_t t1 = std::min(keys.end, seen.end);
+        if (t1 <= t0) continue;  // no key of this tile is visible to the row
+        const auto n = static_cast<std::size_t>(t1 - t0);
+        scores.resize(n);
+        probs.resize(n);
+        const std::int64_t q_base =
+            s.request * t_.q_stride_batch + query * t_.q_stride_token + qh * t_.q_stride_head;
+        const std::int64_t pos = query_position(len, p_.q_len, query);
         for (std::int64_t j = t0; j < t1; ++j) {
           const std::int64_t kb = k_.row(s.request, j, s.kv_head);
           double dot = 0.0;
           for (std::int32_t i = 0; i < d_; ++i) {
-            dot += read_element(t_.q, p_.q_dtype,
-                                s.request * t_.q_stride_batch + qh * t_.q_stride_head + i) *
+            dot += read_element(t_.q, p_.q_dtype, q_base + i) *
                    read_element(t_.k_cache, p_.kv_dtype, kb + i);
           }
-          scores[static_cast<std::size_t>(j - t0)] = dot * scale;
+          double x = dot * scale;
+          if (var.softcap > 0.0f) x = apply_softcap<double>(x, var.softcap);
+          if (var.alibi) x += alibi_bias<double>(t_.alibi_slopes[qh], j, pos);
+          scores[static_cast<std::size_t>(j - t0)] = x;
         }
         const double rescale = update_with_block(st.stats[static_cast<std::size_t>(r)],
                                                  scores.data(), probs.data(), static_cast<int>(n));
@@ -108,13 +121,13 @@ class Interpreter {
   }
 
   void reduce(const Reduction& r) {
-    PairState acc(group_, d_);  // the empty state: merging into it is exact
+    PairState acc(rows_, d_);  // the empty state: merging into it is exact
     for (std::int32_t k = 0; k < r.num_slots; ++k) {
       const auto slot = static_cast<std::size_t>(r.slot_begin + k);
       if (!slot_written_[slot]) {
         throw Error("plan", "reads slot " + std::to_string(slot) + " that no segment writes");
       }
-      for (std::int32_t row = 0; row < group_; ++row) {
+      for (std::int32_t row = 0; row < rows_; ++row) {
         merge_into(acc.stats[static_cast<std::size_t>(row)],
                    &acc.o[static_cast<std::size_t>(row) * d_],
                    slots_[slot].stats[static_cast<std::size_t>(row)],
@@ -124,12 +137,17 @@ class Interpreter {
     write_output(r.request, r.kv_head, acc);
   }
 
+  // Finalises every row of the pair (the sink joins here, once) and writes it.
   void write_output(std::int32_t request, std::int32_t kv_head, const PairState& st) {
     ++written_[static_cast<std::size_t>(request) * p_.kv_heads + kv_head];
-    for (std::int32_t r = 0; r < group_; ++r) {
-      const std::int32_t qh = kv_head * group_ + r;
-      const Finalized<double> f = finalize(st.stats[static_cast<std::size_t>(r)]);
-      const std::size_t row = static_cast<std::size_t>(request) * p_.q_heads + qh;
+    for (std::int32_t r = 0; r < rows_; ++r) {
+      const std::int32_t query = r / group_;
+      const std::int32_t qh = kv_head * group_ + r % group_;
+      const SoftmaxStats<double> stats = st.stats[static_cast<std::size_t>(r)];
+      const Finalized<double> f =
+          p_.variant.sinks ? finalize_with_sink<double>(stats, t_.sinks[qh]) : finalize(stats);
+      const std::size_t row =
+          (static_cast<std::size_t>(request) * p_.q_len + query) * p_.q_heads + qh;
       for (std::int32_t i = 0; i < d_; ++i) {
         out_.out[row * d_ + i] = st.o[static_cast<std::size_t>(r) * d_ + i] * f.inv_l;
       }
@@ -140,7 +158,7 @@ class Interpreter {
   const DecodeProblem& p_;
   const Plan& plan_;
   const DecodeTensors& t_;
-  std::int32_t group_, d_;
+  std::int32_t group_, rows_, d_;
   KvAddressing k_{}, v_{};
   Output out_;
   std::vector<int> written_;

@@ -55,7 +55,10 @@ TEST(Validation, ProblemRules) {
   expect_problem_error([](auto& p) { p.head_dim = 0; }, "head_dim", "multiple of 16");
   expect_problem_error([](auto& p) { p.head_dim = 72; }, "head_dim", "(got 72)");
   expect_problem_error([](auto& p) { p.head_dim = 272; }, "head_dim", "(got 272)");
-  expect_problem_error([](auto& p) { p.q_len = 2; }, "q_len", "must be 1");
+  expect_problem_error([](auto& p) { p.q_len = 0; }, "q_len", "must be in [1, 256]");
+  expect_problem_error([](auto& p) { p.q_len = 6; }, "seq_lens", "seq_lens[0] = 5");
+  expect_problem_error([](auto& p) { p.variant.window_left = -5; }, "window_left", "(got -5)");
+  expect_problem_error([](auto& p) { p.variant.softcap = -1.0f; }, "softcap", "finite and >= 0");
   expect_problem_error([](auto& p) { p.seq_lens.clear(); }, "seq_lens", "one length per request");
   expect_problem_error([](auto& p) { p.seq_lens[1] = -3; }, "seq_lens", "seq_lens[1] = -3");
   expect_problem_error([](auto& p) { p.seq_lens[2] = 21; }, "seq_lens", "capacity = 20");

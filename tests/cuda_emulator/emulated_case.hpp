@@ -10,6 +10,7 @@
 #include "emulator/emulated_device.hpp"
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
+#include "harness/naive_baseline.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/reference.hpp"
 

@@ -1,0 +1,50 @@
+// The variants' work on a block of scores in the CPU kernel: masking (causal rows, sliding
+// windows), the soft-cap and the ALiBi bias, per row, with the rules of core/variant_rules.hpp.
+// The engine fills one ScoreRules per segment; plain attention passes none, so its kernel path
+// does no per-token work. Blocks that every row sees whole skip the mask test entirely.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+#include "leanattn/core/variant_rules.hpp"
+
+namespace leanattn::cpu {
+
+struct ScoreRules {
+  const std::int64_t* key_begin = nullptr;  // [rows]: row r sees keys [key_begin[r], key_end[r])
+  const std::int64_t* key_end = nullptr;    // [rows]
+  const std::int64_t* position = nullptr;   // [rows]: the row's query position (ALiBi)
+  const float* slope = nullptr;             // [rows]: ALiBi slope; null when off
+  float softcap = 0.0f;                     // 0: off
+};
+
+// Applies `rules` to S[t * R + r] for rows r0 + r (r < R) and the keys t0 + t (t < tokens):
+// invisible keys get -inf (exp gives 0), visible ones the soft-cap and the ALiBi bias.
+inline void apply_score_rules(const ScoreRules& rules, std::int32_t r0, std::int32_t R,
+                              std::int64_t t0, std::int32_t tokens, float* s) {
+  bool whole = true;  // every row sees every key of the block
+  for (std::int32_t r = 0; r < R; ++r) {
+    whole = whole && rules.key_begin[r0 + r] <= t0 && t0 + tokens <= rules.key_end[r0 + r];
+  }
+  const float cap = rules.softcap;
+  if (whole && cap == 0.0f && rules.slope == nullptr) return;
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  for (std::int32_t r = 0; r < R; ++r) {
+    const std::int64_t b = rules.key_begin[r0 + r], e = rules.key_end[r0 + r];
+    const std::int64_t pos = rules.position[r0 + r];
+    const float slope = rules.slope != nullptr ? rules.slope[r0 + r] : 0.0f;
+    for (std::int32_t t = 0; t < tokens; ++t) {
+      float& x = s[t * R + r];
+      const std::int64_t key = t0 + t;
+      if (key < b || key >= e) {
+        x = neg_inf;
+        continue;
+      }
+      if (cap > 0.0f) x = apply_softcap(x, cap);
+      if (rules.slope != nullptr) x += alibi_bias(slope, key, pos);
+    }
+  }
+}
+
+}  // namespace leanattn::cpu

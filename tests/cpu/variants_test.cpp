@@ -1,0 +1,180 @@
+// The attention variants in the CPU engine against the fp64 reference, for every SIMD target and
+// strategy: several query tokens per request (causal or not), sliding windows shorter and longer
+// than the sequence and on tile edges, soft-caps near the score range, sinks above every score,
+// ALiBi, their combinations, empty requests and paged caches. Outputs are poisoned before each
+// run. Also: the planner plans only the tiles a window leaves visible, and a plan made for other
+// settings is refused.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <random>
+
+#include "harness/accuracy.hpp"
+#include "harness/host_case.hpp"
+#include "harness/random_problem.hpp"
+#include "leanattn/cpu_engine.hpp"
+#include "leanattn/error.hpp"
+#include "leanattn/reference.hpp"
+
+namespace leanattn {
+namespace {
+
+class VariantsTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  cpu::Engine& engine(std::int32_t workers) {
+    auto& e = engines_[workers];
+    if (!e)
+      e = std::make_unique<cpu::Engine>(cpu::EngineOptions{.workers = workers, .simd = GetParam()});
+    return *e;
+  }
+
+  // Every strategy (lean in both orders) with several worker counts and tiles.
+  void check_everything(harness::HostCase& c, const std::string& what) {
+    const auto ref = reference::naive_attention(c.problem, c.tensors());
+    const auto naive = harness::naive_same_precision(c.problem, c.tensors());
+    const std::vector<PlanOptions> options = {
+        {.strategy = Strategy::lean, .order = LineOrder::head_major},
+        {.strategy = Strategy::lean, .order = LineOrder::token_major},
+        {.strategy = Strategy::split},
+        {.strategy = Strategy::head}};
+    for (std::int32_t workers : {1, 3, 16}) {
+      for (std::int32_t tile : {1, 16, 64}) {
+        for (PlanOptions o : options) {
+          o.tile_tokens = tile;
+          harness::poison_outputs(c);
+          cpu::Engine& e = engine(workers);
+          e.run(c.problem, e.plan(c.problem, o), c.tensors());
+          const harness::Accuracy a = harness::check_accuracy(c, ref, true, &naive);
+          ASSERT_TRUE(a.ok()) << what << " strategy " << strategy_name(o.strategy) << " order "
+                              << line_order_name(o.order) << " workers " << workers << " tile "
+                              << tile << ": err " << a.max_abs_err << " tol " << a.tolerance
+                              << " lse " << a.max_lse_err << " mismatches " << a.mismatches << " ("
+                              << a.first_problem << ")";
+        }
+      }
+    }
+  }
+
+  std::map<std::int32_t, std::unique_ptr<cpu::Engine>> engines_;
+};
+
+DecodeProblem problem(std::vector<std::int32_t> lens, std::int32_t q_len, AttentionVariant v,
+                      DType dt = DType::f16) {
+  DecodeProblem p;
+  p.q_heads = 8;
+  p.kv_heads = 2;
+  p.head_dim = 64;
+  p.q_len = q_len;
+  p.seq_lens = std::move(lens);
+  p.q_dtype = p.kv_dtype = dt;
+  p.variant = v;
+  return p;
+}
+
+TEST_P(VariantsTest, SeveralQueryTokensCausalAndNot) {
+  for (std::int32_t q_len : {2, 4, 8}) {
+    for (bool causal : {true, false}) {
+      harness::HostCase c =
+          harness::make_case(problem({300, 0, 8, 65, 17}, q_len, {.causal = causal}),
+                             static_cast<std::uint64_t>(q_len));
+      check_everything(c, "q_len " + std::to_string(q_len) + " causal " + std::to_string(causal));
+    }
+  }
+}
+
+TEST_P(VariantsTest, WindowsShorterLongerAndOnTileEdges) {
+  for (std::int32_t window : {0, 1, 15, 16, 17, 64, 100, 5000}) {
+    for (std::int32_t q_len : {1, 3}) {
+      harness::HostCase c =
+          harness::make_case(problem({700, 0, 64, 65, 3}, q_len, {.window_left = window}),
+                             static_cast<std::uint64_t>(window));
+      check_everything(c, "window " + std::to_string(window) + " q_len " + std::to_string(q_len));
+    }
+  }
+}
+
+TEST_P(VariantsTest, SoftcapSinksAlibiAndCombinations) {
+  const std::vector<std::pair<std::string, AttentionVariant>> variants = {
+      {"softcap near the scores", {.softcap = 1.0f}},
+      {"softcap 30", {.softcap = 30.0f}},
+      {"sinks", {.sinks = true}},
+      {"alibi", {.alibi = true}},
+      {"gemma2: window + softcap", {.window_left = 40, .softcap = 2.0f}},
+      {"gpt-oss: window + sinks", {.window_left = 40, .sinks = true}},
+      {"everything", {.window_left = 33, .softcap = 2.5f, .sinks = true, .alibi = true}},
+      {"non-causal alibi", {.causal = false, .alibi = true}}};
+  for (const auto& [name, v] : variants) {
+    harness::HostCase c = harness::make_case(problem({200, 0, 5, 129}, 4, v, DType::bf16), 9);
+    check_everything(c, name);
+  }
+}
+
+TEST_P(VariantsTest, SinksAboveEveryScoreAndPagedCaches) {
+  DecodeProblem p = problem({300, 7, 0, 64}, 2, {.window_left = 20, .sinks = true});
+  p.layout = KvLayout::paged;
+  p.page_size = 16;
+  harness::HostCase c = harness::make_case(p, 21);
+  for (float& s : c.sinks) s = 60.0f;  // far above every score: outputs tiny, finite, exact
+  check_everything(c, "paged, sinks 60");
+}
+
+TEST_P(VariantsTest, RandomVariantProblems) {
+  std::mt19937_64 rng(1616);
+  harness::RandomLimits lim;
+  lim.max_len = 500;
+  lim.max_workers = 64;
+  for (int trial = 0; trial < 120; ++trial) {
+    harness::RandomCase rc = harness::random_case(rng, lim);
+    harness::HostCase c = harness::make_case(rc.problem, static_cast<std::uint64_t>(trial) + 7000);
+    const auto ref = reference::naive_attention(c.problem, c.tensors());
+    cpu::Engine& e = engine(rc.hardware.workers);
+    e.run(c.problem, make_plan(c.problem, rc.hardware, rc.options), c.tensors());
+    const harness::Accuracy a = harness::check_accuracy(c, ref, true);
+    ASSERT_TRUE(a.ok()) << "trial " << trial << " err " << a.max_abs_err << " tol " << a.tolerance
+                        << " lse " << a.max_lse_err << " (" << a.first_problem << ")";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(SimdTargets, VariantsTest, ::testing::ValuesIn(cpu::simd_targets()),
+                         [](const auto& param_info) { return param_info.param; });
+
+TEST(VariantsPlan, WindowPlansOnlyTheVisibleTiles) {
+  // 128k keys, window 4096, 4 query tokens: keys [seq - 4 - 4096, seq) are planned.
+  DecodeProblem p = problem({131072, 5000, 100}, 4, {.window_left = 4096});
+  p.capacity = 131072;
+  const Plan plan = make_plan(p, {8}, {.tile_tokens = 64});
+  EXPECT_EQ(plan.first_key(0), 131072 - 4 - 4096);
+  EXPECT_EQ(plan.first_key(1), 5000 - 4 - 4096);
+  EXPECT_EQ(plan.first_key(2), 0);
+  const std::int64_t tiles = (4100 + 63) / 64 + (4100 + 63) / 64 + (100 + 63) / 64;
+  EXPECT_EQ(plan.total_tiles, tiles * p.kv_heads);
+  // Lean balances the planned tiles: no worker holds more than its share plus one.
+  for (std::int32_t w = 0; w < plan.workers; ++w) {
+    EXPECT_LE(plan.worker_tiles(w), plan.total_tiles / plan.workers + 1);
+  }
+}
+
+TEST(VariantsPlan, APlanMadeForOtherSettingsIsRefused) {
+  DecodeProblem p = problem({100, 50}, 2, {.window_left = 10});
+  harness::HostCase c = harness::make_case(p, 3);
+  cpu::Engine e({.workers = 2});
+  const Plan plan = e.plan(c.problem);
+  for (auto change :
+       std::vector<void (*)(DecodeProblem&)>{[](DecodeProblem& q) { q.variant.window_left = 11; },
+                                             [](DecodeProblem& q) { q.variant.causal = false; },
+                                             [](DecodeProblem& q) { q.variant.softcap = 1.0f; },
+                                             [](DecodeProblem& q) { q.q_len = 1; }}) {
+    harness::HostCase other = harness::make_case(p, 3);
+    change(other.problem);
+    try {
+      e.run(other.problem, plan, other.tensors());
+      ADD_FAILURE() << "ran a plan made for other settings";
+    } catch (const Error& err) {
+      EXPECT_EQ(err.argument(), "plan") << err.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace leanattn
