@@ -4,16 +4,19 @@
 # runs), then the median of each figure over the runs. Writes the runs' CSVs and a log under
 # bench/results/ (name: cpu-targets-<cpu>-<cores>c-<date>). Needs a release build
 # (cmake --preset release && cmake --build build/release) or --leanattn BIN.
+# --with-head-major adds the GPU's plans of every strategy (leanattn bench --with-head-major).
 #   bench/cpu_targets.sh [--runs N] [--repeat N] [--leanattn BIN] [--out PREFIX]
+#                        [--with-head-major]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-runs=5 repeat=10 bin=build/release/apps/leanattn/leanattn out=""
+runs=5 repeat=10 bin=build/release/apps/leanattn/leanattn out="" extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --runs) runs="$2"; shift 2 ;;
     --repeat) repeat="$2"; shift 2 ;;
     --leanattn) bin="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
+    --with-head-major) extra+=(--with-head-major); shift ;;
     *) echo "cpu_targets.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -21,7 +24,7 @@ done
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //; s/ /-/g' | tr 'A-Z' 'a-z')
 out=${out:-bench/results/cpu-targets-${cpu}-$(nproc)c-$(date -u +%F)}
 mkdir -p "$(dirname "$out")"
-common=(--head-dim 128 --dtype f16 --workers 2 --repeat "$repeat")
+common=(--head-dim 128 --dtype f16 --workers 2 --repeat "$repeat" "${extra[@]}")
 declare -A shape=(
   [1-gqa262k]="--q-heads 32 --kv-heads 8 --seq-len 262144"
   [2-mqa512k]="--q-heads 8 --kv-heads 1 --seq-len 524288"

@@ -67,13 +67,15 @@ std::string format_case(const LabelledCase& lc, double probe_gbps) {
                     static_cast<double>(c.kv_bytes) / (1 << 20),
                     c.kv_copies > 1 ? fmt::format(" (x{} rotated copies)", c.kv_copies) : "",
                     c.workers, c.simd, probe);
-  os << fmt::format("  {:<15} {:>12} {:>8} {:>9} {:>8} {:>9} {:>10}  {}\n", "strategy", "median_us",
-                    "GB/s", "of_probe", "vs_head", "vs_split", "max_err", "check");
+  os << fmt::format("  {:<16} {:<11} {:>6} {:>12} {:>8} {:>9} {:>8} {:>9} {:>10}  {}\n", "strategy",
+                    "order", "splits", "median_us", "GB/s", "of_probe", "vs_head", "vs_split",
+                    "max_err", "check");
   for (const auto& r : c.results) {
-    os << fmt::format("  {:<15} {:>12.1f} {:>8.2f} {:>9.2f} {:>8} {:>9} {:>10.2e}  {}\n",
-                      r.strategy + (r.strategy == "split" ? fmt::format("/{}", r.splits) : ""),
-                      r.median_us, r.gbps, r.probe_fraction, ratio(speedup(c, r, "head")),
-                      ratio(speedup(c, r, "split")), r.max_abs_err, r.ok ? "ok" : "FAIL");
+    os << fmt::format(
+        "  {:<16} {:<11} {:>6} {:>12.1f} {:>8.2f} {:>9.2f} {:>8} {:>9} {:>10.2e}  {}\n", r.strategy,
+        r.order, r.splits > 0 ? std::to_string(r.splits) : "-", r.median_us, r.gbps,
+        r.probe_fraction, ratio(speedup(c, r, "head")), ratio(speedup(c, r, "split")),
+        r.max_abs_err, r.ok ? "ok" : "FAIL");
   }
   return os.str();
 }
@@ -137,6 +139,7 @@ nlohmann::ordered_json to_json(const BenchRun& run) {
                          {"alibi", p.variant.alibi},
                          {"workers", r.workers},
                          {"splits", r.splits},
+                         {"order", r.order},
                          {"median_us", r.median_us},
                          {"min_us", r.min_us},
                          {"kv_bytes", c.kv_bytes},
@@ -158,7 +161,7 @@ std::string to_csv(const BenchRun& run) {
   std::ostringstream os;
   os << "date,commit,cpu,cores,backend,simd,case,strategy,batch,q_heads,kv_heads,head_dim,dtype,"
         "page_size,total_tokens,max_seq_len,seq_lens,workers,splits,median_us,min_us,kv_bytes,"
-        "gbps,probe_gbps,probe_fraction,speedup_vs_head,speedup_vs_split,max_abs_err,ok\n";
+        "gbps,probe_gbps,probe_fraction,speedup_vs_head,speedup_vs_split,max_abs_err,ok,order\n";
   for (const auto& lc : run.cases) {
     const bench::CaseResult& c = lc.result;
     const DecodeProblem& p = c.problem;
@@ -170,13 +173,13 @@ std::string to_csv(const BenchRun& run) {
     for (const auto& r : c.results) {
       os << fmt::format(
           "{},{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.2f},{:.2f},{},{:.3f},"
-          "{:.3f},{:.4f},{:.3f},{:.3f},{:.3e},{}\n",
+          "{:.3f},{:.4f},{:.3f},{:.3f},{:.3e},{},{}\n",
           run.machine.date, run.machine.commit, run.machine.cpu, run.machine.cores, run.backend,
           c.simd, lc.label, r.strategy, p.batch(), p.q_heads, p.kv_heads, p.head_dim,
           dtype_name(p.kv_dtype), p.layout == KvLayout::paged ? p.page_size : 0, p.total_tokens(),
           longest, lens, r.workers, r.splits, r.median_us, r.min_us, c.kv_bytes, r.gbps,
           c.probe_gbps, r.probe_fraction, speedup(c, r, "head"), speedup(c, r, "split"),
-          r.max_abs_err, r.ok ? 1 : 0);
+          r.max_abs_err, r.ok ? 1 : 0, r.order);
     }
   }
   return os.str();

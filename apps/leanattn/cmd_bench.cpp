@@ -168,7 +168,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--with-invariant", args->invariant,
                 "also time batch-invariant lean (what the mode costs)");
   cmd->add_flag("--with-head-major", args->head_major,
-                "also time lean in the paper's head-major order");
+                "also time every strategy with the GPU's plan (head-major order; split by FA2's "
+                "rule): what the CPU's token-major plans gain");
   cmd->callback([args, cmd] {
     bool sweep = true;
     for (const char* f : kShapeFlags) sweep = sweep && cmd->count(f) == 0;

@@ -31,12 +31,15 @@ void ProblemArgs::add_shape_flags(CLI::App& app) {
 void ProblemArgs::add_plan_flags(CLI::App& app) {
   app.add_option("--workers", workers, "persistent workers (threads); 0 = one per core");
   app.add_option("--tile", tile, "lean-tile size in tokens; 0 = default for the head dim");
-  app.add_option("--splits", splits, "split strategy: splits per pair; 0 = FA2 heuristic");
+  app.add_option("--splits", splits,
+                 "split strategy: splits per pair; 0 = the executor's rule (heuristics.hpp)");
   app.add_flag("--batch-invariant", batch_invariant,
                "lean strategy: fixed chunks per request (bitwise batch invariance)");
   app.add_option("--chunk-tiles", chunk_tiles, "batch-invariant chunk size in tiles; 0 = default");
   app.add_option("--order", order,
-                 "lean line order: automatic, head_major (paper), token_major (whole token rows)");
+                 "tile order: automatic (the executor's), head_major (the paper's; head and split "
+                 "deal pairs to the first free worker), token_major (whole token rows; head and "
+                 "split deal pairs contiguously)");
 }
 
 DecodeProblem ProblemArgs::problem() const {
@@ -93,7 +96,7 @@ PlanOptions ProblemArgs::plan_options(Strategy strategy) const {
   o.splits = strategy == Strategy::split ? splits : 0;
   o.batch_invariant = strategy == Strategy::lean && batch_invariant;
   o.chunk_tiles = chunk_tiles;
-  o.order = strategy == Strategy::lean ? parse_line_order(order, "order") : LineOrder::automatic;
+  o.order = parse_line_order(order, "order");
   return o;
 }
 

@@ -4,14 +4,49 @@ Called by run_peers.sh as
     combine.py RUN_DIR OUT_CSV
 RUN_DIR holds shapes.tsv (label, q_heads, kv_heads, head_dim, seq_lens, leanattn CSV path per
 shape), peers.jsonl (one JSON object per peer run, from the harnesses) and meta.json (date,
-commit, cpu, threads, versions, skipped runs). Each leanattn strategy becomes one row
-(leanattn-lean, leanattn-split, leanattn-head); every peer row takes probe_gbps from leanattn's
-CSV of the same shape (the probe is measured in the same run). Standard library only.
+commit, cpu, threads, versions, skipped runs). A shape runs in rounds (one shapes.tsv line and
+one peers.jsonl line per implementation per round): each implementation's row takes the median
+of its round medians, the best of its bests and the largest error. Each leanattn strategy becomes
+one row (leanattn-lean, leanattn-split, leanattn-head), each torch configuration one
+(torch-sdpa-<dtype>-<gqa>), and torch-sdpa-best repeats the fastest correct torch row of the
+shape. Every peer row takes probe_gbps from leanattn's CSVs of the same shape (the median of its
+rounds' probes, measured in the same run). Standard library only.
 """
 import csv
 import json
+import statistics
 import sys
 from pathlib import Path
+
+
+def merge_rounds(rows):
+    """One row per (impl, shape, seq_lens): median of the medians, best of the bests."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["impl"], r["shape"], r["seq_lens"]), []).append(r)
+    merged = []
+    for same in groups.values():
+        r = dict(same[0])
+        r["median_us"] = statistics.median(float(x["median_us"]) for x in same)
+        r["best_us"] = min(float(x["best_us"]) for x in same)
+        r["max_abs_err"] = max(float(x["max_abs_err"]) for x in same)
+        r["ok"] = int(all(int(x["ok"]) for x in same))
+        if len(same) > 1:
+            r["config"] = f"{r['config']}; median of {len(same)} rounds"
+        merged.append(r)
+    return merged
+
+
+def add_torch_best(rows):
+    """torch-sdpa-best: the fastest correct torch configuration of each shape."""
+    best = {}
+    for r in rows:
+        if r["impl"].startswith("torch-sdpa-") and r["ok"]:
+            key = (r["shape"], r["seq_lens"])
+            if key not in best or r["median_us"] < best[key]["median_us"]:
+                best[key] = r
+    for r in best.values():
+        rows.append(dict(r, impl="torch-sdpa-best", config=f"{r['impl']}: {r['config']}"))
 
 COLUMNS = ["date", "commit", "cpu", "threads", "impl", "shape", "q_heads", "kv_heads", "head_dim",
            "dtype", "seq_lens", "total_tokens", "median_us", "best_us", "kv_bytes", "gbps",
@@ -31,7 +66,7 @@ def main(run_dir, out_csv):
     run = Path(run_dir)
     meta = json.loads((run / "meta.json").read_text())
     rows = []
-    probes = {}
+    probes = {}  # (shape, seq_lens) -> leanattn's probe of every round
     with open(run / "shapes.tsv") as f:
         for label, qh, kvh, d, lens, lean_csv in csv.reader(f, delimiter="\t"):
             key = (label, lens.replace(",", ";"))
@@ -39,7 +74,7 @@ def main(run_dir, out_csv):
                 continue
             with open(lean_csv) as lf:
                 for r in csv.DictReader(lf):
-                    probes[key] = float(r["probe_gbps"])
+                    probes.setdefault(key, []).append(float(r["probe_gbps"]))
                     rows.append({
                         "impl": "leanattn-" + r["strategy"], "shape": label, "q_heads": qh,
                         "kv_heads": kvh, "head_dim": d, "dtype": r["dtype"], "seq_lens": key[1],
@@ -48,6 +83,7 @@ def main(run_dir, out_csv):
                         "ref_max_abs": "", "ok": int(r["ok"]),
                         "version": f"leanattn {r['commit']}",
                         "config": f"{r['strategy']} simd {r['simd']} workers {r['workers']}"
+                                  + (f" order {r['order']}" if r.get("order") else "")
                                   + (f" splits {r['splits']}" if r["strategy"] == "split" else ""),
                     })
     peers_file = run / "peers.jsonl"
@@ -63,8 +99,10 @@ def main(run_dir, out_csv):
             "ref_max_abs": r["ref_max_abs"], "ok": int(peer_ok(r)), "version": r["version"],
             "config": r["config"],
         })
+    rows = merge_rounds(rows)
+    add_torch_best(rows)
     for r in rows:
-        probe = probes.get((r["shape"], r["seq_lens"]), 0.0)
+        probe = statistics.median(probes.get((r["shape"], r["seq_lens"]), [0.0]))
         gbps = r["kv_bytes"] / (r["median_us"] * 1e-6) / 1e9
         r.update({"date": meta["date"], "commit": meta["commit"], "cpu": meta["cpu"],
                   "threads": meta["threads"], "gbps": f"{gbps:.3f}",

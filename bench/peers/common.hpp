@@ -12,11 +12,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <new>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/mman.h>
 
 namespace peers {
 
@@ -152,6 +155,39 @@ inline void fill_16bit(std::uint16_t* dst, std::int64_t count, std::uint64_t see
     dst[i] = bf16 ? f32_to_bf16(f) : f32_to_f16(f);
   }
 }
+
+// ---- huge pages ---------------------------------------------------------------------------------
+
+// An allocator for the KV copies: 2 MiB-aligned blocks advised as transparent huge pages, as
+// leanattn's own buffers are (src/core/large_buffer.cpp), so that no implementation pays TLB
+// misses the others do not.
+template <typename T>
+struct HugePageAllocator {
+  using value_type = T;
+  static constexpr std::size_t kHugePage = std::size_t{2} << 20;
+  HugePageAllocator() = default;
+  template <typename U>
+  HugePageAllocator(const HugePageAllocator<U>&) {}
+  T* allocate(std::size_t n) {
+    const std::size_t bytes =
+        (std::max<std::size_t>(n * sizeof(T), 1) + kHugePage - 1) / kHugePage * kHugePage;
+    void* p = std::aligned_alloc(kHugePage, bytes);
+    if (p == nullptr) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, std::size_t) {
+    std::free(p);
+  }
+  template <typename U>
+  bool operator==(const HugePageAllocator<U>&) const {
+    return true;
+  }
+};
+template <typename T>
+using HugeVector = std::vector<T, HugePageAllocator<T>>;
 
 // Number of KV copies to rotate through so that at least rotate_mib MiB is cycled (1..64),
 // the same rule as leanattn's benchmark.

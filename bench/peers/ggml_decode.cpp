@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
 
   // K, V: `copies` identical buffers [batch][capacity][kv_heads][head_dim] f16 (one llama.cpp KV
   // stream per request); Q: [batch][heads][head_dim] f32.
-  std::vector<std::vector<std::uint16_t>> k(copies), v(copies);
+  std::vector<peers::HugeVector<std::uint16_t>> k(copies), v(copies);
   k[0].resize(kv_elems);
   v[0].resize(kv_elems);
   peers::fill_16bit(k[0].data(), kv_elems, 11, false);

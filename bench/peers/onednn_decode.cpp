@@ -42,16 +42,20 @@ int run(const peers::Args& a, const Data& data, dt et) {
   const memory::dim bh = static_cast<memory::dim>(a.batch()) * a.kv_heads;
   const int copies = peers::kv_copies(a, static_cast<std::int64_t>(data.k.size()) * 2 * sizeof(T));
   auto as_t = [](const std::vector<std::uint16_t>& x) {
-    if constexpr (std::is_same_v<T, float>)
-      return widen(x);
-    else
-      return x;
+    peers::HugeVector<T> out(x.size());
+    if constexpr (std::is_same_v<T, float>) {
+      const std::vector<float> f = widen(x);
+      std::copy(f.begin(), f.end(), out.begin());
+    } else {
+      std::copy(x.begin(), x.end(), out.begin());
+    }
+    return out;
   };
-  std::vector<std::vector<T>> k(copies), v(copies);
+  std::vector<peers::HugeVector<T>> k(copies), v(copies);
   k[0] = as_t(data.k);
   v[0] = as_t(data.v);
   for (int c = 1; c < copies; ++c) k[c] = k[0], v[c] = v[0];
-  std::vector<T> q = as_t(data.q);
+  peers::HugeVector<T> q = as_t(data.q);
   std::vector<float> out(q.size(), NAN);
 
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);

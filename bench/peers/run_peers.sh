@@ -4,10 +4,14 @@
 # libdnnl-dev; a venv with numpy, matplotlib and torch from PyPI; the llama-cpp-python sdist for
 # ggml's sources), builds leanattn and the harnesses in bench/peers, runs every shape, and writes
 #   bench/results/cpu-peers-<cpu-slug>-<date>.csv   (+ .json: versions, machine, skipped runs)
-# (--quick: small shapes, few repeats, written as ...-smoke.csv). See bench/README.md.
+# (--quick: small shapes, few repeats, written as ...-smoke.csv). Every shape runs in rounds:
+# each round runs leanattn and every peer once (a share of the repeats each), so that a drift of
+# the machine's bandwidth hits all of them alike; leanattn's probe passes sit between its runs.
+# See bench/README.md.
 #
-#   bench/peers/run_peers.sh [--quick] [--threads N] [--repeat N] [--peers LIST] [--contexts LIST]
-#                            [--out FILE] [--no-install] [--jobs N] [--leanattn BIN]
+#   bench/peers/run_peers.sh [--quick] [--threads N] [--repeat N] [--rounds N] [--peers LIST]
+#                            [--contexts LIST] [--out FILE] [--no-install] [--jobs N]
+#                            [--leanattn BIN]
 set -euo pipefail
 
 usage() {
@@ -16,7 +20,9 @@ usage() {
 options:
   --quick        small contexts (1k, 4k), 5 repeats: a smoke test of the whole pipeline
   --threads N    threads for every implementation (default: number of cores)
-  --repeat N     timed runs per implementation and shape (default 20; --quick 5)
+  --repeat N     timed runs per implementation and shape (default 20; --quick 6)
+  --rounds N     rounds per shape, each running every implementation once with repeat / rounds
+                 timed runs (rounded up; default 3, --quick 2)
   --peers LIST   comma-separated subset of leanattn,ggml,torch,onednn (default: all)
   --contexts L   comma-separated context lengths (default 4096,32768,131072; --quick 1024,4096)
   --out FILE     results CSV (default: bench/results/cpu-peers-<cpu>-<date>[-smoke].csv)
@@ -24,7 +30,8 @@ options:
   --jobs N       parallel compile jobs (default 2)
   --leanattn BIN use this leanattn binary instead of building the release preset
 environment: LLAMA_CPP_PYTHON_VERSION (default 0.3.36), TORCH_SPEC (pip spec, default torch),
-  TORCH_DTYPE (f16, bf16 or f32; default f16), LEANATTN_ARGS (extra `leanattn bench` flags,
+  TORCH_VARIANTS (torch_decode.py --variants; default f32 and f16, each with enable_gqa and
+  with expanded K/V), LEANATTN_ARGS (extra `leanattn bench` flags,
   e.g. "--with-head-major --with-invariant")
 EOF
 }
@@ -34,13 +41,14 @@ say() { echo "run_peers.sh: $*" >&2; }
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-QUICK=0 THREADS=$(nproc) REPEAT="" PEERS="leanattn,ggml,torch,onednn" OUT="" INSTALL=1 JOBS=2
+QUICK=0 THREADS=$(nproc) REPEAT="" ROUNDS="" PEERS="leanattn,ggml,torch,onednn" OUT="" INSTALL=1 JOBS=2
 LEANATTN="" CONTEXTS_ARG=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
     --threads) THREADS=${2:?--threads needs a value}; shift ;;
     --repeat) REPEAT=${2:?--repeat needs a value}; shift ;;
+    --rounds) ROUNDS=${2:?--rounds needs a value}; shift ;;
     --peers) PEERS=${2:?--peers needs a value}; shift ;;
     --contexts) CONTEXTS_ARG=${2:?--contexts needs a value}; shift ;;
     --out) OUT=${2:?--out needs a value}; shift ;;
@@ -53,8 +61,11 @@ while [ $# -gt 0 ]; do
   shift
 done
 [[ "$THREADS" =~ ^[1-9][0-9]*$ ]] || die "--threads must be a positive integer (got '$THREADS')"
-[ -z "$REPEAT" ] && { [ "$QUICK" = 1 ] && REPEAT=5 || REPEAT=20; }
+[ -z "$REPEAT" ] && { [ "$QUICK" = 1 ] && REPEAT=6 || REPEAT=20; }
 [[ "$REPEAT" =~ ^[1-9][0-9]*$ ]] || die "--repeat must be a positive integer (got '$REPEAT')"
+[ -z "$ROUNDS" ] && { [ "$QUICK" = 1 ] && ROUNDS=2 || ROUNDS=3; }
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer (got '$ROUNDS')"
+PER_ROUND=$(((REPEAT + ROUNDS - 1) / ROUNDS))
 for p in ${PEERS//,/ }; do
   case "$p" in leanattn|ggml|torch|onednn) ;; *) die "--peers: unknown '$p' (leanattn,ggml,torch,onednn)" ;; esac
 done
@@ -151,7 +162,7 @@ PIN=()
 [ "$THREADS" -le "$(nproc)" ] && PIN=(taskset -c "0-$((THREADS - 1))")
 OMP_ENV=(env OMP_NUM_THREADS="$THREADS" OMP_PROC_BIND=close OMP_PLACES=cores)
 MEM_AVAIL=$(($(awk '/MemAvailable/ {print $2}' /proc/meminfo) * 1024))
-say "$CPU, $THREADS threads, $REPEAT repeats, ${#SHAPES[@]} shapes; logs in $RUN"
+say "$CPU, $THREADS threads, $ROUNDS rounds of $PER_ROUND repeats, ${#SHAPES[@]} shapes; logs in $RUN"
 
 # Runs a peer harness; its JSON line goes to peers.jsonl. Exit code 3 = shape not supported.
 run_peer() {
@@ -182,29 +193,32 @@ for shape in "${SHAPES[@]}"; do
   fi
   say "[$i/${#SHAPES[@]}] $label: $qh/$kvh heads, d $d, seq_lens $lens ($((kv_bytes >> 20)) MiB KV)"
   args=(--q-heads "$qh" --kv-heads "$kvh" --head-dim "$d" --seq-lens "$lens")
-  lean_csv=""
-  if has leanattn; then
-    lean_csv=$RUN/leanattn-$i.csv
-    # leanattn pins its own workers; exit 1 = some strategy failed its check (recorded in the CSV).
-    rc=0
-    "$LEANATTN" bench "${args[@]}" --dtype f16 --workers "$THREADS" --repeat "$REPEAT" \
-      --csv "$lean_csv" ${LEANATTN_ARGS:-} >>"$RUN/leanattn.log" 2>&1 || rc=$?
-    [ "$rc" = 0 ] || [ "$rc" = 1 -a -f "$lean_csv" ] || die "leanattn bench failed (exit $rc; see $RUN/leanattn.log)"
-  fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$qh" "$kvh" "$d" "$lens" "$lean_csv" >>"$RUN/shapes.tsv"
-  peer_args=("${args[@]}" --label "$label" --threads "$THREADS" --repeat "$REPEAT")
-  has ggml && run_peer ggml "$label" "$lens" "${PIN[@]}" "$HARNESS/ggml_decode" "${peer_args[@]}"
-  has torch && run_peer torch "$label" "$lens" "${OMP_ENV[@]}" "${PIN[@]}" "$PY" \
-    bench/peers/torch_decode.py "${peer_args[@]}" --dtype "${TORCH_DTYPE:-f16}"
-  has onednn && run_peer onednn "$label" "$lens" "${OMP_ENV[@]}" "${PIN[@]}" \
-    "$HARNESS/onednn_decode" "${peer_args[@]}"
+  for round in $(seq "$ROUNDS"); do
+    lean_csv=""
+    if has leanattn; then
+      lean_csv=$RUN/leanattn-$i-$round.csv
+      # leanattn pins its own workers; exit 1 = some strategy failed its check (in the CSV).
+      rc=0
+      "$LEANATTN" bench "${args[@]}" --dtype f16 --workers "$THREADS" --repeat "$PER_ROUND" \
+        --csv "$lean_csv" ${LEANATTN_ARGS:-} >>"$RUN/leanattn.log" 2>&1 || rc=$?
+      [ "$rc" = 0 ] || [ "$rc" = 1 -a -f "$lean_csv" ] || die "leanattn bench failed (exit $rc; see $RUN/leanattn.log)"
+    fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$qh" "$kvh" "$d" "$lens" "$lean_csv" >>"$RUN/shapes.tsv"
+    peer_args=("${args[@]}" --label "$label" --threads "$THREADS" --repeat "$PER_ROUND")
+    has ggml && run_peer ggml "$label" "$lens" "${PIN[@]}" "$HARNESS/ggml_decode" "${peer_args[@]}"
+    has torch && run_peer torch "$label" "$lens" "${OMP_ENV[@]}" "${PIN[@]}" "$PY" \
+      bench/peers/torch_decode.py "${peer_args[@]}" \
+      --variants "${TORCH_VARIANTS:-f32:enable_gqa,f32:expand,f16:enable_gqa,f16:expand}"
+    has onednn && run_peer onednn "$label" "$lens" "${OMP_ENV[@]}" "${PIN[@]}" \
+      "$HARNESS/onednn_decode" "${peer_args[@]}"
+  done
 done
 
 # ---- results ------------------------------------------------------------------------------------
-"$PY" - "$RUN" "$THREADS" "$REPEAT" "$LCP_VERSION" "$QUICK" <<'EOF'
+"$PY" - "$RUN" "$THREADS" "$REPEAT" "$LCP_VERSION" "$QUICK" "$ROUNDS" <<'EOF'
 import json, platform, subprocess, sys
 from pathlib import Path
-run, threads, repeat, lcp, quick = sys.argv[1:]
+run, threads, repeat, lcp, quick, rounds = sys.argv[1:]
 def sh(cmd):
     try:
         return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
@@ -225,7 +239,7 @@ meta = {
     "commit": sh("git rev-parse --short HEAD") + ("-dirty" if sh("git status --porcelain --untracked-files=no") else ""),
     "cpu": sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'"),
     "cores": int(sh("nproc") or 0), "threads": int(threads), "repeat": int(repeat),
-    "quick": quick == "1", "kernel": platform.release(), "versions": versions,
+    "rounds": int(rounds), "quick": quick == "1", "kernel": platform.release(), "versions": versions,
     "skipped": (Path(run) / "skipped.txt").read_text().splitlines(),
     "run_dir": run,
 }

@@ -1,18 +1,25 @@
-"""torch_decode.py: times PyTorch's CPU scaled_dot_product_attention on one decode problem and
-checks its output against an fp64 NumPy reference. Run by run_peers.sh with build/peers-venv's
-Python (and OMP_NUM_THREADS / OMP_PROC_BIND / OMP_PLACES set for pinning); prints one JSON line,
-like the C++ harnesses (common.hpp).
+"""torch_decode.py: times PyTorch's CPU scaled_dot_product_attention on one decode problem in
+several configurations, interleaved round by round, and checks each against an fp64 NumPy
+reference. Run by run_peers.sh with build/peers-venv's Python (and OMP_NUM_THREADS /
+OMP_PROC_BIND / OMP_PLACES set for pinning); prints one JSON line per configuration, like the C++
+harnesses (common.hpp).
 
-Configuration: f16 (or --dtype) Q, K, V in torch's layout [batch, heads, tokens, head_dim], one query token,
-scale 1/sqrt(head_dim), torch.set_num_threads(--threads), inference mode. GQA: enable_gqa=True
-(K and V are not copied), or --gqa expand (K and V repeated per query head beforehand, not timed).
-Ragged batches: torch has no ragged dense SDPA, so the batch is padded to the longest request and
-a boolean attn_mask hides the padding (as a padded static cache would); bytes are still counted
-as the useful (unpadded) K+V.
+Configurations (--variants, default all four): element type f32 or f16 for Q, K and V, and GQA by
+enable_gqa=True (K and V not copied) or by K and V expanded per query head beforehand (not timed;
+the expanded tensors are what is read). MHA has one GQA form. Each is reported as its own impl,
+torch-sdpa-<dtype>-<gqa>; combine.py adds torch-sdpa-best, the fastest correct one per shape.
+Layout [batch, heads, tokens, head_dim], one query token, scale 1/sqrt(head_dim),
+torch.set_num_threads(--threads), inference mode. K and V live on transparent huge pages
+(mmap + MADV_HUGEPAGE), as leanattn's do. Each round runs every configuration once, then a read
+pass over a separate buffer (the probe, also reported) so that no run finds the last one's data
+in cache. Ragged batches: torch has no ragged dense SDPA, so the batch is padded to the longest
+request and a boolean attn_mask hides the padding (as a padded static cache would); bytes are
+the useful (unpadded) K+V at 16 bits per element whatever the dtype, as leanattn counts them.
 """
 import argparse
 import json
 import math
+import mmap
 import sys
 import time
 
@@ -22,6 +29,7 @@ import torch.nn.functional as F
 
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+ALL_VARIANTS = "f32:enable_gqa,f32:expand,f16:enable_gqa,f16:expand"
 
 
 def parse_args():
@@ -35,10 +43,17 @@ def parse_args():
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--rotate-mib", type=int, default=512)
-    p.add_argument("--gqa", choices=["enable_gqa", "expand"], default="enable_gqa")
-    p.add_argument("--dtype", choices=list(DTYPES), default="f16", help="Q, K, V element type")
+    p.add_argument("--probe-mib", type=int, default=256)
+    p.add_argument("--variants", default=ALL_VARIANTS,
+                   help="comma-separated dtype:gqa (dtype f32, f16, bf16; gqa enable_gqa, expand)")
+    p.add_argument("--mem-budget-mib", type=int, default=0,
+                   help="skip the largest configurations beyond this (0: half of MemAvailable)")
     a = p.parse_args()
     a.seq_lens = [int(x) for x in a.seq_lens.split(",")]
+    a.variants = [tuple(v.split(":")) for v in a.variants.split(",")]
+    if any(len(v) != 2 or v[0] not in DTYPES or v[1] not in ("enable_gqa", "expand")
+           for v in a.variants):
+        p.error("--variants: comma-separated dtype:gqa, e.g. f32:enable_gqa,f16:expand")
     if a.q_heads % a.kv_heads or min(a.seq_lens) < 0 or max(a.seq_lens) < 1 or a.repeat < 1:
         p.error("--q-heads must be a multiple of --kv-heads; lengths >= 0, one > 0; --repeat >= 1")
     return a
@@ -53,62 +68,147 @@ def backend_name(q, k, v, mask, gqa):
         return "unknown"
 
 
+def huge_empty(shape, dtype):
+    """A tensor on transparent huge pages: anonymous mmap advised MADV_HUGEPAGE (Linux)."""
+    count = math.prod(shape)
+    nbytes = max(1, count * torch.empty((), dtype=dtype).element_size())
+    buf = mmap.mmap(-1, (nbytes + (2 << 20) - 1) // (2 << 20) * (2 << 20))
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        buf.madvise(mmap.MADV_HUGEPAGE)
+    return torch.frombuffer(buf, dtype=dtype, count=count).view(*shape)
+
+
+def mem_available():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 1 << 34
+
+
+class Variant:
+    """One configuration: its KV copies (rotated so that small caches are read cold), query."""
+
+    def __init__(self, a, dtype_name, gqa, k32, v32, q32):
+        self.dtype_name, self.g = dtype_name, a.q_heads // a.kv_heads
+        self.gqa = gqa if self.g > 1 else "mha"
+        dtype = DTYPES[dtype_name]
+        self.q = q32.to(dtype)
+        k0, v0 = k32.to(dtype), v32.to(dtype)
+        self.k_ref, self.v_ref = k0, v0  # what the reference reads (the rounded values)
+        expand = self.gqa == "expand"
+        heads = a.q_heads if expand else a.kv_heads
+        one = 2 * k0.numel() * (self.g if expand else 1) * k0.element_size()
+        self.copies = max(1, min(64, math.ceil((a.rotate_mib << 20) / max(1, one))))
+        self.bytes = self.copies * one
+        self.kvs = []
+        for _ in range(self.copies):
+            pair = []
+            for t in (k0, v0):
+                h = huge_empty((t.shape[0], heads, t.shape[2], t.shape[3]), dtype)
+                h.copy_(t.repeat_interleave(self.g, dim=1) if expand else t)
+                pair.append(h)
+            self.kvs.append(pair)
+        self.times, self.next = [], 0
+
+    def name(self):
+        return f"torch-sdpa-{self.dtype_name}-{self.gqa.replace('_', '-')}"
+
+    def run(self, mask, scale, c):
+        k, v = self.kvs[c]
+        return F.scaled_dot_product_attention(self.q, k, v, attn_mask=mask, scale=scale,
+                                              enable_gqa=self.gqa == "enable_gqa")
+
+
 def main():
     a = parse_args()
     torch.set_num_threads(a.threads)
     b, hq, hkv, d = len(a.seq_lens), a.q_heads, a.kv_heads, a.head_dim
     g, n = hq // hkv, max(a.seq_lens)
     total = sum(a.seq_lens)
-    dtype = DTYPES[a.dtype]
     kv_bytes = total * hkv * d * 2 * 2  # 16-bit elements whatever the dtype: GB/s ranks like speed
     gen = torch.Generator().manual_seed(31)
 
-    # K, V [b, hkv, n, d] f16, filled one (request, head) at a time to bound the f32 temporary.
-    k0 = torch.empty(b, hkv, n, d, dtype=dtype)
-    v0 = torch.empty_like(k0)
-    for t in (k0, v0):
+    # K, V [b, hkv, n, d] f32, filled one (request, head) at a time.
+    k32 = torch.empty(b, hkv, n, d)
+    v32 = torch.empty_like(k32)
+    for t in (k32, v32):
         for i in range(b):
             for h in range(hkv):
                 t[i, h].copy_(torch.randn(n, d, generator=gen))
-    q = torch.randn(b, hq, 1, d, generator=gen).to(dtype)
+    q32 = torch.randn(b, hq, 1, d, generator=gen)
     ragged = len(set(a.seq_lens)) > 1
     mask = None
     if ragged:
         pos = torch.arange(n)
         mask = (pos[None, :] < torch.tensor(a.seq_lens)[:, None]).view(b, 1, 1, n)
-
-    def prepare(k, v):
-        if a.gqa == "expand" and g > 1:
-            return k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
-        return k, v
-
-    copies = max(1, min(64, math.ceil((a.rotate_mib << 20) / max(1, k0.nbytes + v0.nbytes))))
-    kvs = [prepare(k0, v0)] + [prepare(k0.clone(), v0.clone()) for _ in range(copies - 1)]
-    gqa_flag = a.gqa == "enable_gqa" and g > 1
     scale = 1.0 / math.sqrt(d)
 
-    def run(c):
-        k, v = kvs[c]
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale,
-                                              enable_gqa=gqa_flag)
+    # The configurations, one GQA form for MHA, the largest dropped first beyond the budget.
+    budget = (a.mem_budget_mib << 20) or mem_available() // 2
+    wanted, seen = [], set()
+    for dt, gqa in a.variants:
+        key = (dt, gqa if g > 1 else "mha")
+        if key not in seen:
+            seen.add(key)
+            wanted.append((dt, gqa))
+    elt = {"f32": 4, "f16": 2, "bf16": 2}
+    need = [2 * k32.numel() * elt[dt] * (g if gqa == "expand" else 1) for dt, gqa in wanted]
+    kept, used = [], 0
+    for i in sorted(range(len(wanted)), key=lambda i: need[i]):
+        if used + need[i] > budget:
+            print(f"torch_decode.py: skipping {':'.join(wanted[i])} ({need[i] >> 20} MiB, over "
+                  f"the {budget >> 20} MiB budget)", file=sys.stderr)
+            continue
+        kept.append(i)
+        used += need[i]
+    variants = [Variant(a, *wanted[i], k32, v32, q32) for i in sorted(kept)]
 
-    times = []
+    probe = huge_empty(((max(1, a.probe_mib) << 20) // 4,), torch.float32)
+    probe.fill_(1.0)
+    probe_gbps = []
     with torch.inference_mode():
         for r in range(-a.warmup, a.repeat):
+            for v in variants:
+                t0 = time.perf_counter_ns()
+                v.run(mask, scale, v.next % v.copies)
+                dt = (time.perf_counter_ns() - t0) / 1e3
+                v.next += 1
+                if r >= 0:
+                    v.times.append(dt)
             t0 = time.perf_counter_ns()
-            run((r + a.warmup) % copies)
-            dt = (time.perf_counter_ns() - t0) / 1e3
+            probe.sum()
             if r >= 0:
-                times.append(dt)
-        out = run(0).float().numpy()  # [b, hq, 1, d]
+                probe_gbps.append(probe.nbytes / (time.perf_counter_ns() - t0))
+        outs = [v.run(mask, scale, 0).float().numpy() for v in variants]  # [b, hq, 1, d]
 
-    # fp64 reference, one (request, KV head) at a time.
-    err, ref_max = 0.0, 0.0
+    for v, out in zip(variants, outs):
+        err, ref_max = reference_error(a, v, out, scale)
+        backend = backend_name(v.q, v.kvs[0][0], v.kvs[0][1], mask, v.gqa == "enable_gqa")
+        gqa_text = {"enable_gqa": "enable_gqa", "expand": "expanded KV (read g times)",
+                    "mha": "MHA"}[v.gqa]
+        config = (f"SDPA {v.dtype_name}{' (reads 2x kv_bytes)' if v.dtype_name == 'f32' else ''}"
+                  f" head-major, {gqa_text}{', padded + bool mask' if ragged else ''}, "
+                  f"backend {backend}, huge pages, interleaved with {len(variants)} configs, "
+                  f"{torch.get_num_threads()} threads")
+        print(json.dumps({
+            "impl": v.name(), "label": a.label, "q_heads": hq, "kv_heads": hkv, "head_dim": d,
+            "dtype": v.dtype_name, "seq_lens": ";".join(map(str, a.seq_lens)),
+            "threads": a.threads, "repeat": a.repeat,
+            "median_us": round(float(np.median(v.times)), 2), "best_us": round(min(v.times), 2),
+            "kv_bytes": kv_bytes, "kv_copies": v.copies, "max_abs_err": err,
+            "ref_max_abs": ref_max, "probe_gbps": round(float(np.median(probe_gbps)), 3),
+            "version": f"torch {torch.__version__}", "config": config}), flush=True)
+
+
+def reference_error(a, v, out, scale):
+    """fp64 reference from the values the variant read, one (request, KV head) at a time."""
+    err, ref_max, g = 0.0, 0.0, v.g
     for i, length in enumerate(a.seq_lens):
-        for h in range(hkv):
-            kh = k0[i, h, :length].double().numpy()
-            vh = v0[i, h, :length].double().numpy()
-            qg = q[i, h * g:(h + 1) * g, 0].double().numpy()
+        for h in range(a.kv_heads):
+            kh = v.k_ref[i, h, :length].double().numpy()
+            vh = v.v_ref[i, h, :length].double().numpy()
+            qg = v.q[i, h * g:(h + 1) * g, 0].double().numpy()
             s = qg @ kh.T * scale
             p = np.exp(s - s.max(axis=1, keepdims=True))
             ref = (p @ vh) / p.sum(axis=1, keepdims=True)
@@ -116,19 +216,7 @@ def main():
             diff = np.abs(got - ref)
             err = max(err, float(np.max(np.where(np.isfinite(diff), diff, np.inf))))
             ref_max = max(ref_max, float(np.max(np.abs(ref))))
-
-    k, v = kvs[0]
-    backend = backend_name(q, k, v, mask, gqa_flag)
-    config = (f"SDPA {a.dtype}{' (reads 2x kv_bytes)' if a.dtype == 'f32' else ''} head-major, {'enable_gqa' if gqa_flag else 'expanded KV' if g > 1 else 'MHA'}"
-              f"{', padded + bool mask' if ragged else ''}, backend {backend}, "
-              f"{torch.get_num_threads()} threads")
-    print(json.dumps({
-        "impl": "torch-sdpa", "label": a.label, "q_heads": hq, "kv_heads": hkv, "head_dim": d,
-        "dtype": a.dtype, "seq_lens": ";".join(map(str, a.seq_lens)), "threads": a.threads,
-        "repeat": a.repeat, "median_us": round(float(np.median(times)), 2),
-        "best_us": round(min(times), 2), "kv_bytes": kv_bytes, "kv_copies": copies,
-        "max_abs_err": err, "ref_max_abs": ref_max, "version": f"torch {torch.__version__}",
-        "config": config}), flush=True)
+    return err, ref_max
 
 
 if __name__ == "__main__":

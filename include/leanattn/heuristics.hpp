@@ -44,4 +44,25 @@ std::int32_t gpu_tile_tokens(std::int32_t head_dim, std::int64_t kv_heads,
 std::int32_t fa2_num_splits(std::int64_t units, std::int32_t workers, std::int64_t max_tiles,
                             std::int32_t max_splits);
 
+// The CPU's split count for the `split` strategy (SplitRule::even_workers). The CPU deals split
+// chunks contiguously in token-row order (request -> split -> KV head), and its cores stream
+// whole token rows best (docs/cpu-engine.md), so the rule shares *rows* (request x split, each
+// holding every KV head's chunk) evenly: with `rows` requests the busiest worker gets
+// ceil(rows x s / workers) of them. Take the smallest s whose balance eff(s) = (rows x s /
+// workers) / ceil(rows x s / workers) is at least 0.9, trying s = 1 .. min(max_splits,
+// max_tiles, workers / gcd(rows, workers)); the last bound always balances exactly (rows x s is a
+// multiple of workers) and is returned when max_tiles stops the search first. No wave rule: a
+// CPU's workers are its cores, few and equal.
+//   32 query / 8 KV heads, batch 1, 2 workers: s = 1 leaves a worker idle (eff 0.5); s = 2 -> 2:
+//   every KV head of the first half of the tokens to worker 0, of the second half to worker 1
+//   (lean's token-major cut). Per pair instead (8 units, 1 split, heads 0-3 and 4-7) each
+//   worker would read half of every token row.
+//   MQA (1 KV head), batch 1, 2 workers: likewise -> 2.
+//   Batch 4, 2 workers: s = 1 gives 2 + 2 requests, whole rows -> 1.
+//   3 requests on 2 workers: s = 1 gives 2 + 1 (eff 0.75); s = 2 gives 3 + 3 -> 2.
+//   5 requests on 16 workers: s = 1, 2 give eff 0.31, 0.63; s = 3 gives 15 rows, eff 0.94 -> 3.
+//   1 request of 1 tile on 2 workers: max_tiles bounds s at 1 -> 1.
+std::int32_t cpu_num_splits(std::int64_t rows, std::int32_t workers, std::int64_t max_tiles,
+                            std::int32_t max_splits);
+
 }  // namespace leanattn

@@ -24,14 +24,16 @@ namespace leanattn {
 
 enum class Strategy : std::uint8_t {
   lean,   // stream-K: the line of all tiles of all pairs cut into equal ranges, one per worker
-  split,  // FlashDecoding: every pair cut into the same number of splits (FA2's heuristic)
+  split,  // FlashDecoding: every pair cut into the same number of splits (the executor's rule)
   head,   // one unit per pair (FlashAttention-2 decode without split-KV)
 };
 
 std::string_view strategy_name(Strategy s);
 Strategy parse_strategy(std::string_view text, const char* argument = "strategy");
 
-// The order in which lean numbers the tiles before cutting the line into equal ranges.
+// The order in which lean numbers the tiles before cutting the line into equal ranges; for split
+// and head, how their units are dealt (head_major: in pair order to the first free worker;
+// token_major: contiguously in request -> chunk -> KV head order; planner.hpp).
 enum class LineOrder : std::uint8_t {
   automatic,    // the executor's choice: head_major for make_plan, token_major for the CPU engine
   head_major,   // request -> KV head -> tile (the paper's order): a worker's range crosses at most
@@ -76,7 +78,7 @@ struct Reduction {
 struct Plan {
   // What the plan was made for.
   Strategy strategy = Strategy::lean;
-  LineOrder order = LineOrder::head_major;  // lean: how the line was numbered
+  LineOrder order = LineOrder::head_major;  // how the tiles were walked (every strategy)
   std::int32_t workers = 0;
   std::int32_t tile_tokens = 0;
   std::int32_t splits = 0;  // split: splits per pair; lean, head: 0

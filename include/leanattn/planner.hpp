@@ -11,9 +11,19 @@
 
 namespace leanattn {
 
+// How the split strategy picks its split count when PlanOptions::splits is 0 (heuristics.hpp).
+enum class SplitRule : std::uint8_t {
+  automatic,     // the executor's choice: fa2_waves for make_plan, even_workers for the CPU engine
+  fa2_waves,     // FlashAttention-2's wave-efficiency rule (fa2_num_splits), for GPUs
+  even_workers,  // the fewest splits that share the units evenly over the workers (cpu_num_splits)
+};
+
 struct PlanOptions {
   Strategy strategy = Strategy::lean;
-  LineOrder order = LineOrder::automatic;  // lean only (automatic = head_major here)
+  // How the tiles are walked (automatic = head_major here). lean: the order of the line cut into
+  // ranges; split, head: head_major deals the units in pair order to the first free worker (a
+  // GPU's block scheduler), token_major deals them contiguously in token-row order.
+  LineOrder order = LineOrder::automatic;
   std::int32_t tile_tokens = 0;  // lean-tile size in tokens; 0: default_tile_tokens(head_dim)
   std::int32_t splits = 0;       // split only: splits per pair; 0: FA2 wave-efficiency heuristic
   // lean only: batch-invariant mode. Each request is cut into fixed chunks of chunk_tiles tiles
@@ -22,6 +32,7 @@ struct PlanOptions {
   // in the batch and whatever the worker count.
   bool batch_invariant = false;
   std::int32_t chunk_tiles = 0;
+  SplitRule split_rule = SplitRule::automatic;  // split only, when splits is 0
 };
 
 inline constexpr std::int32_t kMaxTileTokens = 1 << 16;

@@ -194,10 +194,12 @@ def plan(
         strategy: ``"lean"``, ``"split"`` or ``"head"``.
         workers: workers to plan for (default: one per core).
         tile: tokens per lean tile (default: by head_dim).
-        order: lean only: ``"auto"`` (the CPU engine's ``"token_major"``), ``"token_major"``
-            or ``"head_major"`` (the paper's order, what the CUDA engine picks: pass it, and
+        order: ``"auto"`` (the CPU engine's ``"token_major"``: whole token rows, and for head
+            and split contiguous pairs), ``"token_major"`` or ``"head_major"`` (the paper's
+            order, and pairs to the first free worker; what the CUDA engine picks: pass it, and
             workers = resident thread blocks, when planning for CUDA arrays).
-        splits: split only: splits per pair (default: FlashAttention-2's heuristic).
+        splits: split only: splits per pair (default: the CPU engine's rule, the fewest splits
+            that share the pairs evenly over the workers; heuristics.hpp).
         batch_invariant: lean only: cut each request into fixed chunks so its output does not
             depend on the rest of the batch or the worker count.
         chunk_tiles: batch_invariant only: tiles per chunk (default 16).

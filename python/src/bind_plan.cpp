@@ -22,8 +22,9 @@ namespace {
 using namespace nb::literals;
 
 // seq_lens [batch] int32; workers 0 = one per core; tile, splits, chunk_tiles 0 = default. The
-// lean line order "auto" resolves as the CPU engine does (cpu::cpu_plan_options). q_len and the
-// variant (window_left -1 = none, softcap 0 = off; sinks, alibi: whether the calls pass them).
+// order "auto" and split's split count resolve as the CPU engine does (cpu::cpu_plan_options).
+// q_len and the variant (window_left -1 = none, softcap 0 = off; sinks, alibi: whether the calls
+// pass them).
 Plan make_plan(const SeqLensArray& seq_lens, std::int32_t q_heads, std::int32_t kv_heads,
                std::int32_t head_dim, std::string_view strategy, std::int32_t workers,
                std::int32_t tile, std::string_view order, std::int32_t splits, bool batch_invariant,

@@ -47,7 +47,7 @@ std::vector<NamedOptions> bench_variants(const BenchConfig& cfg, bool head_major
     o.splits = s == Strategy::split ? cfg.splits : 0;
     o.batch_invariant = s == Strategy::lean && cfg.batch_invariant;
     o.chunk_tiles = cfg.chunk_tiles;
-    o.order = s == Strategy::lean ? cfg.order : LineOrder::automatic;
+    o.order = cfg.order;
     v.push_back({std::string(strategy_name(s)), o});
   }
   if (cfg.add_invariant) {
@@ -56,7 +56,12 @@ std::vector<NamedOptions> bench_variants(const BenchConfig& cfg, bool head_major
          {.tile_tokens = cfg.tile, .batch_invariant = true, .chunk_tiles = cfg.chunk_tiles}});
   }
   if (cfg.add_head_major && head_major_row) {
-    v.push_back({"lean-head-major", {.order = LineOrder::head_major, .tile_tokens = cfg.tile}});
+    // Every strategy with the GPU's plan: head-major order, split by FA2's wave rule.
+    for (Strategy s : cfg.strategies) {
+      PlanOptions o{.strategy = s, .order = LineOrder::head_major, .tile_tokens = cfg.tile};
+      if (s == Strategy::split) o.split_rule = SplitRule::fa2_waves;
+      v.push_back({std::string(strategy_name(s)) + "-head-major", o});
+    }
   }
   return v;
 }
@@ -147,6 +152,7 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, cp
     r.ok = a.ok();
     r.workers = plans[i].workers;
     r.splits = plans[i].splits;
+    r.order = std::string(line_order_name(plans[i].order));
     result.results.push_back(r);
   }
   return result;

@@ -25,10 +25,12 @@ struct BenchConfig {
   std::string simd;          // "" = best
   std::int32_t tile = 0;
   std::int32_t splits = 0;
-  LineOrder order = LineOrder::automatic;  // lean only
+  LineOrder order = LineOrder::automatic;  // every strategy (automatic: the engine's)
   bool batch_invariant = false;            // lean only
   // Extra rows, timed in the same round-robin: "lean-invariant" (batch-invariant lean, what the
-  // mode costs) and "lean-head-major" (the paper's line order, against the CPU's token-major).
+  // mode costs) and "<strategy>-head-major" for each strategy (the GPU's plan: the paper's line
+  // order for lean, pairs to the first free worker for head and split, FA2's split count;
+  // against the CPU's token-major plans).
   bool add_invariant = false;
   bool add_head_major = false;
   std::int32_t chunk_tiles = 0;
@@ -38,8 +40,8 @@ struct BenchConfig {
   std::int64_t rotate_bytes = 512ll << 20;  // rotate KV copies until at least this much is cycled
 };
 
-// One timed row: its name ("lean", "split", "head", "lean-invariant", "lean-head-major") and the
-// plan options that make it.
+// One timed row: its name ("lean", "split", "head", "lean-invariant", "lean-head-major",
+// "split-head-major", "head-head-major") and the plan options that make it.
 struct NamedOptions {
   std::string name;
   PlanOptions options;
@@ -69,6 +71,7 @@ struct StrategyResult {
   bool ok = false;  // within tolerance on the sample
   std::int32_t workers = 0;
   std::int32_t splits = 0;  // split: chosen splits per pair
+  std::string order;        // the plan's tile order (line_order_name)
 };
 
 struct CaseResult {

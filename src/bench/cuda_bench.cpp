@@ -134,6 +134,7 @@ CaseResult run_cuda_case(const DecodeProblem& problem, const BenchConfig& cfg, d
     r.ok = a.ok();
     r.workers = plans[i].workers;
     r.splits = plans[i].splits;
+    r.order = std::string(line_order_name(plans[i].order));
     result.results.push_back(r);
   }
   return result;

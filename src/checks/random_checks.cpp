@@ -127,6 +127,19 @@ CaseReport random_strategies_case(std::uint64_t seed, std::int64_t index,
       {"split/" + std::to_string(splits),
        {.strategy = Strategy::split, .tile_tokens = tile, .splits = splits}},
       {"head", {.strategy = Strategy::head, .tile_tokens = tile}},
+      // The CPU engine's plans for the baselines: contiguous pairs in whole token rows.
+      {"split/token_major",
+       {.strategy = Strategy::split,
+        .order = LineOrder::token_major,
+        .tile_tokens = tile,
+        .split_rule = SplitRule::even_workers}},
+      {"split/" + std::to_string(splits) + "/token_major",
+       {.strategy = Strategy::split,
+        .order = LineOrder::token_major,
+        .tile_tokens = tile,
+        .splits = splits}},
+      {"head/token_major",
+       {.strategy = Strategy::head, .order = LineOrder::token_major, .tile_tokens = tile}},
   };
   cpu::Engine& engine = engines.get(rc.hardware.workers);
   for (const Variant& v : variants) {

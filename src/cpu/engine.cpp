@@ -353,9 +353,12 @@ const std::string& Engine::simd_target() const {
 
 PlanOptions cpu_plan_options(const PlanOptions& options) {
   PlanOptions o = options;
-  // Whole token rows per worker: the CPU's prefetchers stream them (docs/cpu-engine.md).
-  if (o.strategy == Strategy::lean && o.order == LineOrder::automatic) {
-    o.order = LineOrder::token_major;
+  // Whole token rows per worker, for every strategy: the CPU's prefetchers stream them
+  // (docs/cpu-engine.md); head and split deal their pairs contiguously in that order.
+  if (o.order == LineOrder::automatic) o.order = LineOrder::token_major;
+  // Split counts for a few equal cores, not for GPU waves (heuristics.hpp, cpu_num_splits).
+  if (o.strategy == Strategy::split && o.split_rule == SplitRule::automatic) {
+    o.split_rule = SplitRule::even_workers;
   }
   return o;
 }

@@ -108,10 +108,8 @@ RandomCase random_case(std::mt19937_64& rng, const RandomLimits& lim) {
   if (c.options.strategy == Strategy::split && uniform(rng, 0, 2) == 0) {
     c.options.splits = uniform(rng, 1, 8);
   }
-  if (c.options.strategy == Strategy::lean) {
-    c.options.order =
-        pick(rng, std::array{LineOrder::head_major, LineOrder::token_major, LineOrder::automatic});
-  }
+  c.options.order =
+      pick(rng, std::array{LineOrder::head_major, LineOrder::token_major, LineOrder::automatic});
   if (c.options.strategy == Strategy::lean && uniform(rng, 0, 4) == 0) {
     c.options.batch_invariant = true;
     c.options.chunk_tiles = uniform(rng, 0, 5);

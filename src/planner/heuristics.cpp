@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 namespace leanattn {
@@ -51,6 +52,19 @@ std::int32_t fa2_num_splits(std::int64_t units, std::int32_t workers, std::int64
     }
   }
   return 1;
+}
+
+std::int32_t cpu_num_splits(std::int64_t rows, std::int32_t workers, std::int64_t max_tiles,
+                            std::int32_t max_splits) {
+  if (rows <= 0 || workers <= 1) return 1;
+  const std::int64_t exact = workers / std::gcd(rows, static_cast<std::int64_t>(workers));
+  const std::int64_t limit =
+      std::max<std::int64_t>(1, std::min<std::int64_t>({max_splits, max_tiles, exact}));
+  for (std::int64_t s = 1; s < limit; ++s) {
+    const double per_worker = static_cast<double>(rows * s) / workers;
+    if (per_worker / std::ceil(per_worker) >= 0.9) return static_cast<std::int32_t>(s);
+  }
+  return static_cast<std::int32_t>(limit);
 }
 
 }  // namespace leanattn

@@ -34,8 +34,8 @@ void validate_options(const Hardware& hw, const PlanOptions& opt) {
   });
   require(!opt.batch_invariant || opt.strategy == Strategy::lean, "batch_invariant",
           [] { return "applies to the lean strategy only"; });
-  require(opt.order == LineOrder::automatic || opt.strategy == Strategy::lean, "order",
-          [] { return "applies to the lean strategy only"; });
+  require(opt.split_rule == SplitRule::automatic || opt.strategy == Strategy::split, "split_rule",
+          [] { return "applies to the split strategy only"; });
 }
 
 }  // namespace
@@ -69,12 +69,12 @@ Plan make_plan(const DecodeProblem& problem, const Hardware& hardware, const Pla
   const std::int64_t max_tiles =
       line.tiles.empty() ? 0 : *std::max_element(line.tiles.begin(), line.tiles.end());
 
+  plan.order =
+      options.order == LineOrder::token_major ? LineOrder::token_major : LineOrder::head_major;
+  const bool rows = plan.order == LineOrder::token_major;
   planner::WorkerPieces pieces;
   switch (options.strategy) {
     case Strategy::lean: {
-      plan.order =
-          options.order == LineOrder::token_major ? LineOrder::token_major : LineOrder::head_major;
-      const bool rows = plan.order == LineOrder::token_major;
       if (options.batch_invariant) {
         plan.batch_invariant = true;
         plan.chunk_tiles = options.chunk_tiles > 0 ? options.chunk_tiles : kDefaultChunkTiles;
@@ -89,18 +89,25 @@ Plan make_plan(const DecodeProblem& problem, const Hardware& hardware, const Pla
       break;
     }
     case Strategy::split: {
-      plan.splits = options.splits > 0
-                        ? options.splits
-                        : fa2_num_splits(line.pairs(), plan.workers, max_tiles, kMaxSplits);
+      const bool even = options.split_rule == SplitRule::even_workers;
+      plan.splits = options.splits > 0 ? options.splits
+                    : even ? cpu_num_splits(problem.batch(), plan.workers, max_tiles, kMaxSplits)
+                           : fa2_num_splits(line.pairs(), plan.workers, max_tiles, kMaxSplits);
       // FA2 sizes every split from the longest request: ceil(max_tiles / splits) tiles each.
       const std::int64_t chunk =
           std::max<std::int64_t>(1, (max_tiles + plan.splits - 1) / plan.splits);
-      pieces = planner::list_schedule(line, plan.workers, chunk);
+      pieces = rows ? planner::contiguous_rows(planned, problem.kv_heads, plan.tile_tokens,
+                                               plan.workers, chunk)
+                    : planner::list_schedule(line, plan.workers, chunk);
       break;
     }
-    case Strategy::head:
-      pieces = planner::list_schedule(line, plan.workers, std::max<std::int64_t>(1, max_tiles));
+    case Strategy::head: {
+      const std::int64_t whole = std::max<std::int64_t>(1, max_tiles);
+      pieces = rows ? planner::contiguous_rows(planned, problem.kv_heads, plan.tile_tokens,
+                                               plan.workers, whole)
+                    : planner::list_schedule(line, plan.workers, whole);
       break;
+    }
   }
   planner::assemble_plan(plan, pieces);
   return plan;

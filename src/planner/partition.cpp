@@ -141,4 +141,31 @@ WorkerPieces list_schedule(const PairLine& line, std::int32_t workers, std::int6
   return out;
 }
 
+WorkerPieces contiguous_rows(const std::vector<std::int32_t>& seq_lens, std::int32_t kv_heads,
+                             std::int32_t tile_tokens, std::int32_t workers,
+                             std::int64_t chunk_tiles) {
+  WorkerPieces out(static_cast<std::size_t>(workers));
+  const PairLine rows = make_pair_line(seq_lens, 1, tile_tokens);
+  const std::int64_t total = rows.total() * kv_heads;
+  std::int64_t position = 0;  // tiles before this chunk, in request -> chunk -> head order
+  for (std::int64_t b = 0; b < rows.pairs(); ++b) {
+    const std::int32_t n = rows.tiles[b];
+    for (std::int64_t t = 0; t == 0 || t < n; t += chunk_tiles) {
+      const auto e = static_cast<std::int32_t>(std::min<std::int64_t>(n, t + chunk_tiles));
+      const std::int64_t len = e - t;
+      for (std::int32_t h = 0; h < kv_heads; ++h) {
+        // The midpoint 2 x position + len, in half tiles (an empty chunk's is its position, so
+        // that it sits between its neighbours' workers).
+        const std::int32_t w =
+            total == 0 ? 0
+                       : static_cast<std::int32_t>(std::min<std::int64_t>(
+                             workers - 1, (2 * position + len) * workers / (2 * total)));
+        out[w].push_back({b * kv_heads + h, static_cast<std::int32_t>(t), e});
+        position += len;
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace leanattn::planner

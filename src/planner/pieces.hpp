@@ -56,6 +56,15 @@ WorkerPieces chunked_partition_rows(const std::vector<std::int32_t>& seq_lens,
 // GPU's block scheduler does with a grid of independent blocks).
 WorkerPieces list_schedule(const PairLine& line, std::int32_t workers, std::int64_t chunk_tiles);
 
+// split / head in token_major order: cut each pair into chunks of chunk_tiles tiles and number
+// the chunks request -> chunk -> KV head (a chunk row holds every head's chunk of the same
+// tokens); each chunk goes to the worker whose equal share [w T / G, (w + 1) T / G) of the tiles
+// holds its midpoint. Workers get contiguous runs of chunks, so they read whole (or the same
+// part of) token rows and consecutive heads, with loads within one chunk of each other.
+WorkerPieces contiguous_rows(const std::vector<std::int32_t>& seq_lens, std::int32_t kv_heads,
+                             std::int32_t tile_tokens, std::int32_t workers,
+                             std::int64_t chunk_tiles);
+
 // Segments, reductions and slots from dealt pieces (see plan.hpp).
 void assemble_plan(Plan& plan, const WorkerPieces& pieces);
 

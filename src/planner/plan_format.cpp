@@ -30,7 +30,7 @@ std::string format_plan_text(const Plan& plan) {
   }
   os << "strategy " << strategy_name(plan.strategy);
   if (plan.strategy == Strategy::split) os << " (" << plan.splits << " splits per pair)";
-  if (plan.strategy == Strategy::lean) os << " (" << line_order_name(plan.order) << ")";
+  os << " (" << line_order_name(plan.order) << ")";
   if (plan.batch_invariant) os << " (batch-invariant, " << plan.chunk_tiles << " tiles per chunk)";
   os << ", " << plan.workers << " workers, tile " << plan.tile_tokens << " tokens\n";
   os << "problem: " << plan.batch() << " requests x " << plan.kv_heads << " kv_heads, "

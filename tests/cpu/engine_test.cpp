@@ -31,16 +31,23 @@ class EngineTest : public ::testing::TestWithParam<std::string> {
   void check_all_strategies(harness::HostCase& c, const reference::Output& ref,
                             const harness::NaiveBaseline& naive, std::int32_t workers,
                             std::int32_t tile, const std::string& what) {
-    for (Strategy s : {Strategy::lean, Strategy::split, Strategy::head}) {
+    // The engine's own order (token_major: whole rows, contiguous pairs) for every strategy, and
+    // the GPU's (head_major: pairs to the first free worker) for split and head.
+    for (auto [s, order] : {std::pair{Strategy::lean, LineOrder::automatic},
+                            std::pair{Strategy::split, LineOrder::automatic},
+                            std::pair{Strategy::split, LineOrder::head_major},
+                            std::pair{Strategy::head, LineOrder::automatic},
+                            std::pair{Strategy::head, LineOrder::head_major}}) {
       harness::poison_outputs(c);
       cpu::Engine& e = engine(workers);
-      const Plan plan = e.plan(c.problem, {.strategy = s, .tile_tokens = tile});
+      const Plan plan = e.plan(c.problem, {.strategy = s, .order = order, .tile_tokens = tile});
       e.run(c.problem, plan, c.tensors());
       const harness::Accuracy a = harness::check_accuracy(c, ref, true, &naive);
-      ASSERT_TRUE(a.ok()) << what << " strategy " << strategy_name(s) << " workers " << workers
-                          << " tile " << tile << ": err " << a.max_abs_err << " > tol "
-                          << a.tolerance << ", lse err " << a.max_lse_err << ", mismatches "
-                          << a.mismatches << " (" << a.first_problem << ")";
+      ASSERT_TRUE(a.ok()) << what << " strategy " << strategy_name(s) << " order "
+                          << line_order_name(plan.order) << " workers " << workers << " tile "
+                          << tile << ": err " << a.max_abs_err << " > tol " << a.tolerance
+                          << ", lse err " << a.max_lse_err << ", mismatches " << a.mismatches
+                          << " (" << a.first_problem << ")";
     }
   }
 

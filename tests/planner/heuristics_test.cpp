@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace leanattn {
 namespace {
 
@@ -23,6 +26,31 @@ TEST(Heuristics, Fa2SplitsOneWhenTheMachineIsFull) {
   EXPECT_EQ(fa2_num_splits(106, 132, 1024, 128), 1);  // 106 >= 0.8 x 132
   EXPECT_EQ(fa2_num_splits(2, 2, 4096, 128), 1);
   EXPECT_EQ(fa2_num_splits(8, 2, 4096, 128), 1);
+}
+
+TEST(Heuristics, CpuSplitsWorkedExamples) {
+  // The examples of heuristics.hpp: rows (requests), workers, max_tiles, max_splits.
+  EXPECT_EQ(cpu_num_splits(1, 2, 2048, 128), 2);   // batch 1 (GQA or MQA): two halves
+  EXPECT_EQ(cpu_num_splits(4, 2, 128, 128), 1);    // batch 4: 2 + 2 requests
+  EXPECT_EQ(cpu_num_splits(3, 2, 2048, 128), 2);   // 3 + 3 rows instead of 2 + 1
+  EXPECT_EQ(cpu_num_splits(5, 16, 2048, 128), 3);  // 15 rows on 16 workers, eff 0.94
+  EXPECT_EQ(cpu_num_splits(1, 2, 1, 128), 1);      // a single tile cannot be split
+}
+
+TEST(Heuristics, CpuSplitsBalanceAndBounds) {
+  for (std::int64_t rows = 1; rows <= 40; ++rows) {
+    for (std::int32_t workers = 1; workers <= 40; ++workers) {
+      for (std::int64_t tiles : {1, 2, 5, 1000}) {
+        const std::int32_t s = cpu_num_splits(rows, workers, tiles, 128);
+        ASSERT_GE(s, 1);
+        ASSERT_LE(s, std::max<std::int64_t>(1, tiles));
+        if (tiles == 1000) {  // unbounded by tiles: balanced to 0.9, or exactly
+          const double per = static_cast<double>(rows * s) / workers;
+          EXPECT_GE(per / std::ceil(per), 0.9) << rows << " rows, " << workers << " workers";
+        }
+      }
+    }
+  }
 }
 
 TEST(Heuristics, Fa2SplitsBoundedByTilesAndWorkers) {

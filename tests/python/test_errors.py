@@ -187,8 +187,6 @@ def test_plan_arguments():
            strategy="x")
     raises(ValueError, "order", leanattn.plan, [5], q_heads=4, kv_heads=4, head_dim=32,
            order="diagonal")
-    raises(ValueError, "order", leanattn.plan, [5], q_heads=4, kv_heads=4, head_dim=32,
-           strategy="head", order="head_major")
     raises(ValueError, "splits", leanattn.plan, [5], q_heads=4, kv_heads=4, head_dim=32,
            splits=2)
     raises(ValueError, "splits", leanattn.plan, [5], q_heads=4, kv_heads=4, head_dim=32,
