@@ -5,18 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "emulator/asan.hpp"
 #include "emulator/call_sites.hpp"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define LEANATTN_EMULATOR_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LEANATTN_EMULATOR_ASAN 1
-#endif
-#endif
-#if defined(LEANATTN_EMULATOR_ASAN)
-#include <sanitizer/asan_interface.h>
-#endif
 
 namespace leanattn::emulator {
 

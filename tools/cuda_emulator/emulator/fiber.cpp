@@ -6,18 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define LEANATTN_EMULATOR_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LEANATTN_EMULATOR_ASAN 1
-#endif
-#endif
-
-#if defined(LEANATTN_EMULATOR_ASAN)
-#include <sanitizer/asan_interface.h>
-#include <sanitizer/common_interface_defs.h>
-#endif
+#include "emulator/asan.hpp"
 
 namespace leanattn::emulator {
 
