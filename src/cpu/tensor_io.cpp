@@ -1,6 +1,8 @@
 // Query loading and output writing for the CPU engine (see tensor_io.hpp).
 #include "cpu/tensor_io.hpp"
 
+#include <hwy/targets.h>
+
 #include <cstring>
 
 #include "core/mutation.hpp"
@@ -20,7 +22,8 @@ namespace {
 // and round to nearest even, as float16.hpp's): scalar conversions of a model's q and output rows
 // cost microseconds per call. head_dim is a multiple of 16.
 #if defined(__x86_64__)
-const bool kHaveF16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+// Highway's AVX2 target requires F16C and AVX (clang 14's __builtin_cpu_supports has no "f16c").
+const bool kHaveF16c = (hwy::SupportedTargets() & HWY_AVX2) != 0;
 
 __attribute__((target("avx,f16c"))) void f16_row_to_float(const std::uint16_t* src, float scale,
                                                           float* dst, std::int32_t d) {

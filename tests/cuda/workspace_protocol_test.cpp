@@ -19,6 +19,7 @@
 #include "cuda/kernel_registry.hpp"
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
+#include "harness/naive_baseline.hpp"
 #include "kernel_emulator.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/planner.hpp"
@@ -30,7 +31,7 @@ namespace {
 struct Case {
   harness::HostCase c;
   reference::Output ref;
-  std::vector<double> naive;
+  harness::NaiveBaseline naive;
   KernelHandle kernel;
 };
 
@@ -45,7 +46,7 @@ Case make(std::vector<std::int32_t> lens, std::int32_t q_heads, std::int32_t kv_
   p.q_dtype = p.kv_dtype = k.dtype;
   harness::HostCase c = harness::make_case(p, seed);
   reference::Output ref = reference::naive_attention(c.problem, c.tensors());
-  std::vector<double> naive = harness::naive_same_precision(c.problem, c.tensors());
+  harness::NaiveBaseline naive = harness::naive_same_precision(c.problem, c.tensors());
   const KernelHandle* found = find_kernel(c.problem);
   return {std::move(c), std::move(ref), std::move(naive), found != nullptr ? *found : k};
 }

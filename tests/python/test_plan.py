@@ -69,7 +69,10 @@ def test_lean_balances_work():
     assert max(loads) - min(loads) <= 4  # cut within one row of kv_heads tiles (token_major)
     head = leanattn.plan([4096, 64, 64, 64], q_heads=4, kv_heads=4, head_dim=128,
                          strategy="head", workers=6, tile=64)
-    assert max(head.worker_tiles()) == 64  # one whole long pair on one worker
+    # head keeps each (request, KV head) pair whole: a 64-tile pair (and whatever short pairs the
+    # contiguous dealing puts beside it) on one worker, far above lean's share of 268 / 6 tiles.
+    assert max(head.worker_tiles()) >= 64
+    assert max(loads) < 64
 
 
 def test_orders_splits_and_batch_invariance():
