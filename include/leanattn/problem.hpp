@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "leanattn/core/ceil_div.hpp"
 #include "leanattn/dtype.hpp"
 
 namespace leanattn {
@@ -73,5 +74,10 @@ inline constexpr std::int32_t kMaxQLen = 256;
 // >= q_len when not 0, and within the layout's capacity, layout sizes consistent, scale finite and
 // >= 0, window_left >= -1, softcap finite and >= 0.
 void validate(const DecodeProblem& problem);
+
+// Pages of `page_size` tokens that `tokens` tokens occupy (the paged layout's block-table row).
+inline std::int64_t pages_for(std::int64_t tokens, std::int32_t page_size) {
+  return ceil_div<std::int64_t>(tokens, page_size);
+}
 
 }  // namespace leanattn

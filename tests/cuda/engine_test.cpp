@@ -17,8 +17,8 @@
 #include <random>
 
 #include "cuda/device/device_buffer.hpp"
-#include "cuda/harness/device_case.hpp"
 #include "cuda/kernel_registry.hpp"
+#include "cuda_harness/device_case.hpp"
 #include "failure_kinds.hpp"
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"

@@ -60,11 +60,6 @@ void check_workspace(const Plan& plan, const void* workspace) {
 
 KernelParams make_kernel_params(const DecodeProblem& p, const DecodeTensors& t, const Plan& plan,
                                 const DevicePlan& dp, void* workspace) {
-  const bool paged = p.layout == KvLayout::paged;
-  auto addressing = [&](const KvStrides& s) {
-    return KvAddressing{
-        s.outer, s.token, s.head, paged ? p.page_size : 0, t.block_table, t.block_table_stride};
-  };
   const WorkspacePointers w = workspace_pointers(plan, workspace);
   KernelParams k{};
   k.worker_offsets = dp.worker_offsets;
@@ -79,9 +74,9 @@ KernelParams make_kernel_params(const DecodeProblem& p, const DecodeTensors& t, 
   k.q_stride_head = t.q_stride_head;
   k.k_cache = t.k_cache;
   k.v_cache = t.v_cache;
-  k.k = addressing(t.k_strides);
-  k.v = addressing(t.v_strides);
-  k.page = FastDivider::make(static_cast<std::uint32_t>(paged ? p.page_size : 1));
+  k.k = kv_addressing(p, t, t.k_strides);
+  k.v = kv_addressing(p, t, t.v_strides);
+  k.page = FastDivider::make(static_cast<std::uint32_t>(k.k.page_size > 0 ? k.k.page_size : 1));
   k.out = t.out;
   k.out_stride_batch = t.out_stride_batch;
   k.out_stride_head = t.out_stride_head;
