@@ -23,6 +23,7 @@
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
 #include "harness/random_problem.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/core/float16.hpp"
 #include "leanattn/cuda_engine.hpp"
 #include "leanattn/error.hpp"
@@ -100,24 +101,13 @@ class CudaEngineTest : public ::testing::Test {
   std::unique_ptr<Engine> engine_;
 };
 
-DecodeProblem make_problem(std::vector<std::int32_t> lens, std::int32_t q_heads,
-                           std::int32_t kv_heads, std::int32_t d, DType dtype) {
-  DecodeProblem p;
-  p.q_heads = q_heads;
-  p.kv_heads = kv_heads;
-  p.head_dim = d;
-  p.seq_lens = std::move(lens);
-  p.q_dtype = p.kv_dtype = dtype;
-  return p;
-}
-
 TEST_F(CudaEngineTest, EveryConfigurationAgainstTheReference) {
   for (const KernelHandle& k : compiled_kernels()) {
     const std::vector<std::int32_t> groups = k.warps_m == 1 ? std::vector<std::int32_t>{1, 4, 16}
                                                             : std::vector<std::int32_t>{24, 64, 80};
     for (std::int32_t group : groups) {
-      DecodeProblem p =
-          make_problem({1000, 0, 1, 127, 128, 129, 3000, 17}, 2 * group, 2, k.head_dim, k.dtype);
+      DecodeProblem p = harness::test_problem({1000, 0, 1, 127, 128, 129, 3000, 17}, 2 * group, 2,
+                                              k.head_dim, k.dtype);
       EXPECT_EQ(find_kernel(p, engine().device().smem_per_block)->name, k.name);
       harness::HostCase c =
           harness::make_case(p, static_cast<std::uint64_t>(group * 1000 + k.head_dim));
@@ -128,7 +118,7 @@ TEST_F(CudaEngineTest, EveryConfigurationAgainstTheReference) {
 
 TEST_F(CudaEngineTest, ManyMoreCtasThanSmsAndTinyTiles) {
   if (!compiled(DType::bf16, 128)) GTEST_SKIP() << "bf16 head_dim 128 not in this build";
-  DecodeProblem p = make_problem({5000, 33, 0, 900, 2}, 32, 8, 128, DType::bf16);
+  DecodeProblem p = harness::test_problem({5000, 33, 0, 900, 2}, 32, 8, 128, DType::bf16);
   harness::HostCase c = harness::make_case(p, 21);
   check_all(c, {sms(), 4 * sms(), 16 * sms()}, "oversubscribed", 16);
   check_all(c, {3, 2 * sms()}, "tile 1", 1);
@@ -141,7 +131,7 @@ TEST_F(CudaEngineTest, PagedCachesWithShuffledBlockTables) {
     lens.push_back(0);
     for (DType t : {DType::f16, DType::bf16}) {
       if (!compiled(t, 128)) continue;
-      DecodeProblem p = make_problem(lens, 8, 1, 128, t);
+      DecodeProblem p = harness::test_problem(lens, 8, 1, 128, t);
       p.layout = KvLayout::paged;
       p.page_size = page;
       harness::HostCase c = harness::make_case(p, static_cast<std::uint64_t>(page) + 77);
@@ -152,7 +142,7 @@ TEST_F(CudaEngineTest, PagedCachesWithShuffledBlockTables) {
 
 TEST_F(CudaEngineTest, AllEmptySequences) {
   if (!compiled(DType::f16, 64)) GTEST_SKIP() << "f16 head_dim 64 not in this build";
-  DecodeProblem p = make_problem({0, 0, 0}, 4, 2, 64, DType::f16);
+  DecodeProblem p = harness::test_problem({0, 0, 0}, 4, 2, 64, DType::f16);
   harness::HostCase c = harness::make_case(p, 3);
   check_all(c, {0, 1, 4}, "empty");
   for (float x : c.lse) EXPECT_EQ(x, -std::numeric_limits<float>::infinity());
@@ -183,7 +173,7 @@ TEST_F(CudaEngineTest, RandomProblems) {
 
 TEST_F(CudaEngineTest, RepeatedRunsAreBitwiseIdentical) {
   if (!compiled(DType::bf16, 128)) GTEST_SKIP() << "bf16 head_dim 128 not in this build";
-  DecodeProblem p = make_problem({30000, 17, 900}, 32, 8, 128, DType::bf16);
+  DecodeProblem p = harness::test_problem({30000, 17, 900}, 32, 8, 128, DType::bf16);
   harness::HostCase c = harness::make_case(p, 5);
   DeviceCase d(c);
   const Plan plan = plan_for(c.problem, Strategy::lean, 4 * sms(), 16);
@@ -203,7 +193,7 @@ TEST_F(CudaEngineTest, RepeatedRunsAreBitwiseIdentical) {
 
 TEST_F(CudaEngineTest, OneWorkspaceServesDifferentPlansInTurn) {
   if (!compiled(DType::f16, 64)) GTEST_SKIP() << "f16 head_dim 64 not in this build";
-  DecodeProblem p = make_problem({4000, 300, 1}, 16, 2, 64, DType::f16);
+  DecodeProblem p = harness::test_problem({4000, 300, 1}, 16, 2, 64, DType::f16);
   harness::HostCase c = harness::make_case(p, 8);
   const auto ref = reference::naive_attention(c.problem, c.tensors());
   DeviceCase d(c);
@@ -228,7 +218,7 @@ TEST_F(CudaEngineTest, OneWorkspaceServesDifferentPlansInTurn) {
 
 TEST_F(CudaEngineTest, StridedOutputAndLse) {
   if (!compiled(DType::bf16, 64)) GTEST_SKIP() << "bf16 head_dim 64 not in this build";
-  DecodeProblem p = make_problem({500, 0, 77}, 4, 2, 64, DType::bf16);
+  DecodeProblem p = harness::test_problem({500, 0, 77}, 4, 2, 64, DType::bf16);
   harness::HostCase c = harness::make_case(p, 6);
   const auto ref = reference::naive_attention(c.problem, c.tensors());
   DeviceCase d(c);
@@ -271,7 +261,7 @@ TEST_F(CudaEngineTest, StridedOutputAndLse) {
 
 TEST_F(CudaEngineTest, RejectsUnsupportedAndMisalignedInputs) {
   if (!compiled(DType::f16, 64)) GTEST_SKIP() << "f16 head_dim 64 not in this build";
-  DecodeProblem p = make_problem({100, 20}, 4, 2, 64, DType::f32);
+  DecodeProblem p = harness::test_problem({100, 20}, 4, 2, 64, DType::f32);
   EXPECT_FALSE(engine().can_run(p));
   EXPECT_THROW(engine().plan(p), Error);
   p.q_dtype = p.kv_dtype = DType::f16;
@@ -292,7 +282,7 @@ TEST_F(CudaEngineTest, RejectsUnsupportedAndMisalignedInputs) {
 
 TEST_F(CudaEngineTest, WorkerCountComesFromOccupancy) {
   if (!compiled(DType::bf16, 128)) GTEST_SKIP() << "bf16 head_dim 128 not in this build";
-  const DecodeProblem p = make_problem({100}, 32, 8, 128, DType::bf16);
+  const DecodeProblem p = harness::test_problem({100}, 32, 8, 128, DType::bf16);
   const std::int32_t w = engine().workers_for(p);
   EXPECT_GE(w, sms());
   EXPECT_EQ(w % sms(), 0);

@@ -11,6 +11,7 @@
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
 #include "harness/naive_baseline.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/reference.hpp"
 
@@ -18,13 +19,7 @@ namespace leanattn::emulator {
 
 inline DecodeProblem make_problem(std::vector<std::int32_t> lens, std::int32_t group,
                                   std::int32_t kv_heads, const KernelInfo& k) {
-  DecodeProblem p;
-  p.q_heads = group * kv_heads;
-  p.kv_heads = kv_heads;
-  p.head_dim = k.head_dim;
-  p.seq_lens = std::move(lens);
-  p.q_dtype = p.kv_dtype = k.dtype;
-  return p;
+  return harness::test_problem(std::move(lens), group * kv_heads, kv_heads, k.head_dim, k.dtype);
 }
 
 inline KernelInfo kernel_named(const std::string& name) {

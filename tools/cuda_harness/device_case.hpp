@@ -43,7 +43,8 @@ class DeviceCase {
 };
 
 // Runs `plan` (made for c.problem) on the GPU with `engine` on c's data and writes the result into
-// c.out and c.lse. What `leanattn check --backend cuda` calls for each case.
+// c.out and c.lse (the GPU tests; `leanattn check --backend cuda` does the same through the
+// executor seam, tools/checks/cuda_kernel_backend.cpp).
 void run_host_case(Engine& engine, harness::HostCase& c, const Plan& plan);
 
 }  // namespace leanattn::cuda
