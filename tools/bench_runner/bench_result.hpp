@@ -15,9 +15,9 @@ namespace leanattn::bench {
 // The median of `v` (the mean of the middle two for an even count); v non-empty.
 double median(std::vector<double> v);
 
-// Copies of K and V (1 to 64) that cycle at least `rotate_bytes` through a case whose K and V
-// hold `buffer_bytes`, so that a small cache is read from memory, not from a cache.
-std::int32_t kv_copies(std::int64_t buffer_bytes, std::int64_t rotate_bytes);
+// Copies of K and V (1 to 64) that cycle at least `rotate_bytes` through runs that each read
+// `read_bytes` of one copy, so that a small cache is read from memory, not from a cache.
+std::int32_t kv_copies(std::int64_t read_bytes, std::int64_t rotate_bytes);
 
 // One timed row: `plan`'s timings `us` (microseconds, non-empty) over `kv_bytes` of K and V,
 // against a probe of `probe_gbps` (0: no fraction), with its accuracy verdict.

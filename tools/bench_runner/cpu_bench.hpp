@@ -79,7 +79,8 @@ struct CaseResult {
   std::string simd;
   std::int32_t workers = 0;
   std::int64_t kv_bytes = 0;
-  std::int32_t kv_copies = 1;  // rotated copies
+  std::int32_t kv_copies = 1;    // rotated copies
+  std::int64_t evict_bytes = 0;  // > 0: this many bytes read before every timed run instead
   // Read-probe passes interleaved with this case's timed rounds (one per round): their median
   // is the case's probe, which its fractions use (0 when the case ran without a probe).
   double probe_gbps = 0.0;
