@@ -171,6 +171,29 @@ TEST_P(EngineTest, RejectsMismatchedPlansAndSmallWorkspaces) {
   EXPECT_THROW(e.run(c.problem, plan, c.tensors(), std::span<std::byte>(tiny, 64)), Error);
 }
 
+// The engine skips check_plan for plans it made or checked before (compared by value): an edited
+// copy of such a plan is a different plan, checked and refused; the original still runs.
+TEST_P(EngineTest, ChecksEditedCopiesOfItsOwnPlans) {
+  DecodeProblem p = harness::test_problem({300, 45, 0}, 4, 2, 64, DType::f16);
+  harness::HostCase c = harness::make_case(p, 11);
+  cpu::Engine& e = engine(3);
+  const Plan plan = e.plan(c.problem, {.tile_tokens = 16});
+  e.run(c.problem, plan, c.tensors());
+  for (int edit = 0; edit < 3; ++edit) {
+    Plan broken = plan;
+    Segment& s = broken.segments[broken.segments.size() / 2];
+    if (edit == 0) s.tile_end = s.tile_begin;                      // a hole in its pair
+    if (edit == 1) s.kv_head = (s.kv_head + 1) % broken.kv_heads;  // two segments, one pair
+    if (edit == 2) broken.total_tiles += 1;                        // a wrong count
+    if (broken == plan) continue;
+    EXPECT_THROW(e.run(c.problem, broken, c.tensors()), Error) << "edit " << edit;
+  }
+  harness::poison_outputs(c);
+  e.run(c.problem, plan, c.tensors());
+  const auto ref = reference::naive_attention(c.problem, c.tensors());
+  EXPECT_TRUE(harness::check_accuracy(c, ref, true).ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(SimdTargets, EngineTest, ::testing::ValuesIn(cpu::simd_targets()),
                          [](const auto& param_info) { return param_info.param; });
 
