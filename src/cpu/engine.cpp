@@ -216,6 +216,7 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
   const char** pv = pk + kKernelRowsPadded;
   for (std::int64_t t = tb; t < te; t += kKernelBlockTokens) {
     const std::int64_t next = std::min<std::int64_t>(t + kKernelBlockTokens, te);
+    const PrefetchBlock block = prefetch_block(pg, next, te, kKernelBlockTokens);
     for (std::int64_t i = 0; i < n; ++i) {
       SegmentJob& job = sc.jobs[static_cast<std::size_t>(i)];
       job.token_begin = t;
@@ -224,8 +225,8 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
       job.prefetch_v = pv;
       const std::int32_t next_head =
           sc.jobs[static_cast<std::size_t>(i + 1 == n ? 0 : i + 1)].kv_head;
-      job.prefetch_lines = plan_prefetch(pg, i, t, next, te, next_head, kKernelBlockTokens,
-                                         kKernelRowsPadded, pk, pv);
+      job.prefetch_lines =
+          plan_prefetch(pg, block, i, t, next_head, kKernelBlockTokens, kKernelRowsPadded, pk, pv);
       cx.kernel(job);
     }
   }

@@ -64,8 +64,8 @@ TEST(PrefetchPlan, AdjacentHeadsCoverTheNextBlockExactly) {
             std::uintptr_t last = 0;
             for (std::int64_t call = 0; call < heads; ++call) {
               std::vector<const char*> pk(kPadded, nullptr), pv(kPadded, nullptr);
-              const std::int32_t n =
-                  plan_prefetch(g, call, t, next, end, 0, kBlock, kPadded, pk.data(), pv.data());
+              const std::int32_t n = plan_prefetch(g, prefetch_block(g, next, end, kBlock), call, t,
+                                                   0, kBlock, kPadded, pk.data(), pv.data());
               if (next == end) {
                 EXPECT_EQ(n, 0);
                 continue;
@@ -118,8 +118,8 @@ TEST(PrefetchPlan, SeparateHeadsPrefetchTheNextCall) {
         const bool wrap = call == 2;
         const std::int32_t h = heads[static_cast<std::size_t>(wrap ? 0 : call + 1)];
         std::vector<const char*> pk(kPadded, nullptr), pv(kPadded, nullptr);
-        const std::int32_t n =
-            plan_prefetch(g, call, t, next, end, h, kBlock, kPadded, pk.data(), pv.data());
+        const std::int32_t n = plan_prefetch(g, prefetch_block(g, next, end, kBlock), call, t, h,
+                                             kBlock, kPadded, pk.data(), pv.data());
         const std::int64_t after = std::min<std::int64_t>(next + kBlock, end) - next;
         const std::int64_t u0 = wrap ? next : t, count = wrap ? after : next - t;
         if (count <= 0) {
