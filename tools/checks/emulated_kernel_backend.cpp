@@ -1,7 +1,10 @@
 // The CUDA kernel's source on the CPU emulator (tools/cuda_emulator) as a kernel backend of
-// `leanattn check --backend cuda-emulated`: host memory, so it runs on the case's own buffers.
+// `leanattn check --backend cuda-emulated`: the emulator's executor (emulated_executor.hpp), one
+// per worker count, run on the case's own host buffers.
+#include <map>
+
 #include "checks/kernel_checks.hpp"
-#include "emulator/emulated_device.hpp"
+#include "emulator/emulated_executor.hpp"
 
 namespace leanattn::checks {
 
@@ -13,15 +16,18 @@ class EmulatedKernelBackend final : public KernelBackend {
   std::string_view name() const override { return "cuda-emulated"; }
   void run(harness::HostCase& c, const PlanOptions& options, std::int32_t drawn_workers) override {
     const std::int32_t workers = options_.workers > 0 ? options_.workers : drawn_workers;
-    emulator::EmulatedDevice device;
-    emulator::RunOptions o;
-    o.seed = options_.schedule_seed;
-    device.run(c.problem, emulator::EmulatedDevice::plan(c.problem, workers, options), c.tensors(),
-               o);
+    std::unique_ptr<Executor>& e = executors_[workers];
+    if (!e) {
+      emulator::RunOptions o;
+      o.seed = options_.schedule_seed;
+      e = emulator::make_emulated_executor(workers, o);
+    }
+    e->run(c.problem, e->plan(c.problem, options), c.tensors());
   }
 
  private:
   KernelBackendOptions options_;
+  std::map<std::int32_t, std::unique_ptr<Executor>> executors_;
 };
 
 }  // namespace
