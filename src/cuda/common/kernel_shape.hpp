@@ -71,14 +71,21 @@ struct KernelShape {
   //   k:  [kStages][kBlockN][HeadDim] 16-bit, swizzled
   //   v:  same
   //   q:  [kRows][HeadDim] 16-bit, swizzled: V's last stage (kQOverlaysStage), else before k
+  //   row rules: [kRows] RowRule, after v
   // After a pass over the tokens the k/v region is reused by the epilogue:
   //   o:  [kWarpsN][kRows][kScratchRowFloats] float (per-warp-column partial outputs)
   //   m, l: [kWarpsN][kRows] float
   // and after a split piece by the last arriver's slot merge (epilogue.cuh, from offset 0).
   static constexpr int kKOffset = kQOverlaysStage ? 0 : kQBytes;
   static constexpr int kVOffset = kKOffset + kStages * kStageTileBytes;
-  static constexpr int kSmemBytes = kVOffset + kStages * kStageTileBytes;
   static constexpr int kQOffset = kQOverlaysStage ? kVOffset + (kStages - 1) * kStageTileBytes : 0;
+  // The pass's row rules (row_rules.hpp: RowRule, 16 bytes per row: the keys the row sees, its
+  // query position and ALiBi slope), written once per pass and read by every step: in shared
+  // memory rather than registers, which head_dim 256 does not have to spare.
+  static constexpr int kRowRuleBytes = 16;
+  static constexpr int kRowRulesOffset = kVOffset + kStages * kStageTileBytes;
+  static constexpr int kSmemBytes = kRowRulesOffset + kRows * kRowRuleBytes;
+  static_assert(kRows <= kThreads, "one thread per row writes the row rules");
 
   static constexpr int kScratchRowFloats = HeadDim + 4;  // padded against bank conflicts
   static constexpr int kScratchOOffset = kKOffset;
