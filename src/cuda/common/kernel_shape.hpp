@@ -62,8 +62,8 @@ struct KernelShape {
   static constexpr int kQBytes = kRows * HeadDim * 2;
   // When Q lives in registers its tile is dead after the first block's fragments are read, so it
   // overlays V's last stage (first written by the copies issued after that read and a barrier):
-  // 96 KiB for every head_dim <= 128 configuration, which fits the 99 KiB a CTA may have on
-  // sm_86 / sm_89 and leaves 2 CTAs per SM on sm_90.
+  // 96 KiB of stages (and at most 1 KiB of row rules) for every head_dim <= 128 configuration,
+  // which fits the 99 KiB a CTA may have on sm_86 / sm_89 and leaves 2 CTAs per SM on sm_90.
   static constexpr bool kQOverlaysStage = kQInRegisters;
   static_assert(!kQOverlaysStage || kQBytes <= kStageTileBytes, "Q must fit in one stage tile");
 
