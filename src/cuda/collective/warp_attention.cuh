@@ -1,9 +1,9 @@
 // The consumer half of the decode kernel: one warp's online-softmax attention over 16-token steps
 // of the shared-memory K and V tiles, on tensor cores (mma.sync m16n8k16, fp32 accumulators).
-// The warp owns a 16-row tile of the GQA group's query rows and keeps, in registers, the
-// unnormalised output O [16][head_dim], the running max m and its lanes' share of the running
-// sum l of each row. The variants' per-row rules of the pass (the keys each row sees, its query
-// position and ALiBi slope: row_rules.hpp) are read from shared memory. Per step:
+// The warp owns a 16-row tile of the pair's rows (q_len tokens x the GQA group) and keeps, in
+// registers, the unnormalised output O [16][head_dim], the running max m and its lanes' share of
+// the running sum l of each row. The variants' per-row rules of the pass (the keys each row sees,
+// its query position and ALiBi slope: row_rules.hpp) are read from shared memory. Per step:
 //   S = Q K^T (scaled in fp32; keys a row does not see, outside the segment, past its causal end
 //   or before its window, masked to -inf; the soft-cap and ALiBi on the others: row_rules.hpp)
 //   m_new, shift, rescale from the state header's rules (common/ordered_merge.hpp: row_step)
