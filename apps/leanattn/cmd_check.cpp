@@ -48,9 +48,6 @@ checks::CaseReport kernel_case(std::uint64_t seed, std::int64_t index,
                                const KernelRunner& run) {
   harness::RandomCase rc = checks::draw_case(seed, index, limits);
   DecodeProblem p = rc.problem;
-  // The CUDA kernel has no variants yet (it refuses them): plain attention, one query token.
-  p.q_len = 1;
-  p.variant = {};
   if (p.q_dtype == DType::f32) p.q_dtype = p.kv_dtype = DType::bf16;
   p.head_dim = p.head_dim <= 64 ? 64 : (p.head_dim <= 128 ? 128 : 256);
   harness::HostCase c = harness::make_case(p, seed ^ static_cast<std::uint64_t>(index));

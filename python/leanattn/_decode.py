@@ -115,8 +115,9 @@ def decode(
             softmax denominator (gpt-oss).
         alibi_slopes: ``[q_heads]`` float32: ALiBi, ``s += -slope * |key_pos - query_pos|``.
         Variants combine freely; with 4-D q, out is ``[batch, q_len, q_heads, head_dim]`` and
-        lse ``[batch, q_len, q_heads]``. The CUDA engine does not have the variants yet (an
-        error names the setting). Semantics: docs/numerics.md, "Variants".
+        lse ``[batch, q_len, q_heads]``. Every engine computes them (CPU and CUDA); with CUDA
+        arrays, sinks and alibi_slopes are refused for now (an error names them: they reach
+        the module as host copies). Semantics: docs/numerics.md, "Variants".
 
     Returns:
         ``out`` ``[batch, q_heads, head_dim]`` in q's dtype and framework (the ``out`` argument

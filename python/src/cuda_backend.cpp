@@ -55,6 +55,21 @@ std::shared_ptr<CachedCudaEngine> cuda_engine_for(int device, std::int32_t worke
 }  // namespace
 
 void run_cuda(const DecodeCall& call) {
+  // The Python layer hands sinks and ALiBi slopes over as host copies (_variant.py), which the
+  // kernel cannot read: refuse them here rather than launch with host pointers. q_len > 1,
+  // windows and soft-caps carry no array and run.
+  const AttentionVariant& v = call.problem->variant;
+  if (v.sinks) {
+    value_error("sinks",
+                "not supported with CUDA arrays from Python yet (the per-head arrays "
+                "reach the module as host copies); use the C++ cuda::Engine");
+  }
+  if (v.alibi) {
+    value_error("alibi_slopes",
+                "not supported with CUDA arrays from Python yet (the per-head "
+                "arrays reach the module as host copies); use the C++ "
+                "cuda::Engine");
+  }
   std::shared_ptr<CachedCudaEngine> cached;
   try {
     cached = cuda_engine_for(call.device_id, call.workers, call.stream);

@@ -30,26 +30,9 @@ std::string compiled_head_dims(DType dtype) {
   return s.empty() ? "none" : s;
 }
 
-// The variants the kernel implements: plain attention, one query token (allocates nothing).
-bool plain_variant(const DecodeProblem& p) {
-  return p.q_len == 1 && p.variant == AttentionVariant{.causal = p.variant.causal};
-}
-
 }  // namespace
 
 std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block) {
-  // The attention variants (docs/numerics.md) are not in the CUDA kernel yet: refuse them rather
-  // than compute plain attention.
-  const AttentionVariant& v = p.variant;
-  auto variant = [](const char* setting, const std::string& got) {
-    return std::string(setting) + ": not supported by the CUDA engine yet (got " + got +
-           "); use the CPU engine";
-  };
-  if (p.q_len != 1) return variant("q_len", std::to_string(p.q_len));
-  if (v.has_window()) return variant("window_left", std::to_string(v.window_left));
-  if (v.softcap != 0.0f) return variant("softcap", std::to_string(v.softcap));
-  if (v.sinks) return variant("sinks", "sinks");
-  if (v.alibi) return variant("alibi_slopes", "ALiBi slopes");
   if (p.q_dtype != p.kv_dtype) {
     return "q_dtype: must equal kv_dtype for the CUDA engine (got " +
            std::string(dtype_name(p.q_dtype)) + " and " + std::string(dtype_name(p.kv_dtype)) + ")";
@@ -76,14 +59,14 @@ std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block)
 }
 
 const KernelHandle* find_kernel(const DecodeProblem& p, std::int32_t smem_per_block) {
-  if (p.q_dtype != p.kv_dtype || p.kv_heads < 1 || !plain_variant(p)) return nullptr;
-  const std::int32_t group = p.q_heads / p.kv_heads;
-  const KernelHandle* fit = nullptr;      // fewest rows that hold the group
-  const KernelHandle* largest = nullptr;  // most rows (several passes)
+  if (p.q_dtype != p.kv_dtype || p.kv_heads < 1) return nullptr;
+  const std::int32_t rows = p.pair_rows();  // q_len x the GQA group, packed in the MMA rows
+  const KernelHandle* fit = nullptr;        // fewest rows that hold the group
+  const KernelHandle* largest = nullptr;    // most rows (several passes)
   for (const KernelHandle& k : compiled_kernels()) {
     if (k.dtype != p.kv_dtype || k.head_dim != p.head_dim) continue;
     if (k.smem_bytes + kStaticSmemBytes > smem_per_block) continue;
-    if (k.rows >= group && (fit == nullptr || k.rows < fit->rows)) fit = &k;
+    if (k.rows >= rows && (fit == nullptr || k.rows < fit->rows)) fit = &k;
     if (largest == nullptr || k.rows > largest->rows) largest = &k;
   }
   return fit != nullptr ? fit : largest;

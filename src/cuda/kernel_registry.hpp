@@ -54,10 +54,11 @@ inline constexpr std::int32_t kStaticSmemBytes = 128;
 
 // The kernel for a problem: Q and KV of the same 16-bit type, a compiled head_dim, and among the
 // configurations whose shared memory fits `smem_per_block` (a device's opt-in limit per CTA), the
-// smallest warp-row count whose rows hold the GQA group (the largest when none does: the kernel
-// then takes several passes). Null when there is none; why_unsupported() says why ("" when
-// supported). find_kernel() allocates nothing (it runs on every launch). The default limit is
-// "any": the CPU emulation and device-free callers.
+// smallest warp-row count whose rows hold a pair's rows (q_len x the GQA group; the largest when
+// none does: the kernel then takes several passes). Every attention variant runs
+// (docs/numerics.md). Null when there is none; why_unsupported() says why ("" when supported).
+// find_kernel() allocates nothing (it runs on every launch). The default limit is "any": the CPU
+// emulation and device-free callers.
 const KernelHandle* find_kernel(const DecodeProblem& problem,
                                 std::int32_t smem_per_block = 1 << 30);
 std::string why_unsupported(const DecodeProblem& problem, std::int32_t smem_per_block = 1 << 30);

@@ -2,13 +2,15 @@
 // compiled configuration (dtype x head_dim x warp rows) with GQA groups of one and several
 // passes; the lean, split and head strategies (the same kernel, different plans); worker counts
 // from 1 to many times the resident CTAs; ragged and empty lengths; paged caches with shuffled
-// block tables and pages of 1 to 256 tokens; strided outputs; bitwise-repeatable runs; one
+// block tables and pages of 1 to 256 tokens; the attention variants (several query tokens,
+// windows, soft-caps, sinks, ALiBi); strided outputs; bitwise-repeatable runs; one
 // workspace shared by different plans (the counters reset themselves); bad input rejected.
 // Every test skips when no CUDA device is present.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -126,6 +128,43 @@ TEST_F(CudaEngineTest, EveryConfigurationAgainstTheReference) {
   }
 }
 
+// The attention variants on every configuration: q_len up to 8 packed beside the group (one and
+// several passes of rows), causal and not, windows shorter and longer than the requests with an
+// edge on a tile edge (request 129, q_len 2, window 15: first planned key 112 = 7 x 16), soft-caps,
+// sinks far above every score, ALiBi, and combinations.
+TEST_F(CudaEngineTest, VariantsOnEveryConfiguration) {
+  struct Case {
+    const char* name;
+    std::int32_t q_len;
+    AttentionVariant variant;
+    float sink_value;  // > 0: every sink set to this
+  };
+  const Case cases[] = {
+      {"q_len 4 causal", 4, {}, 0.0f},
+      {"q_len 3 non-causal alibi", 3, {.causal = false, .alibi = true}, 0.0f},
+      {"q_len 2 window 15 softcap 30", 2, {.window_left = 15, .softcap = 30.0f}, 0.0f},
+      {"window 127 sinks 60", 1, {.window_left = 127, .sinks = true}, 60.0f},
+      {"q_len 8 everything",
+       8,
+       {.window_left = 100000, .softcap = 1.0f, .sinks = true, .alibi = true},
+       0.0f}};
+  for (const KernelHandle& k : compiled_kernels()) {
+    for (const Case& cs : cases) {
+      const std::int32_t group = k.warps_m == 1 ? std::max(1, 16 / cs.q_len) : 72 / cs.q_len;
+      DecodeProblem p =
+          make_problem({1000, 0, 8, 127, 129, 3000}, 2 * group, 2, k.head_dim, k.dtype);
+      p.q_len = cs.q_len;
+      p.variant = cs.variant;
+      if (find_kernel(p, engine().device().smem_per_block) != &k) continue;
+      harness::HostCase c = harness::make_case(p, static_cast<std::uint64_t>(cs.q_len) + 500);
+      if (cs.sink_value > 0.0f) {
+        for (float& x : c.sinks) x = cs.sink_value;
+      }
+      check_all(c, {0, 7}, k.name + " " + cs.name, 16);
+    }
+  }
+}
+
 TEST_F(CudaEngineTest, ManyMoreCtasThanSmsAndTinyTiles) {
   if (!compiled(DType::bf16, 128)) GTEST_SKIP() << "bf16 head_dim 128 not in this build";
   DecodeProblem p = make_problem({5000, 33, 0, 900, 2}, 32, 8, 128, DType::bf16);
@@ -161,7 +200,6 @@ TEST_F(CudaEngineTest, AllEmptySequences) {
 TEST_F(CudaEngineTest, RandomProblems) {
   std::mt19937_64 rng(4242);
   harness::RandomLimits lim;
-  lim.variants = false;  // the CUDA kernel refuses the variants (why_unsupported)
   lim.max_len = 2000;
   lim.max_workers = 1000;
   lim.max_group = 40;

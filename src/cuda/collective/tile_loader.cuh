@@ -10,14 +10,15 @@
 #include "cuda/collective/ptx.cuh"
 #include "cuda/common/kernel_params.hpp"
 #include "cuda/common/kv_rows.hpp"
+#include "cuda/common/row_rules.hpp"
 #include "cuda/common/tile_math.hpp"
 
 namespace leanattn::cuda {
 
 template <class T, class Shape>
 struct TileLoader {
-  // q_tile [kRows][head_dim] <- Q rows kv_head * group + row0 + r of `request`; rows at or past
-  // the group's end are zero-filled.
+  // q_tile [kRows][head_dim] <- the Q rows of pair rows row0 + r of (request, kv_head) (query
+  // token and head: pair_row); rows at or past the pair's end are zero-filled.
   __device__ static void load_q(T* q_tile, const KernelParams& p, int request, int kv_head,
                                 int row0, int thread) {
     const T* q = static_cast<const T*>(p.q);
@@ -26,11 +27,10 @@ struct TileLoader {
       const ChunkCoord c = load_coord(thread, i, Shape::kThreads, Shape::kChunksPerRow);
       const int row = row0 + c.row;
       const bool valid = row < p.group_size;
-      const T* src =
-          valid ? q + request * p.q_stride_batch +
-                      static_cast<std::int64_t>(kv_head * p.group_size + row) * p.q_stride_head +
-                      c.chunk * Shape::kChunkElems
-                : q;
+      const PairRow pr = pair_row(valid ? row : 0, kv_head, p.heads);
+      const T* src = valid ? q + request * p.q_stride_batch + pr.token * p.q_stride_token +
+                                 pr.head * p.q_stride_head + c.chunk * Shape::kChunkElems
+                           : q;
       ptx::cp_async_16(
           ptx::smem_address(q_tile + swizzled_offset(c.row, c.chunk * 8, Shape::kChunksPerRow)),
           src, valid);

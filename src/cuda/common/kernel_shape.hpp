@@ -62,8 +62,8 @@ struct KernelShape {
   static constexpr int kQBytes = kRows * HeadDim * 2;
   // When Q lives in registers its tile is dead after the first block's fragments are read, so it
   // overlays V's last stage (first written by the copies issued after that read and a barrier):
-  // 96 KiB for every head_dim <= 128 configuration, which fits the 99 KiB a CTA may have on
-  // sm_86 / sm_89 and leaves 2 CTAs per SM on sm_90.
+  // 96 KiB of stages (and at most 1 KiB of row rules) for every head_dim <= 128 configuration,
+  // which fits the 99 KiB a CTA may have on sm_86 / sm_89 and leaves 2 CTAs per SM on sm_90.
   static constexpr bool kQOverlaysStage = kQInRegisters;
   static_assert(!kQOverlaysStage || kQBytes <= kStageTileBytes, "Q must fit in one stage tile");
 
@@ -71,14 +71,21 @@ struct KernelShape {
   //   k:  [kStages][kBlockN][HeadDim] 16-bit, swizzled
   //   v:  same
   //   q:  [kRows][HeadDim] 16-bit, swizzled: V's last stage (kQOverlaysStage), else before k
+  //   row rules: [kRows] RowRule, after v
   // After a pass over the tokens the k/v region is reused by the epilogue:
   //   o:  [kWarpsN][kRows][kScratchRowFloats] float (per-warp-column partial outputs)
   //   m, l: [kWarpsN][kRows] float
   // and after a split piece by the last arriver's slot merge (epilogue.cuh, from offset 0).
   static constexpr int kKOffset = kQOverlaysStage ? 0 : kQBytes;
   static constexpr int kVOffset = kKOffset + kStages * kStageTileBytes;
-  static constexpr int kSmemBytes = kVOffset + kStages * kStageTileBytes;
   static constexpr int kQOffset = kQOverlaysStage ? kVOffset + (kStages - 1) * kStageTileBytes : 0;
+  // The pass's row rules (row_rules.hpp: RowRule, 16 bytes per row: the keys the row sees, its
+  // query position and ALiBi slope), written once per pass and read by every step: in shared
+  // memory rather than registers, which head_dim 256 does not have to spare.
+  static constexpr int kRowRuleBytes = 16;
+  static constexpr int kRowRulesOffset = kVOffset + kStages * kStageTileBytes;
+  static constexpr int kSmemBytes = kRowRulesOffset + kRows * kRowRuleBytes;
+  static_assert(kRows <= kThreads, "one thread per row writes the row rules");
 
   static constexpr int kScratchRowFloats = HeadDim + 4;  // padded against bank conflicts
   static constexpr int kScratchOOffset = kKOffset;

@@ -28,9 +28,11 @@ void require_stride(std::int64_t stride, const char* argument) {
 void check_kernel_alignment(const DecodeProblem& p, const DecodeTensors& t) {
   require_16_bytes(t.q, "q");
   require_stride(t.q_stride_batch, "q_stride_batch");
+  require_stride(t.q_stride_token, "q_stride_token");
   require_stride(t.q_stride_head, "q_stride_head");
   require_16_bytes(t.out, "out");
   require_stride(t.out_stride_batch, "out_stride_batch");
+  require_stride(t.out_stride_token, "out_stride_token");
   require_stride(t.out_stride_head, "out_stride_head");
   if (p.total_tokens() == 0) return;  // K and V are never read
   require_16_bytes(t.k_cache, "k_cache");
@@ -73,9 +75,17 @@ KernelParams make_kernel_params(const DecodeProblem& p, const DecodeTensors& t, 
   k.seq_lens = dp.seq_lens;
   k.tile_tokens = plan.tile_tokens;
   k.group_size = plan.group_size;
+  k.heads = p.group_size();
   k.scale = p.softmax_scale();
+  k.q_len = p.q_len;
+  k.window_left = p.variant.window_left;
+  k.causal = p.variant.causal;
+  k.softcap = p.variant.softcap;
+  k.sinks = p.variant.sinks ? t.sinks : nullptr;
+  k.alibi_slopes = p.variant.alibi ? t.alibi_slopes : nullptr;
   k.q = t.q;
   k.q_stride_batch = t.q_stride_batch;
+  k.q_stride_token = t.q_stride_token;
   k.q_stride_head = t.q_stride_head;
   k.k_cache = t.k_cache;
   k.v_cache = t.v_cache;
@@ -84,9 +94,11 @@ KernelParams make_kernel_params(const DecodeProblem& p, const DecodeTensors& t, 
   k.page = FastDivider::make(static_cast<std::uint32_t>(paged ? p.page_size : 1));
   k.out = t.out;
   k.out_stride_batch = t.out_stride_batch;
+  k.out_stride_token = t.out_stride_token;
   k.out_stride_head = t.out_stride_head;
   k.lse = t.lse;
   k.lse_stride_batch = t.lse_stride_batch;
+  k.lse_stride_token = t.lse_stride_token;
   k.slot_o = w.slot_o;
   k.slot_m = w.slot_m;
   k.slot_l = w.slot_l;

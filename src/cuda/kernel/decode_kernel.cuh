@@ -1,13 +1,16 @@
 // The persistent decode kernel: CTA w runs worker w's segments of the plan, in order. For each
 // segment (one (request, KV head) pair and a range of its lean tiles) and each pass of up to
-// kRows query rows of the GQA group:
+// kRows of the pair's rows (q_len query tokens x the GQA group, common/row_rules.hpp: pair_row):
 //   1. Q rows and the first K/V stages go into shared memory (cp.async, 16-byte, swizzled); the
 //      segment's token range comes precomputed in the plan (no seq_len lookup before the copies);
 //   2. a kStages-deep pipeline streams the segment's tokens in blocks of kBlockN: while the warps
 //      compute block b, the copies of blocks b + 1 .. b + kStages - 1 are in flight;
-//   3. each warp runs its 16-token steps of the block (collective/warp_attention.cuh);
+//   3. each warp runs its 16-token steps of the block (collective/warp_attention.cuh), masking
+//      per row the keys its query does not see (causal rows, windows) and applying the soft-cap
+//      and ALiBi;
 //   4. the epilogue merges the warps' states and writes the output rows or the workspace slot
-//      (collective/epilogue.cuh); a split pair's last piece to arrive merges all its slots.
+//      (collective/epilogue.cuh; a row's sink joins there, where its output is written); a split
+//      pair's last piece to arrive merges all its slots.
 // One launch = one plan; the lean, split and head strategies are only different plans.
 // Instantiated once per row of the configuration table (src/cuda/kernel_configs.cmake).
 #pragma once
@@ -23,7 +26,7 @@
 
 namespace leanattn::cuda {
 
-// The token pipeline of one pass: rows [row0, row0 + kRows) of the group over `range`.
+// The token pipeline of one pass: rows [row0, row0 + kRows) of the pair over `range`.
 // Returns with every copy landed and a barrier passed (the stages may be reused).
 template <class T, class Shape>
 __device__ __forceinline__ void attend_range(WarpAttention<T, Shape>& acc, unsigned char* smem,
@@ -51,6 +54,12 @@ __device__ __forceinline__ void attend_range(WarpAttention<T, Shape>& acc, unsig
                       range, thread);
     }
     ptx::cp_async_commit();
+  }
+  // The pass's row rules, while the first copies are in flight (seq_len: one load); every step
+  // reads them after the first block's barrier below.
+  RowRule* rules = reinterpret_cast<RowRule*>(smem + Shape::kRowRulesOffset);
+  if (thread < Shape::kRows) {
+    rules[thread] = row_rule(p, seg.kv_head, range, p.seq_lens[seg.request], row0 + thread);
   }
 
   for (int b = 0; b < blocks; ++b) {
@@ -80,10 +89,9 @@ __device__ __forceinline__ void attend_range(WarpAttention<T, Shape>& acc, unsig
       for (int step = 0; step < Shape::kStepsPerWarp; ++step) {
         const std::int64_t token0 =
             warp_step_begin(block_begin, warp_n, step, Shape::kWarpsN, Shape::kStepTokens);
-        const int valid = step_valid_keys(token0, range, Shape::kStepTokens);
-        if (valid == 0) break;  // this warp's remaining steps are past the range
-        acc.step(q_addr, k_stage, v_stage, static_cast<int>(token0 - block_begin), valid, p.scale,
-                 warp_m, lane);
+        if (step_valid_keys(token0, range, Shape::kStepTokens) == 0) break;  // past the range
+        acc.step(q_addr, k_stage, v_stage, static_cast<int>(token0 - block_begin),
+                 static_cast<std::int32_t>(token0), rules, p, warp_m, lane);
       }
     }
   }
