@@ -43,6 +43,21 @@ std::vector<SweepCase> default_sweep(std::int64_t memory_bytes) {
   return fit;
 }
 
+std::vector<SweepCase> from_cache_sweep(std::int64_t kv_bytes) {
+  std::vector<SweepCase> cases;
+  const struct {
+    const char* label;
+    std::int32_t q_heads, kv_heads;
+  } shapes[] = {{"mha", 32, 32}, {"gqa", 32, 8}, {"mqa", 8, 1}};
+  for (const auto& s : shapes) {
+    const std::int64_t token_bytes = 2ll * s.kv_heads * 128 * 2;  // K and V, f16
+    const auto tokens =
+        static_cast<std::int32_t>(std::max<std::int64_t>(1, kv_bytes / token_bytes / 32) * 32);
+    cases.push_back({s.label, gqa(s.q_heads, s.kv_heads, 128, {tokens})});
+  }
+  return cases;
+}
+
 std::int64_t available_memory() {
   std::ifstream in("/proc/meminfo");
   for (std::string line; std::getline(in, line);) {

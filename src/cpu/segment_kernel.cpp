@@ -32,6 +32,12 @@ HWY_BEFORE_NAMESPACE();
 namespace leanattn::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// f16 -> f32 by one instruction (F16C with AVX2, AVX-512); SSE4 and the fallbacks convert with
+// integer operations (f16_bits_to_f32 below).
+constexpr bool kF16Instruction = HWY_TARGET < HWY_SSE4;
+// Floats per vector (the x86 targets have fixed widths).
+constexpr auto kF32Lanes = static_cast<std::int32_t>(hn::MaxLanes(hn::ScalableTag<float>()));
+
 #if HWY_TARGET == HWY_SCALAR
 // The portable fallback (Highway's HWY_SCALAR target, used where no SIMD target is supported):
 // the same algorithm one token and one row at a time, with the state header's scalar rules.
@@ -141,7 +147,7 @@ template <class KvT>
 HWY_INLINE VF load_row(DF df, const KvT* HWY_RESTRICT p) {
   if constexpr (std::is_same_v<KvT, float>) {
     return hn::LoadU(df, p);
-  } else if constexpr (std::is_same_v<KvT, hwy::float16_t> && HWY_TARGET >= HWY_SSE4) {
+  } else if constexpr (std::is_same_v<KvT, hwy::float16_t> && !kF16Instruction) {
     const hn::Rebind<uint16_t, DF> du16;
     return f16_bits_to_f32(df, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
   } else {
@@ -431,8 +437,8 @@ void compute_segment(const SegmentJob& job) {
 }
 
 // Registers this target's kernel when the program starts.
-[[maybe_unused]] static const int kRegistered =
-    register_simd_kernel(hwy::TargetName(HWY_TARGET), HWY_TARGET, &compute_segment);
+[[maybe_unused]] static const int kRegistered = register_simd_kernel(
+    {hwy::TargetName(HWY_TARGET), HWY_TARGET, &compute_segment, kF32Lanes, kF16Instruction});
 
 }  // namespace leanattn::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -454,8 +460,8 @@ std::vector<SimdKernel>& registry() {
 }
 }  // namespace
 
-int register_simd_kernel(const char* name, std::int64_t target, SegmentKernelFn fn) {
-  registry().push_back({name, target, fn});
+int register_simd_kernel(const SimdKernel& kernel) {
+  registry().push_back(kernel);
   return 0;
 }
 
