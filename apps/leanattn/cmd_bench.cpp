@@ -76,9 +76,14 @@ int run_from_cache(const BenchArgs& a, bool sweep, double clock_ghz) {
       "on the same K/V\n",
       first.workers, first.simd, clock_ghz, first.counter, cfg.repeat);
   fmt::print(
-      "cycles = median cycles per token x KV head of one worker; roof = the shape's compute "
-      "ceiling in the same unit ({} FMA pipes for FMAs and widening); of_roof = roof / cycles\n",
-      bench::kVectorOpsPerCycle);
+      "cycles = median counts per token x KV head of one worker; roof = the shape's compute "
+      "ceiling in the same unit ({} FMA pipes for FMAs and widening{}); of_roof = roof / "
+      "cycles\n",
+      bench::kVectorOpsPerCycle,
+      first.per_core_cycle != 1.0
+          ? fmt::format(", {:.2f} TSC ticks per core cycle at the measured clock",
+                        first.per_core_cycle)
+          : "");
   fmt::print("{}", format_cache_table(results));
   if (!a.csv_path.empty()) std::ofstream(a.csv_path) << cache_csv(machine, results);
   for (const auto& r : results) {

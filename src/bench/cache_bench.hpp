@@ -28,13 +28,15 @@ struct CacheResult {
   std::int64_t kv_bytes = 0;
   std::string counter;  // CycleCounter::name()
   double clock_ghz = 0.0;
-  // Cycles of the calling thread per run over one worker's share of the token x KV head pairs
+  // Counts of the counter per run over one worker's share of the token x KV head pairs
   // (total / workers); with several workers the calling thread also waits for the others.
   double cycles_per_token_head = 0.0;  // median
   double min_cycles_per_token_head = 0.0;
-  double gbps = 0.0;  // K and V bytes / median wall time
-  ComputeCeiling ceiling;
-  double roof_fraction = 0.0;  // ceiling cycles / measured cycles
+  double per_core_cycle = 1.0;  // counts per core cycle (CycleCounter::per_core_cycle)
+  double gbps = 0.0;            // K and V bytes / median wall time
+  ComputeCeiling ceiling;       // in core cycles
+  double roof = 0.0;            // the ceiling in the counter's unit
+  double roof_fraction = 0.0;   // roof / cycles_per_token_head
   double max_abs_err = 0.0;
   double tolerance = 0.0;
   bool ok = false;  // every output row within tolerance of the fp64 reference

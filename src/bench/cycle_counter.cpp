@@ -69,7 +69,7 @@ double measure_core_clock_ghz() {
 #endif
 }
 
-CycleCounter::CycleCounter(double clock_ghz) {
+CycleCounter::CycleCounter() {
   perf_event_attr attr;
   std::memset(&attr, 0, sizeof attr);
   attr.size = sizeof attr;
@@ -93,15 +93,13 @@ CycleCounter::CycleCounter(double clock_ghz) {
     return;
   }
 #if defined(__x86_64__)
-  const double tsc = tsc_ghz();
-  tsc_scale_ = clock_ghz > 0 ? clock_ghz / tsc : 1.0;
+  tsc_ghz_ = tsc_ghz();
   char text[128];
-  std::snprintf(text, sizeof text, "rdtsc x %.2f/%.2f (TSC %.2f GHz; wall time, no counter here)",
-                clock_ghz, tsc, tsc);
+  std::snprintf(text, sizeof text, "rdtsc (no cycle counter here): TSC ticks at %.2f GHz",
+                tsc_ghz_);
   name_ = text;
 #else
   name_ = "unavailable";
-  (void)clock_ghz;
 #endif
 }
 
@@ -116,7 +114,7 @@ std::uint64_t CycleCounter::read() const {
     return 0;
   }
 #if defined(__x86_64__)
-  return static_cast<std::uint64_t>(static_cast<double>(__rdtsc()) * tsc_scale_);
+  return __rdtsc();
 #else
   return 0;
 #endif

@@ -56,8 +56,11 @@ TEST(CycleCounter, CountsForwardAndNamesItself) {
   EXPECT_GT(ghz, 0.3);
   EXPECT_LT(ghz, 10.0);
 #endif
-  const CycleCounter counter(ghz);
+  const CycleCounter counter;
   EXPECT_FALSE(counter.name().empty());
+  if (counter.hardware()) {
+    EXPECT_EQ(counter.per_core_cycle(2.0), 1.0);
+  }
   const std::uint64_t c0 = counter.read();
   volatile double x = 1.0;
   for (int i = 0; i < 1000000; ++i) x = x * 1.0000001;
@@ -80,7 +83,8 @@ TEST(CacheBench, ReportsCyclesPerTokenAndKvHeadAndChecksEveryRow) {
     EXPECT_GT(r.gbps, 0.0);
     EXPECT_DOUBLE_EQ(r.ceiling.cycles_per_token_head,
                      compute_ceiling(r.problem, simd_shape(r.simd), 2.0).cycles_per_token_head);
-    EXPECT_DOUBLE_EQ(r.roof_fraction, r.ceiling.cycles_per_token_head / r.cycles_per_token_head);
+    EXPECT_DOUBLE_EQ(r.roof, r.ceiling.cycles_per_token_head * r.per_core_cycle);
+    EXPECT_DOUBLE_EQ(r.roof_fraction, r.roof / r.cycles_per_token_head);
   }
 }
 
