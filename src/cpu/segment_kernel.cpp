@@ -101,11 +101,13 @@ constexpr int kRegisters = (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
 // rows: about 5 cycles per token and KV head saved in each loop).
 constexpr int kAccumulators = 3 * kRegisters / 4;
 // Tokens per score step: R x U accumulators (a multiple of 4, for the reduction tree), U K
-// vectors and a q vector in registers. AVX2: U = 8, 4, 3 for R = 1, 2, 4; AVX-512: 16, 8, 6, 3
-// for R = 1, 2, 4, 8; SSE4: 4, 2, 2.
+// vectors and a q vector in registers, and U row pointers in general registers (16, a few taken
+// by the loop): with R = 1 at most 8, since each K vector feeds one FMA and 16 tokens spilled 8
+// row pointers and a vector in the AVX-512 loop (reloaded for every column vector).
+// AVX2: U = 8, 4, 3 for R = 1, 2, 4; AVX-512: 8, 8, 6, 3 for R = 1, 2, 4, 8; SSE4: 4, 2, 2.
 template <int R>
 constexpr int score_tokens() {
-  if (R == 1) return kRegisters / 8 * 4;  // each K vector feeds one FMA: no need to hold U of them
+  if (R == 1) return std::min(8, kRegisters / 8 * 4);
   for (int u = kAccumulators / R; u > 1; --u) {
     if (R * u % 4 == 0 && R * u + u + 1 <= kRegisters) return u;
   }
@@ -229,30 +231,46 @@ HWY_NOINLINE void qk_block(const float* HWY_RESTRICT q, const KvT* const* krow,
   }
 }
 
+// Folds the lanes of v onto its first R lanes (lane i onto lane i % R, by halving) with max or
+// add, and stores those R lanes to out.
+template <int R, bool kMax, class D>
+HWY_INLINE void fold_store(D d, hn::Vec<D> v, float* HWY_RESTRICT out) {
+  if constexpr (hn::MaxLanes(D()) > R) {
+    const hn::Half<D> dh;
+    const auto lo = hn::LowerHalf(dh, v);
+    const auto hi = hn::UpperHalf(dh, v);
+    fold_store<R, kMax>(dh, kMax ? hn::Max(lo, hi) : hn::Add(lo, hi), out);
+  } else {
+    hn::StoreU(v, d, out);
+  }
+}
+
 // Per-row reduction (max or sum) of S[t * R + r] over t, for `count` = tokens * R entries padded
 // to a multiple of max(R, lanes) with neutral values. out[r] for r < R.
 template <int R, bool kMax>
 HWY_INLINE void reduce_rows(const float* HWY_RESTRICT s, std::int32_t count, float* out) {
   const DF df;
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
-  const std::int32_t period = std::max<std::int32_t>(R, n);
   const float neutral = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
-  VF acc[kMaxRows / 4];  // period / n <= kMaxRows / 4 since n >= 4
-  const std::int32_t vecs = period / n;
+  if (R < n) {  // one vector per period: fold it in registers
+    VF acc = hn::Set(df, neutral);
+    for (std::int32_t c = 0; c < count; c += n) {
+      const VF x = hn::LoadU(df, s + c);
+      acc = kMax ? hn::Max(acc, x) : hn::Add(acc, x);
+    }
+    fold_store<R, kMax>(df, acc, out);
+    return;
+  }
+  VF acc[kMaxRows / 4];  // R / n <= kMaxRows / 4 since n >= 4
+  const std::int32_t vecs = R / n;
   for (std::int32_t j = 0; j < vecs; ++j) acc[j] = hn::Set(df, neutral);
-  for (std::int32_t c = 0; c < count; c += period) {
+  for (std::int32_t c = 0; c < count; c += R) {
     for (std::int32_t j = 0; j < vecs; ++j) {
       const VF x = hn::LoadU(df, s + c + j * n);
       acc[j] = kMax ? hn::Max(acc[j], x) : hn::Add(acc[j], x);
     }
   }
-  HWY_ALIGN float tmp[kMaxRows > 16 ? kMaxRows : 16];
-  for (std::int32_t j = 0; j < vecs; ++j) hn::StoreU(acc[j], df, tmp + j * n);
-  for (int r = 0; r < R; ++r) out[r] = neutral;
-  for (std::int32_t i = 0; i < period; ++i) {
-    const int r = static_cast<int>(i % R);
-    out[r] = kMax ? std::max(out[r], tmp[i]) : out[r] + tmp[i];
-  }
+  for (std::int32_t j = 0; j < vecs; ++j) hn::StoreU(acc[j], df, out + j * n);
 }
 
 // Online-softmax step for R rows over a block: turns S into P in place and updates m, l. Returns
@@ -271,7 +289,9 @@ HWY_INLINE void softmax_block(float* HWY_RESTRICT s, std::int32_t count, float* 
     rescale[r] = rescale_factor(m[r], m_new);
     m[r] = m_new;
   }
-  for (std::int32_t i = 0; i < period; ++i) shift[i] = exp_shift(m[i % R]);
+  float row_shift[R];
+  for (int r = 0; r < R; ++r) row_shift[r] = exp_shift(m[r]);
+  for (std::int32_t i = 0; i < period; ++i) shift[i] = row_shift[i % R];
   for (std::int32_t c = 0; c < count; c += period) {
     for (std::int32_t j = 0; j < period; j += n) {
       const VF x = hn::Sub(hn::LoadU(df, s + c + j), hn::Load(df, shift + j));
