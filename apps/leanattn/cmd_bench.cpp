@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fstream>
 #include <memory>
+#include <string_view>
 #include <thread>
 
 #include "bench/cycle_counter.hpp"
@@ -58,8 +59,12 @@ int run_from_cache(const BenchArgs& a, bool sweep, double clock_ghz) {
   cfg.tile = a.problem.tile;
   cfg.pin_threads = !a.no_pin;
   cfg.clock_ghz = clock_ghz;
+  require(a.problem.page_size >= 0, "page_size", [&] {
+    return "must be >= 0 (0 = contiguous) (got " + std::to_string(a.problem.page_size) + ")";
+  });
   const std::vector<SweepCase> cases =
-      sweep ? from_cache_sweep((a.cache_kib << 10) * cfg.workers)
+      sweep ? from_cache_sweep((a.cache_kib << 10) * cfg.workers,
+                               parse_dtype(a.problem.dtype, "dtype"), a.problem.page_size)
             : std::vector<SweepCase>{{"custom", a.problem.problem()}};
   const MachineInfo machine = machine_info();
   std::vector<LabelledCacheCase> results;
@@ -236,7 +241,8 @@ void add_bench_command(CLI::App& app) {
                 "--workers; reports the median core cycles per token x KV head of one worker "
                 "(hardware counter of this thread, else rdtsc; the output names it), the shape's "
                 "compute ceiling `roof` in the same unit and of_roof = roof / cycles. No shape "
-                "flags: MHA 32/32, GQA 32/8 and MQA 8/1, d 128, f16");
+                "flags but --dtype and --page-size: MHA 32/32, GQA 32/8 and MQA 8/1, d 128 "
+                "(default f16, contiguous)");
   cmd->add_option("--cache-kib", args->cache_kib,
                   "--from-cache without shape flags: KiB of K and V per worker (default 1024)");
   cmd->add_flag("--check-all-rows", args->check_all_rows,
@@ -248,7 +254,12 @@ void add_bench_command(CLI::App& app) {
                 "rule): what the CPU's token-major plans gain");
   cmd->callback([args, cmd] {
     bool sweep = true;
-    for (const char* f : kShapeFlags) sweep = sweep && cmd->count(f) == 0;
+    for (const char* f : kShapeFlags) {
+      // --from-cache's sweep takes the element type and the page size.
+      const bool sweep_setting = args->from_cache && (std::string_view(f) == "--dtype" ||
+                                                      std::string_view(f) == "--page-size");
+      sweep = sweep && (sweep_setting || cmd->count(f) == 0);
+    }
     const int rc = run_guarded("bench", [&] { return run_bench(*args, sweep); });
     if (rc != 0) throw CLI::RuntimeError(rc);
   });

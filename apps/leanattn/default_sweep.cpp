@@ -43,17 +43,25 @@ std::vector<SweepCase> default_sweep(std::int64_t memory_bytes) {
   return fit;
 }
 
-std::vector<SweepCase> from_cache_sweep(std::int64_t kv_bytes) {
+std::vector<SweepCase> from_cache_sweep(std::int64_t kv_bytes, DType kv_dtype,
+                                        std::int32_t page_size) {
   std::vector<SweepCase> cases;
   const struct {
     const char* label;
     std::int32_t q_heads, kv_heads;
   } shapes[] = {{"mha", 32, 32}, {"gqa", 32, 8}, {"mqa", 8, 1}};
   for (const auto& s : shapes) {
-    const std::int64_t token_bytes = 2ll * s.kv_heads * 128 * 2;  // K and V, f16
+    const auto token_bytes =
+        2 * s.kv_heads * 128 * static_cast<std::int64_t>(dtype_size(kv_dtype));  // K and V
     const auto tokens =
         static_cast<std::int32_t>(std::max<std::int64_t>(1, kv_bytes / token_bytes / 32) * 32);
-    cases.push_back({s.label, gqa(s.q_heads, s.kv_heads, 128, {tokens})});
+    DecodeProblem p = gqa(s.q_heads, s.kv_heads, 128, {tokens});
+    p.kv_dtype = kv_dtype;
+    if (page_size > 0) {
+      p.layout = KvLayout::paged;
+      p.page_size = page_size;
+    }
+    cases.push_back({s.label, p});
   }
   return cases;
 }

@@ -24,6 +24,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "cpu/row_walk.hpp"
 #include "cpu/segment_kernel.hpp"
 #include "leanattn/core/float16.hpp"
 #include "leanattn/core/softmax_state.hpp"
@@ -388,7 +389,7 @@ HWY_INLINE void rows_pass(const SegmentJob& job, std::int32_t r0, std::int64_t t
 }
 
 // rows[j] = the row of token t0 + j of `head` for j < count, then the last row repeated up to
-// `fill`; for the contiguous layout without a multiply per row.
+// `fill`; without a multiply (contiguous) or a division (paged) per row.
 template <class T>
 HWY_INLINE void fill_rows(const KvAddressing& a, const T* base, std::int32_t request,
                           std::int64_t t0, std::int32_t head, std::int32_t count, std::int32_t fill,
@@ -397,7 +398,8 @@ HWY_INLINE void fill_rows(const KvAddressing& a, const T* base, std::int32_t req
     const T* first = base + a.row(request, t0, head);
     for (std::int32_t j = 0; j < count; ++j) rows[j] = first + j * a.token_stride;
   } else {
-    for (std::int32_t j = 0; j < count; ++j) rows[j] = base + a.row(request, t0 + j, head);
+    RowWalk walk(a, request, t0, head);
+    for (std::int32_t j = 0; j < count; ++j, walk.next()) rows[j] = base + walk.offset();
   }
   for (std::int32_t j = count; j < fill; ++j) rows[j] = rows[count - 1];
 }
