@@ -207,17 +207,18 @@ HWY_NOINLINE void qk_block(const float* HWY_RESTRICT q, const KvT* const* krow,
   static_assert(R * U % 4 == 0);
   const DF df;
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
-  // A step's U x prefetch_count lines go out a few per column vector of d, not in one burst
-  // (a burst of more misses than the core tracks stalls it).
-  const std::int32_t per_vector = (U * prefetch_count + d / n - 1) / (d / n);
+  // A step's U tokens x prefetch_count lines go out a token's lines per column vector of d (a
+  // few tokens' when U exceeds the vectors), not in one burst (a burst of more misses than the
+  // core tracks stalls it); a token's lines are consecutive, so no bookkeeping per line.
+  const std::int32_t vectors = d / n;
+  const std::int32_t per_vector = prefetch_count > 0 ? (U + vectors - 1) / vectors : 0;
   for (std::int32_t t = 0; t < tokens_padded; t += U) {
-    std::int32_t pu = 0, pl = 0;  // next line to prefetch: token t + pu, line pl
+    std::int32_t pu = 0;  // next token to prefetch for: t + pu
     VF acc[R * U];
     for (int a = 0; a < R * U; ++a) acc[a] = hn::Zero(df);
     for (std::int32_t i = 0; i < d; i += n) {
-      for (std::int32_t j = 0; j < per_vector && pu < U; ++j) {
-        __builtin_prefetch(prefetch[t + pu] + pl * 64, 0, 3);
-        if (++pl == prefetch_count) pl = 0, ++pu;
+      for (std::int32_t j = 0; j < per_vector && pu < U; ++j, ++pu) {
+        prefetch_lines(prefetch[t + pu], 0, prefetch_count);
       }
       VF k[U];
       for (int u = 0; u < U; ++u) k[u] = load_row(df, krow[t + u] + i);
