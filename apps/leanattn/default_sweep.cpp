@@ -57,9 +57,11 @@ std::vector<SweepCase> from_cache_sweep(std::int64_t kv_bytes, DType kv_dtype,
         static_cast<std::int32_t>(std::max<std::int64_t>(1, kv_bytes / token_bytes / 32) * 32);
     DecodeProblem p = gqa(s.q_heads, s.kv_heads, 128, {tokens});
     p.kv_dtype = kv_dtype;
-    if (page_size > 0) {
+    if (page_size > 0) {  // one request: its own pages, in a table of exactly those
       p.layout = KvLayout::paged;
       p.page_size = page_size;
+      p.max_pages = (tokens + page_size - 1) / page_size;
+      p.num_pages = p.max_pages;
     }
     cases.push_back({s.label, p});
   }
