@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <fstream>
 #include <memory>
+#include <string_view>
 #include <thread>
 
+#include "bench/cycle_counter.hpp"
 #include "bench_report.hpp"
+#include "cache_report.hpp"
 #include "commands.hpp"
 #include "default_sweep.hpp"
 #include "leanattn/bandwidth_probe.hpp"
@@ -34,6 +37,8 @@ struct BenchArgs {
   std::string json_path, csv_path;
   std::int64_t probe_mib = 0;
   bool no_pin = false;
+  bool from_cache = false;
+  std::int64_t cache_kib = 1024;  // --from-cache sweep: K and V per worker
 };
 
 const char* const kShapeFlags[] = {"--batch",   "--q-heads",   "--kv-heads", "--head-dim",
@@ -41,7 +46,63 @@ const char* const kShapeFlags[] = {"--batch",   "--q-heads",   "--kv-heads", "--
                                    "--q-len",   "--window",    "--softcap",  "--sinks",
                                    "--alibi",   "--non-causal"};
 
+// --from-cache: cycles per token x KV head on problems that stay in the CPU caches.
+int run_from_cache(const BenchArgs& a, bool sweep, double clock_ghz) {
+  require(a.backend == "cpu", "backend",
+          [&] { return "must be cpu with --from-cache (got '" + a.backend + "')"; });
+  require(a.cache_kib >= 1 && a.cache_kib <= (1 << 20), "cache_kib",
+          [&] { return "must be in [1, 1048576] KiB (got " + std::to_string(a.cache_kib) + ")"; });
+  bench::CacheBenchConfig cfg;
+  cfg.workers = a.problem.workers > 0 ? a.problem.workers : 1;
+  cfg.repeat = a.repeat > 0 ? a.repeat : 500;
+  cfg.simd = a.simd;
+  cfg.tile = a.problem.tile;
+  cfg.pin_threads = !a.no_pin;
+  cfg.clock_ghz = clock_ghz;
+  require(a.problem.page_size >= 0, "page_size", [&] {
+    return "must be >= 0 (0 = contiguous) (got " + std::to_string(a.problem.page_size) + ")";
+  });
+  const std::vector<SweepCase> cases =
+      sweep ? from_cache_sweep((a.cache_kib << 10) * cfg.workers,
+                               parse_dtype(a.problem.dtype, "dtype"), a.problem.page_size)
+            : std::vector<SweepCase>{{"custom", a.problem.problem()}};
+  const MachineInfo machine = machine_info();
+  std::vector<LabelledCacheCase> results;
+  for (const SweepCase& c : cases) {
+    fmt::print(stderr, "{}: {} runs from cache\n", c.label, cfg.repeat);
+    results.push_back({c.label, bench::run_from_cache(c.problem, cfg)});
+  }
+  const bench::CacheResult& first = results.front().result;
+  fmt::print("leanattn bench --from-cache: {} ({} cores), commit {}, {}\n", machine.cpu,
+             machine.cores, machine.commit, machine.date);
+  fmt::print(
+      "{} worker(s), SIMD {}, clock {:.2f} GHz (dependent multiplies), counter: {}; lean plan, {} "
+      "runs "
+      "on the same K/V\n",
+      first.workers, first.simd, clock_ghz, first.counter, cfg.repeat);
+  fmt::print(
+      "cycles = median counts per token x KV head of one worker; roof = the shape's compute "
+      "ceiling in the same unit ({} FMA pipes for FMAs and widening{}); of_roof = roof / "
+      "cycles\n",
+      bench::kVectorOpsPerCycle,
+      first.per_core_cycle != 1.0
+          ? fmt::format(", {:.2f} TSC ticks per core cycle at the measured clock",
+                        first.per_core_cycle)
+          : "");
+  fmt::print("{}", format_cache_table(results));
+  if (!a.csv_path.empty()) std::ofstream(a.csv_path) << cache_csv(machine, results);
+  for (const auto& r : results) {
+    if (!r.result.ok) {
+      fmt::print(stderr, "leanattn bench: some outputs FAILED the check against the reference\n");
+      return 1;
+    }
+  }
+  return 0;
+}
+
 int run_bench(const BenchArgs& a, bool sweep) {
+  const double clock_ghz = bench::measure_core_clock_ghz();
+  if (a.from_cache) return run_from_cache(a, sweep, clock_ghz);
 #if defined(LEANATTN_WITH_CUDA)
   require(a.backend == "cpu" || a.backend == "cuda", "backend",
           [&] { return "must be cpu or cuda (got '" + a.backend + "')"; });
@@ -70,6 +131,7 @@ int run_bench(const BenchArgs& a, bool sweep) {
   cfg.add_invariant = a.invariant;
   cfg.check_all_rows = a.check_all_rows;
   cfg.add_head_major = a.head_major;
+  cfg.clock_ghz = clock_ghz;
 
   std::vector<SweepCase> cases;
   if (sweep) {
@@ -158,11 +220,31 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--strategy", args->strategies, "comma-separated: lean,split,head")
       ->delimiter(',');
   cmd->add_option("--repeat", args->repeat, "timed runs per strategy (median reported)");
+  cmd->footer(
+      "Columns: GB/s = K and V bytes / median time; of_probe = GB/s / the read probe (each "
+      "case's own passes); of_roof = GB/s / min(probe, compute ceiling), where the compute "
+      "ceiling is what this core's vector units allow for the shape, on min(workers, cores) "
+      "cores: per token x KV head 2 x rows x head_dim / lanes FMAs (rows = q_len x query heads "
+      "per KV head) and 2 x head_dim / lanes widening ops (f16/bf16 to f32; f32: none; f16 "
+      "without an instruction: 6 each), on 2 pipes per cycle, at the clock measured at the "
+      "start (dependent multiplies). Softmax, reductions and loads are not counted: no kernel "
+      "reaches "
+      "the ceiling. docs/cpu-engine.md, \"Measuring the kernel\".");
   cmd->add_option("--simd", args->simd, "CPU SIMD target (default: best supported)");
   cmd->add_option("--json", args->json_path, "write the results as JSON");
   cmd->add_option("--csv", args->csv_path, "write the results as CSV");
   cmd->add_option("--probe-mib", args->probe_mib, "probe buffer size (default: 1.25 x largest KV)");
   cmd->add_flag("--no-pin", args->no_pin, "do not pin threads to cores");
+  cmd->add_flag("--from-cache", args->from_cache,
+                "measure the kernel from the CPU caches: small K/V (--cache-kib per worker, or the "
+                "shape flags), many runs on the same buffers (default 500), one worker unless "
+                "--workers; reports the median core cycles per token x KV head of one worker "
+                "(hardware counter of this thread, else rdtsc; the output names it), the shape's "
+                "compute ceiling `roof` in the same unit and of_roof = roof / cycles. No shape "
+                "flags but --dtype and --page-size: MHA 32/32, GQA 32/8 and MQA 8/1, d 128 "
+                "(default f16, contiguous)");
+  cmd->add_option("--cache-kib", args->cache_kib,
+                  "--from-cache without shape flags: KiB of K and V per worker (default 1024)");
   cmd->add_flag("--check-all-rows", args->check_all_rows,
                 "check every output row against the fp64 reference (default: a sample)");
   cmd->add_flag("--with-invariant", args->invariant,
@@ -172,7 +254,12 @@ void add_bench_command(CLI::App& app) {
                 "rule): what the CPU's token-major plans gain");
   cmd->callback([args, cmd] {
     bool sweep = true;
-    for (const char* f : kShapeFlags) sweep = sweep && cmd->count(f) == 0;
+    for (const char* f : kShapeFlags) {
+      // --from-cache's sweep takes the element type and the page size.
+      const bool sweep_setting = args->from_cache && (std::string_view(f) == "--dtype" ||
+                                                      std::string_view(f) == "--page-size");
+      sweep = sweep && (sweep_setting || cmd->count(f) == 0);
+    }
     const int rc = run_guarded("bench", [&] { return run_bench(*args, sweep); });
     if (rc != 0) throw CLI::RuntimeError(rc);
   });

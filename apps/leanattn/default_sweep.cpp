@@ -43,6 +43,31 @@ std::vector<SweepCase> default_sweep(std::int64_t memory_bytes) {
   return fit;
 }
 
+std::vector<SweepCase> from_cache_sweep(std::int64_t kv_bytes, DType kv_dtype,
+                                        std::int32_t page_size) {
+  std::vector<SweepCase> cases;
+  const struct {
+    const char* label;
+    std::int32_t q_heads, kv_heads;
+  } shapes[] = {{"mha", 32, 32}, {"gqa", 32, 8}, {"mqa", 8, 1}};
+  for (const auto& s : shapes) {
+    const auto token_bytes =
+        2 * s.kv_heads * 128 * static_cast<std::int64_t>(dtype_size(kv_dtype));  // K and V
+    const auto tokens =
+        static_cast<std::int32_t>(std::max<std::int64_t>(1, kv_bytes / token_bytes / 32) * 32);
+    DecodeProblem p = gqa(s.q_heads, s.kv_heads, 128, {tokens});
+    p.kv_dtype = kv_dtype;
+    if (page_size > 0) {  // one request: its own pages, in a table of exactly those
+      p.layout = KvLayout::paged;
+      p.page_size = page_size;
+      p.max_pages = (tokens + page_size - 1) / page_size;
+      p.num_pages = p.max_pages;
+    }
+    cases.push_back({s.label, p});
+  }
+  return cases;
+}
+
 std::int64_t available_memory() {
   std::ifstream in("/proc/meminfo");
   for (std::string line; std::getline(in, line);) {

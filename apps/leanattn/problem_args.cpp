@@ -126,6 +126,7 @@ std::string flag_name(const std::string& argument) {
       {"backend", "--backend"},
       {"order", "--order"},
       {"max_len", "--max-len"},
+      {"cache_kib", "--cache-kib"},
       {"simd", "--simd"}};
   const auto it = kFlags.find(argument);
   return it == kFlags.end() ? argument : it->second;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
@@ -89,6 +90,9 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, cp
   result.simd = engine.simd_target();
   result.workers = engine.workers();
   result.kv_bytes = c.problem.kv_bytes();
+  result.ceiling = compute_ceiling(c.problem, simd_shape(result.simd), cfg.clock_ghz);
+  const auto cores = static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  result.ceiling_gbps = result.ceiling.gbps_per_core * std::min(result.workers, cores);
 
   // Rotated copies of K and V so that small caches are read from memory, not from the CPU caches.
   // A run reads only the planned keys (kv_bytes: a sliding window reads a small part of a large
@@ -166,6 +170,9 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, cp
     r.min_us = *std::min_element(us[i].begin(), us[i].end());
     r.gbps = static_cast<double>(result.kv_bytes) / (r.median_us * 1e-6) / 1e9;
     r.probe_fraction = result.probe_gbps > 0 ? r.gbps / result.probe_gbps : 0.0;
+    const double roof = result.probe_gbps > 0 ? std::min(result.probe_gbps, result.ceiling_gbps)
+                                              : result.ceiling_gbps;
+    r.roof_fraction = result.ceiling_gbps > 0 ? r.gbps / roof : 0.0;
     r.max_abs_err = a.max_abs_err;
     r.tolerance = a.tolerance;
     r.ok = a.ok();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/mutation.hpp"
+#include "cpu/row_walk.hpp"
 #include "cpu/segment_kernel.hpp"
 #include "cpu/tensor_io.hpp"
 #include "cpu/thread_pool.hpp"
@@ -238,16 +239,20 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
         const std::int64_t start =
             std::min(i * kKernelBlockTokens * per_token, after * row_lines - 1);
         std::int64_t u = next + start / row_lines, line = start % row_lines;
-        const char* krow_u = k_row(u, h0);
-        const char* vrow_u = v_row(u, h0);
+        RowWalk k_walk(cx.k, first.request, u, h0), v_walk(cx.v, first.request, u, h0);
+        const char* krow_u = kb + k_walk.offset() * elt;
+        const char* vrow_u = vb + v_walk.offset() * elt;
         for (std::int32_t j = 0; j < kKernelBlockTokens; ++j) {
           pk[j] = krow_u + line * 64;
           pv[j] = vrow_u + line * 64;
           line += per_token;
           while (line >= row_lines && u + 1 < next + after) {
             line -= row_lines;
-            krow_u = k_row(++u, h0);
-            vrow_u = v_row(u, h0);
+            ++u;
+            k_walk.next();
+            v_walk.next();
+            krow_u = kb + k_walk.offset() * elt;
+            vrow_u = vb + v_walk.offset() * elt;
           }
           line = std::min(line, row_lines - 1);
         }

@@ -24,6 +24,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "cpu/row_walk.hpp"
 #include "cpu/segment_kernel.hpp"
 #include "leanattn/core/float16.hpp"
 #include "leanattn/core/softmax_state.hpp"
@@ -31,6 +32,12 @@
 HWY_BEFORE_NAMESPACE();
 namespace leanattn::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+
+// f16 -> f32 by one instruction (F16C with AVX2, AVX-512); SSE4 and the fallbacks convert with
+// integer operations (f16_bits_to_f32 below).
+constexpr bool kF16Instruction = HWY_TARGET < HWY_SSE4;
+// Floats per vector (the x86 targets have fixed widths).
+constexpr auto kF32Lanes = static_cast<std::int32_t>(hn::MaxLanes(hn::ScalableTag<float>()));
 
 #if HWY_TARGET == HWY_SCALAR
 // The portable fallback (Highway's HWY_SCALAR target, used where no SIMD target is supported):
@@ -95,11 +102,13 @@ constexpr int kRegisters = (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
 // rows: about 5 cycles per token and KV head saved in each loop).
 constexpr int kAccumulators = 3 * kRegisters / 4;
 // Tokens per score step: R x U accumulators (a multiple of 4, for the reduction tree), U K
-// vectors and a q vector in registers. AVX2: U = 8, 4, 3 for R = 1, 2, 4; AVX-512: 16, 8, 6, 3
-// for R = 1, 2, 4, 8; SSE4: 4, 2, 2.
+// vectors and a q vector in registers, and U row pointers in general registers (16, a few taken
+// by the loop): with R = 1 at most 8, since each K vector feeds one FMA and 16 tokens spilled 8
+// row pointers and a vector in the AVX-512 loop (reloaded for every column vector).
+// AVX2: U = 8, 4, 3 for R = 1, 2, 4; AVX-512: 8, 8, 6, 3 for R = 1, 2, 4, 8; SSE4: 4, 2, 2.
 template <int R>
 constexpr int score_tokens() {
-  if (R == 1) return kRegisters / 8 * 4;  // each K vector feeds one FMA: no need to hold U of them
+  if (R == 1) return std::min(8, kRegisters / 8 * 4);
   for (int u = kAccumulators / R; u > 1; --u) {
     if (R * u % 4 == 0 && R * u + u + 1 <= kRegisters) return u;
   }
@@ -141,7 +150,7 @@ template <class KvT>
 HWY_INLINE VF load_row(DF df, const KvT* HWY_RESTRICT p) {
   if constexpr (std::is_same_v<KvT, float>) {
     return hn::LoadU(df, p);
-  } else if constexpr (std::is_same_v<KvT, hwy::float16_t> && HWY_TARGET >= HWY_SSE4) {
+  } else if constexpr (std::is_same_v<KvT, hwy::float16_t> && !kF16Instruction) {
     const hn::Rebind<uint16_t, DF> du16;
     return f16_bits_to_f32(df, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
   } else {
@@ -198,17 +207,18 @@ HWY_NOINLINE void qk_block(const float* HWY_RESTRICT q, const KvT* const* krow,
   static_assert(R * U % 4 == 0);
   const DF df;
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
-  // A step's U x prefetch_count lines go out a few per column vector of d, not in one burst
-  // (a burst of more misses than the core tracks stalls it).
-  const std::int32_t per_vector = (U * prefetch_count + d / n - 1) / (d / n);
+  // A step's U tokens x prefetch_count lines go out a token's lines per column vector of d (a
+  // few tokens' when U exceeds the vectors), not in one burst (a burst of more misses than the
+  // core tracks stalls it); a token's lines are consecutive, so no bookkeeping per line.
+  const std::int32_t vectors = d / n;
+  const std::int32_t per_vector = prefetch_count > 0 ? (U + vectors - 1) / vectors : 0;
   for (std::int32_t t = 0; t < tokens_padded; t += U) {
-    std::int32_t pu = 0, pl = 0;  // next line to prefetch: token t + pu, line pl
+    std::int32_t pu = 0;  // next token to prefetch for: t + pu
     VF acc[R * U];
     for (int a = 0; a < R * U; ++a) acc[a] = hn::Zero(df);
     for (std::int32_t i = 0; i < d; i += n) {
-      for (std::int32_t j = 0; j < per_vector && pu < U; ++j) {
-        __builtin_prefetch(prefetch[t + pu] + pl * 64, 0, 3);
-        if (++pl == prefetch_count) pl = 0, ++pu;
+      for (std::int32_t j = 0; j < per_vector && pu < U; ++j, ++pu) {
+        prefetch_lines(prefetch[t + pu], 0, prefetch_count);
       }
       VF k[U];
       for (int u = 0; u < U; ++u) k[u] = load_row(df, krow[t + u] + i);
@@ -223,30 +233,46 @@ HWY_NOINLINE void qk_block(const float* HWY_RESTRICT q, const KvT* const* krow,
   }
 }
 
+// Folds the lanes of v onto its first R lanes (lane i onto lane i % R, by halving) with max or
+// add, and stores those R lanes to out.
+template <int R, bool kMax, class D>
+HWY_INLINE void fold_store(D d, hn::Vec<D> v, float* HWY_RESTRICT out) {
+  if constexpr (hn::MaxLanes(D()) > R) {
+    const hn::Half<D> dh;
+    const auto lo = hn::LowerHalf(dh, v);
+    const auto hi = hn::UpperHalf(dh, v);
+    fold_store<R, kMax>(dh, kMax ? hn::Max(lo, hi) : hn::Add(lo, hi), out);
+  } else {
+    hn::StoreU(v, d, out);
+  }
+}
+
 // Per-row reduction (max or sum) of S[t * R + r] over t, for `count` = tokens * R entries padded
 // to a multiple of max(R, lanes) with neutral values. out[r] for r < R.
 template <int R, bool kMax>
 HWY_INLINE void reduce_rows(const float* HWY_RESTRICT s, std::int32_t count, float* out) {
   const DF df;
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
-  const std::int32_t period = std::max<std::int32_t>(R, n);
   const float neutral = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
-  VF acc[kMaxRows / 4];  // period / n <= kMaxRows / 4 since n >= 4
-  const std::int32_t vecs = period / n;
+  if (R < n) {  // one vector per period: fold it in registers
+    VF acc = hn::Set(df, neutral);
+    for (std::int32_t c = 0; c < count; c += n) {
+      const VF x = hn::LoadU(df, s + c);
+      acc = kMax ? hn::Max(acc, x) : hn::Add(acc, x);
+    }
+    fold_store<R, kMax>(df, acc, out);
+    return;
+  }
+  VF acc[kMaxRows / 4];  // R / n <= kMaxRows / 4 since n >= 4
+  const std::int32_t vecs = R / n;
   for (std::int32_t j = 0; j < vecs; ++j) acc[j] = hn::Set(df, neutral);
-  for (std::int32_t c = 0; c < count; c += period) {
+  for (std::int32_t c = 0; c < count; c += R) {
     for (std::int32_t j = 0; j < vecs; ++j) {
       const VF x = hn::LoadU(df, s + c + j * n);
       acc[j] = kMax ? hn::Max(acc[j], x) : hn::Add(acc[j], x);
     }
   }
-  HWY_ALIGN float tmp[kMaxRows > 16 ? kMaxRows : 16];
-  for (std::int32_t j = 0; j < vecs; ++j) hn::StoreU(acc[j], df, tmp + j * n);
-  for (int r = 0; r < R; ++r) out[r] = neutral;
-  for (std::int32_t i = 0; i < period; ++i) {
-    const int r = static_cast<int>(i % R);
-    out[r] = kMax ? std::max(out[r], tmp[i]) : out[r] + tmp[i];
-  }
+  for (std::int32_t j = 0; j < vecs; ++j) hn::StoreU(acc[j], df, out + j * n);
 }
 
 // Online-softmax step for R rows over a block: turns S into P in place and updates m, l. Returns
@@ -265,7 +291,9 @@ HWY_INLINE void softmax_block(float* HWY_RESTRICT s, std::int32_t count, float* 
     rescale[r] = rescale_factor(m[r], m_new);
     m[r] = m_new;
   }
-  for (std::int32_t i = 0; i < period; ++i) shift[i] = exp_shift(m[i % R]);
+  float row_shift[R];
+  for (int r = 0; r < R; ++r) row_shift[r] = exp_shift(m[r]);
+  for (std::int32_t i = 0; i < period; ++i) shift[i] = row_shift[i % R];
   for (std::int32_t c = 0; c < count; c += period) {
     for (std::int32_t j = 0; j < period; j += n) {
       const VF x = hn::Sub(hn::LoadU(df, s + c + j), hn::Load(df, shift + j));
@@ -362,7 +390,7 @@ HWY_INLINE void rows_pass(const SegmentJob& job, std::int32_t r0, std::int64_t t
 }
 
 // rows[j] = the row of token t0 + j of `head` for j < count, then the last row repeated up to
-// `fill`; for the contiguous layout without a multiply per row.
+// `fill`; without a multiply (contiguous) or a division (paged) per row.
 template <class T>
 HWY_INLINE void fill_rows(const KvAddressing& a, const T* base, std::int32_t request,
                           std::int64_t t0, std::int32_t head, std::int32_t count, std::int32_t fill,
@@ -371,7 +399,8 @@ HWY_INLINE void fill_rows(const KvAddressing& a, const T* base, std::int32_t req
     const T* first = base + a.row(request, t0, head);
     for (std::int32_t j = 0; j < count; ++j) rows[j] = first + j * a.token_stride;
   } else {
-    for (std::int32_t j = 0; j < count; ++j) rows[j] = base + a.row(request, t0 + j, head);
+    RowWalk walk(a, request, t0, head);
+    for (std::int32_t j = 0; j < count; ++j, walk.next()) rows[j] = base + walk.offset();
   }
   for (std::int32_t j = count; j < fill; ++j) rows[j] = rows[count - 1];
 }
@@ -431,8 +460,8 @@ void compute_segment(const SegmentJob& job) {
 }
 
 // Registers this target's kernel when the program starts.
-[[maybe_unused]] static const int kRegistered =
-    register_simd_kernel(hwy::TargetName(HWY_TARGET), HWY_TARGET, &compute_segment);
+[[maybe_unused]] static const int kRegistered = register_simd_kernel(
+    {hwy::TargetName(HWY_TARGET), HWY_TARGET, &compute_segment, kF32Lanes, kF16Instruction});
 
 }  // namespace leanattn::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -454,8 +483,8 @@ std::vector<SimdKernel>& registry() {
 }
 }  // namespace
 
-int register_simd_kernel(const char* name, std::int64_t target, SegmentKernelFn fn) {
-  registry().push_back({name, target, fn});
+int register_simd_kernel(const SimdKernel& kernel) {
+  registry().push_back(kernel);
   return 0;
 }
 

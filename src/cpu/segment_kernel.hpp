@@ -59,10 +59,12 @@ struct SimdKernel {
   std::string name;         // Highway's target name: "AVX3", "AVX2", "SSE4", "EMU128", ...
   std::int64_t target = 0;  // Highway target bit (lower is better)
   SegmentKernelFn compute = nullptr;
+  std::int32_t f32_lanes = 1;    // floats per vector (the compute ceiling of `leanattn bench`)
+  bool f16_instruction = false;  // f16 -> f32 by one instruction (else integer emulation)
 };
 
 // Called once per compiled target during static initialisation (segment_kernel.cpp).
-int register_simd_kernel(const char* name, std::int64_t target, SegmentKernelFn fn);
+int register_simd_kernel(const SimdKernel& kernel);
 
 // Compiled targets that this CPU supports, best first.
 std::vector<SimdKernel> supported_simd_kernels();
