@@ -63,10 +63,10 @@ std::string format_case(const LabelledCase& lc, double probe_gbps) {
           ? fmt::format("probe {:.1f} GB/s (median of {} passes between the runs)", c.probe_gbps,
                         c.probe_passes)
           : fmt::format("probe {:.1f} GB/s", c.probe_gbps > 0 ? c.probe_gbps : probe_gbps);
-  os << fmt::format("  KV {:.1f} MiB{}, {} workers, SIMD {}, {}\n",
+  os << fmt::format("  KV {:.1f} MiB{}, {} worker{}, SIMD {}, {}\n",
                     static_cast<double>(c.kv_bytes) / (1 << 20),
                     c.kv_copies > 1 ? fmt::format(" (x{} rotated copies)", c.kv_copies) : "",
-                    c.workers, c.simd, probe);
+                    c.workers, c.workers == 1 ? "" : "s", c.simd, probe);
   os << fmt::format("  {:<16} {:<11} {:>6} {:>12} {:>8} {:>9} {:>8} {:>9} {:>10}  {}\n", "strategy",
                     "order", "splits", "median_us", "GB/s", "of_probe", "vs_head", "vs_split",
                     "max_err", "check");

@@ -12,6 +12,7 @@
 #include "commands.hpp"
 #include "default_sweep.hpp"
 #include "leanattn/bandwidth_probe.hpp"
+#include "leanattn/cpu_engine.hpp"
 #include "leanattn/error.hpp"
 #include "problem_args.hpp"
 #if defined(LEANATTN_WITH_CUDA)
@@ -90,6 +91,15 @@ int run_bench(const BenchArgs& a, bool sweep) {
   const std::int64_t probe_bytes = a.probe_mib > 0
                                        ? (a.probe_mib << 20)
                                        : std::max<std::int64_t>(largest + largest / 4, 1ll << 30);
+  // Before the probe runs: a custom case that cannot fit, and the engine's --simd and --workers
+  // rules (the sweep keeps only the cases that fit).
+  if (!sweep) {
+    require_bench_fits(cases.front().problem, gpu ? 0 : probe_bytes, available_memory(),
+                       a.problem.seq_lens.empty() ? "seq_len" : "seq_lens");
+  }
+  if (!gpu) {
+    const cpu::Engine rules({.workers = cfg.workers, .simd = cfg.simd});  // throws Error
+  }
 #if defined(LEANATTN_WITH_CUDA)
   if (gpu) {
     // Device probe: at least 4 GiB (far beyond L2), as large as the largest case's KV.
@@ -108,14 +118,16 @@ int run_bench(const BenchArgs& a, bool sweep) {
   // CPU: the probe stays allocated, and each case interleaves its own passes with its runs.
   std::unique_ptr<cpu::ReadProbe> probe;
   if (!gpu) {
-    fmt::print(stderr, "probe: reading {} MiB with {} threads...\n", probe_bytes >> 20, threads);
+    fmt::print(stderr, "probe: reading {} MiB with {} thread{}...\n", probe_bytes >> 20, threads,
+               threads == 1 ? "" : "s");
     probe = std::make_unique<cpu::ReadProbe>(probe_bytes, threads, cfg.pin_threads);
     run.probe = cpu::measure_read_bandwidth(*probe, 7);
     fmt::print("leanattn bench: {} ({} cores), commit {}, {}\n", run.machine.cpu, run.machine.cores,
                run.machine.commit, run.machine.date);
     fmt::print(
-        "probe: {:.1f} GB/s read (median of 7 passes over {} MiB, {} threads; best {:.1f})\n\n",
-        run.probe.median_gbps, run.probe.bytes >> 20, threads, run.probe.best_gbps);
+        "probe: {:.1f} GB/s read (median of 7 passes over {} MiB, {} thread{}; best {:.1f})\n\n",
+        run.probe.median_gbps, run.probe.bytes >> 20, threads, threads == 1 ? "" : "s",
+        run.probe.best_gbps);
   }
 
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -170,6 +182,19 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--with-head-major", args->head_major,
                 "also time every strategy with the GPU's plan (head-major order; split by FA2's "
                 "rule): what the CPU's token-major plans gain");
+  cmd->footer(
+      "Columns of the tables:\n"
+      "  strategy   lean (stream-K ranges), split (fixed splits per pair), head (one pair per\n"
+      "             worker); -invariant: batch-invariant lean; -head-major: the GPU's plan\n"
+      "  order      tile order: token_major (whole token rows) or head_major\n"
+      "  splits     split: pieces per (request, KV head) pair\n"
+      "  median_us  median time of a decode step (lean_ms: the same in milliseconds)\n"
+      "  GB/s       K and V bytes read per second\n"
+      "  of_probe   GB/s over the read-bandwidth probe measured in the same run (1 = the limit)\n"
+      "  vs_head    time of head over this row's time (> 1: this row is faster)\n"
+      "  vs_split   time of split over this row's time\n"
+      "  max_err    largest |out - fp64 reference| on the checked rows\n"
+      "  check      ok when every checked row is within its tolerance");
   cmd->callback([args, cmd] {
     bool sweep = true;
     for (const char* f : kShapeFlags) sweep = sweep && cmd->count(f) == 0;
