@@ -1,6 +1,6 @@
 # `cmake --install`: what a C++ user links. Installs
-#   include/leanattn/         the public headers (with the generated version.hpp; cuda_engine.hpp
-#                             only when the CUDA engine is built, which is not installed yet)
+#   include/leanattn/         the public headers, with the generated version.hpp (not
+#                             cuda_engine.hpp: the CUDA engine's library is not installed yet)
 #   lib/libleanattn.a         one static library: the objects of leanattn_core, leanattn_planner,
 #                             leanattn_reference and leanattn_cpu
 #   lib/cmake/leanattn/       leanattnConfig.cmake, its version file and the exported target
@@ -8,8 +8,8 @@
 # so that a consumer writes find_package(leanattn), target_link_libraries(app PRIVATE
 # leanattn::leanattn) and #include <leanattn/leanattn.hpp> (tests/install_consumer, built by the
 # `package` stage of scripts/test.sh). Highway is linked, never compiled against.
-# Components: `development` (headers, library, CMake files), `cli`; the Python module installs
-# as `python` (python/CMakeLists.txt), so a wheel holds none of these.
+# Components: `development` (headers, library, CMake files), `cli`. A wheel installs only the
+# `python` component: the extension module (python/CMakeLists.txt) and the CLI (at the end).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -32,13 +32,9 @@ target_link_libraries(leanattn PUBLIC Threads::Threads PRIVATE hwy::hwy)
 
 install(TARGETS leanattn EXPORT leanattnTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development)
-set(leanattn_header_excludes)
-if(NOT TARGET leanattn_cuda)
-  set(leanattn_header_excludes PATTERN cuda_engine.hpp EXCLUDE)
-endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/leanattn ${LEANATTN_GENERATED_INCLUDE_DIR}/leanattn
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development
-        FILES_MATCHING PATTERN *.hpp ${leanattn_header_excludes})
+        FILES_MATCHING PATTERN *.hpp PATTERN cuda_engine.hpp EXCLUDE)
 install(EXPORT leanattnTargets NAMESPACE leanattn:: DESTINATION ${leanattn_cmake_dir}
         COMPONENT development)
 
