@@ -64,12 +64,12 @@ std::string format_case(const LabelledCase& lc, double probe_gbps) {
                         c.probe_passes)
           : fmt::format("probe {:.1f} GB/s", c.probe_gbps > 0 ? c.probe_gbps : probe_gbps);
   os << fmt::format(
-      "  KV {:.1f} MiB{}, {} workers, SIMD {}, {}\n", static_cast<double>(c.kv_bytes) / (1 << 20),
+      "  KV {:.1f} MiB{}, {} worker{}, SIMD {}, {}\n", static_cast<double>(c.kv_bytes) / (1 << 20),
       c.kv_copies > 1 ? fmt::format(" (x{} rotated copies)", c.kv_copies)
       : c.evict_bytes > 0
           ? fmt::format(" (caches evicted: {} MiB read before each run)", c.evict_bytes >> 20)
           : "",
-      c.workers, c.simd, probe);
+      c.workers, c.workers == 1 ? "" : "s", c.simd, probe);
   if (c.ceiling_gbps > 0) {
     os << fmt::format(
         "  compute ceiling {:.1f} GB/s ({:.1f} cycles per token x KV head: {:.0f} FMAs + {:.0f} "

@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "default_sweep.hpp"
 #include "leanattn/bandwidth_probe.hpp"
+#include "leanattn/cpu_engine.hpp"
 #include "leanattn/error.hpp"
 #include "problem_args.hpp"
 #if defined(LEANATTN_WITH_CUDA)
@@ -152,6 +153,15 @@ int run_bench(const BenchArgs& a, bool sweep) {
   const std::int64_t probe_bytes = a.probe_mib > 0
                                        ? (a.probe_mib << 20)
                                        : std::max<std::int64_t>(largest + largest / 4, 1ll << 30);
+  // Before the probe runs: a custom case that cannot fit, and the engine's --simd and --workers
+  // rules (the sweep keeps only the cases that fit).
+  if (!sweep) {
+    require_bench_fits(cases.front().problem, gpu ? 0 : probe_bytes, available_memory(),
+                       a.problem.seq_lens.empty() ? "seq_len" : "seq_lens");
+  }
+  if (!gpu) {
+    const cpu::Engine rules({.workers = cfg.workers, .simd = cfg.simd});  // throws Error
+  }
 #if defined(LEANATTN_WITH_CUDA)
   if (gpu) {
     // Device probe: at least 4 GiB (far beyond L2), as large as the largest case's KV.
@@ -170,14 +180,16 @@ int run_bench(const BenchArgs& a, bool sweep) {
   // CPU: the probe stays allocated, and each case interleaves its own passes with its runs.
   std::unique_ptr<cpu::ReadProbe> probe;
   if (!gpu) {
-    fmt::print(stderr, "probe: reading {} MiB with {} threads...\n", probe_bytes >> 20, threads);
+    fmt::print(stderr, "probe: reading {} MiB with {} thread{}...\n", probe_bytes >> 20, threads,
+               threads == 1 ? "" : "s");
     probe = std::make_unique<cpu::ReadProbe>(probe_bytes, threads, cfg.pin_threads);
     run.probe = cpu::measure_read_bandwidth(*probe, 7);
     fmt::print("leanattn bench: {} ({} cores), commit {}, {}\n", run.machine.cpu, run.machine.cores,
                run.machine.commit, run.machine.date);
     fmt::print(
-        "probe: {:.1f} GB/s read (median of 7 passes over {} MiB, {} threads; best {:.1f})\n\n",
-        run.probe.median_gbps, run.probe.bytes >> 20, threads, run.probe.best_gbps);
+        "probe: {:.1f} GB/s read (median of 7 passes over {} MiB, {} thread{}; best {:.1f})\n\n",
+        run.probe.median_gbps, run.probe.bytes >> 20, threads, threads == 1 ? "" : "s",
+        run.probe.best_gbps);
   }
 
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -220,16 +232,6 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--strategy", args->strategies, "comma-separated: lean,split,head")
       ->delimiter(',');
   cmd->add_option("--repeat", args->repeat, "timed runs per strategy (median reported)");
-  cmd->footer(
-      "Columns: GB/s = K and V bytes / median time; of_probe = GB/s / the read probe (each "
-      "case's own passes); of_roof = GB/s / min(probe, compute ceiling), where the compute "
-      "ceiling is what this core's vector units allow for the shape, on min(workers, cores) "
-      "cores: per token x KV head 2 x rows x head_dim / lanes FMAs (rows = q_len x query heads "
-      "per KV head) and 2 x head_dim / lanes widening ops (f16/bf16 to f32; f32: none; f16 "
-      "without an instruction: 6 each), on 2 pipes per cycle, at the clock measured at the "
-      "start (dependent multiplies). Softmax, reductions and loads are not counted: no kernel "
-      "reaches "
-      "the ceiling. docs/cpu-engine.md, \"Measuring the kernel\".");
   cmd->add_option("--simd", args->simd, "CPU SIMD target (default: best supported)");
   cmd->add_option("--json", args->json_path, "write the results as JSON");
   cmd->add_option("--csv", args->csv_path, "write the results as CSV");
@@ -252,6 +254,26 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--with-head-major", args->head_major,
                 "also time every strategy with the GPU's plan (head-major order; split by FA2's "
                 "rule): what the CPU's token-major plans gain");
+  cmd->footer(
+      "Columns of the tables:\n"
+      "  strategy   lean (stream-K ranges), split (fixed splits per pair), head (one pair per\n"
+      "             worker); -invariant: batch-invariant lean; -head-major: the GPU's plan\n"
+      "  order      tile order: token_major (whole token rows) or head_major\n"
+      "  splits     split: pieces per (request, KV head) pair\n"
+      "  median_us  median time of a decode step (lean_ms: the same in milliseconds)\n"
+      "  GB/s       K and V bytes read per second\n"
+      "  of_probe   GB/s over the read-bandwidth probe measured in the same run (1 = the limit)\n"
+      "  of_roof    GB/s over min(probe, compute ceiling); the ceiling is what this core's vector\n"
+      "             units allow for the shape on min(workers, cores) cores: per token x KV head\n"
+      "             2 x rows x head_dim / lanes FMAs (rows = q_len x query heads per KV head) and\n"
+      "             2 x head_dim / lanes widening ops (f16/bf16 to f32; f32: none), on 2 pipes "
+      "per\n"
+      "             cycle at the clock measured at the start; softmax, reductions and loads are\n"
+      "             not counted (docs/cpu-engine.md, \"Measuring the kernel\")\n"
+      "  vs_head    time of head over this row's time (> 1: this row is faster)\n"
+      "  vs_split   time of split over this row's time\n"
+      "  max_err    largest |out - fp64 reference| on the checked rows\n"
+      "  check      ok when every checked row is within its tolerance");
   cmd->callback([args, cmd] {
     bool sweep = true;
     for (const char* f : kShapeFlags) {

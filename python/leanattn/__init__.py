@@ -15,26 +15,28 @@ Modules (imported on demand; they need PyTorch):
     leanattn.torch_ops                    torch.ops.leanattn.decode / decode_ (torch.compile)
     leanattn.integrations.transformers    attn_implementation="leanattn" for transformers
 
+Command line: ``leanattn plan|bench|check|--version`` (also ``python -m leanattn``), the compiled
+tool installed with the package.
+
 Attributes:
-    __version__   the library version
+    __version__   the library version (CMakeLists.txt's project version, as the C++ library's)
     backends      the executors built in, e.g. ("cpu",) or ("cpu", "cuda")
 """
 
-from __future__ import annotations
-
-import sys
-from typing import List, Tuple
+import sys as _sys
 
 from . import _leanattn as _ext
 from ._decode import decode, reference
 from ._merge import merge_states
 from ._plan import Plan, plan
 
+# Public names: __all__ below. Helpers are imported under private names, so that dir(leanattn)
+# lists the API (and the submodules a caller imported), not typing's names.
 __version__: str = _ext.__version__
-backends: Tuple[str, ...] = tuple(_ext.backends)
+backends: "tuple[str, ...]" = tuple(_ext.backends)
 
 
-def simd_targets() -> List[str]:
+def simd_targets() -> "list[str]":
     """SIMD targets of the CPU engine that this CPU supports, best first (the first is used)."""
     return list(_ext.simd_targets())
 
@@ -46,7 +48,7 @@ def default_workers() -> int:
 
 # The torch custom ops (torch.ops.leanattn.decode, decode_) when torch is already imported: no
 # cost without torch. Otherwise `import leanattn.torch_ops` registers them.
-if "torch" in sys.modules:
+if "torch" in _sys.modules:
     from . import torch_ops  # noqa: F401
 
 __all__ = [

@@ -224,18 +224,19 @@ def optional_positive_int(value: Optional[int], name: str, maximum: int = 2**31 
 
 
 def optional_scale(scale: Optional[float]) -> float:
-    """None -> 0.0 (the compiled module's 1/sqrt(head_dim)); otherwise a finite float > 0."""
+    """None or 0 -> 0.0, which the library reads as 1/sqrt(head_dim) (DecodeProblem::scale's
+    rule); otherwise a finite float > 0 that float32 represents."""
     if scale is None:
         return 0.0
     if isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating, np.integer)):
         raise TypeError(f"scale: must be a float or None (got {type(scale).__name__})")
     value = float(scale)
-    if not np.isfinite(value) or value <= 0.0:
+    if not np.isfinite(value) or value < 0.0:
         raise ValueError(
-            f"scale: must be finite and > 0, or None for 1/sqrt(head_dim) (got {value})"
+            f"scale: must be finite and >= 0; None or 0 means 1/sqrt(head_dim) (got {value})"
         )
-    if value > float(np.finfo(np.float32).max) or np.float32(value) == 0.0:
-        raise ValueError(f"scale: must be representable as a float32 > 0 (got {value})")
+    if value > float(np.finfo(np.float32).max) or (value > 0.0 and np.float32(value) == 0.0):
+        raise ValueError(f"scale: must be representable as a float32 (got {value})")
     return value
 
 

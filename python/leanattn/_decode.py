@@ -87,7 +87,7 @@ def decode(
         block_table: ``[batch, max_pages]`` int32: request b's token t is in page
             ``block_table[b, t // page_size]``, row ``t % page_size``. Only the entries a
             request uses are read; they must be in ``[0, num_pages)``.
-        scale: softmax scale, default ``1 / sqrt(head_dim)``.
+        scale: softmax scale; None (the default) or 0 means ``1 / sqrt(head_dim)``, as in C++.
         strategy: ``"lean"`` (stream-K: equal work per worker), ``"split"`` (FlashDecoding
             split-KV) or ``"head"`` (one worker per request and KV head).
         workers: persistent worker threads (default: one per core; on CUDA, thread blocks,
