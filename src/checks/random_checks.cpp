@@ -219,6 +219,16 @@ CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, EnginePo
         static_cast<std::size_t>(p.capacity) * p.kv_heads * p.head_dim * dtype_size(p.kv_dtype);
     std::memcpy(b.k.data() + kvrow * at, a.k.data(), kvrow);
     std::memcpy(b.v.data() + kvrow * at, a.v.data(), kvrow);
+    if (p.kv_scales == KvScales::per_token_head) {  // the request's scale rows too
+      const std::size_t srow = static_cast<std::size_t>(p.capacity) * p.kv_heads;
+      std::copy_n(a.k_scale.begin(), srow,
+                  b.k_scale.begin() + static_cast<std::ptrdiff_t>(srow * at));
+      std::copy_n(a.v_scale.begin(), srow,
+                  b.v_scale.begin() + static_cast<std::ptrdiff_t>(srow * at));
+    } else {  // per tensor or per KV head: the same scales for both batches
+      b.k_scale = a.k_scale;
+      b.v_scale = a.v_scale;
+    }
     PlanOptions inv = tile_only;
     inv.batch_invariant = true;
     inv.chunk_tiles = chunk;

@@ -58,7 +58,8 @@ TEST(EmulatedKernel, RandomProblemsAgainstTheReference) {
   limits.max_len = 300;
   limits.max_workers = 24;
   limits.any_head_dim = true;
-  limits.variants = false;  // the CUDA kernel has no variants yet (the engine refuses them)
+  limits.variants = false;      // the CUDA kernel has no variants yet (the engine refuses them)
+  limits.quantized_kv = false;  // the CUDA kernel reads f16 and bf16 caches only
   for (int i = 0; i < 8; ++i) {
     harness::RandomCase rc = harness::random_case(rng, limits);
     DecodeProblem p = rc.problem;
