@@ -30,8 +30,8 @@ def _encode_fp8(x: np.ndarray, kv_dtype: str) -> np.ndarray:
     sign = np.where(np.signbit(x), 0x80, 0).astype(np.uint8)
     a = np.minimum(np.abs(x), _MAX[kv_dtype])  # NaN stays NaN
     finite = np.nan_to_num(a, nan=0.0)
-    _, e = np.frexp(finite)  # finite = m 2^e, m in [0.5, 1): the exponent is e - 1
-    e = np.maximum(e.astype(np.int64) - 1, emin)
+    _, e = np.frexp(finite)  # finite = m 2^e, m in [0.5, 1): the exponent is e - 1 (0: emin)
+    e = np.where(finite > 0, np.maximum(e.astype(np.int64) - 1, emin), emin)
     q = np.rint(finite / np.ldexp(1.0, e - mbits))  # exact division; rint ties to even
     bits = np.minimum(((e - emin) << mbits) + q.astype(np.int64), max_bits)
     bits = np.where(np.isnan(a), nan_bits, bits)
