@@ -215,8 +215,9 @@ std::vector<BadInput> bad_inputs() {
                                            1)] = -1.0f;
       },
       quantized_problem(true)));
-  v.push_back(quantized_rule("out overlaps k_scale", "out", "must not overlap k_scale",
-                             [](auto& c, auto& t) { t.out = c.k_scale.data(); }));
+  // lse (12 floats) lies inside k_scale (240 floats), away from every other buffer.
+  v.push_back(quantized_rule("lse overlaps k_scale", "lse", "must not overlap k_scale",
+                             [](auto& c, auto& t) { t.lse = c.k_scale.data() + 8; }));
   v.push_back(option_rule("zero workers", "workers", "(got 0)", {0}, {}));
   v.push_back(option_rule("absurd workers", "workers", "must be in [1", {1 << 30}, {}));
   v.push_back(option_rule("negative tile", "tile", "(got -4)", {2}, {.tile_tokens = -4}));

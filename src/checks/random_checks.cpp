@@ -50,7 +50,11 @@ std::mt19937_64 case_rng(std::uint64_t seed, std::int64_t index) {
 std::string describe(const DecodeProblem& p, std::int32_t workers, std::int32_t tile) {
   std::ostringstream os;
   os << "heads " << p.q_heads << "/" << p.kv_heads << " d " << p.head_dim << " "
-     << dtype_name(p.kv_dtype) << " seq_lens";
+     << dtype_name(p.kv_dtype);
+  if (is_quantized(p.kv_dtype)) {  // an 8-bit cache: its scales and the query's type
+    os << " " << kv_scales_name(p.kv_scales) << " q " << dtype_name(p.q_dtype);
+  }
+  os << " seq_lens";
   for (std::size_t i = 0; i < p.seq_lens.size(); ++i) os << (i ? "," : " ") << p.seq_lens[i];
   if (p.layout == KvLayout::paged) os << " paged " << p.page_size;
   if (p.q_len != 1) os << " q_len " << p.q_len;

@@ -9,7 +9,8 @@
 //                the E4M3 value / 2^8 (exact, subnormals included; kLoadFactor puts the 2^8 into
 //                the scale), its NaN pattern S.1111.111 replaced by a half NaN; then as f16
 //   int8         sign-extend to 32 bits, convert to float (exact)
-// Cost per vector of 8 floats on AVX2 (one load each): f16 1 op, e5m2 3, e4m3 6, int8 2.
+// Operations per vector of floats, each with one load: f16 1, bf16 2, e5m2 3, int8 2, e4m3 8 (its
+// NaN compare and blend included); measured costs in docs/cpu-engine.md, "Quantized caches".
 #if defined(LEANATTN_CPU_KV_ROW_LOAD_INL_HPP_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LEANATTN_CPU_KV_ROW_LOAD_INL_HPP_
 #undef LEANATTN_CPU_KV_ROW_LOAD_INL_HPP_
