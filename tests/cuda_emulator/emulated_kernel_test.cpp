@@ -80,5 +80,18 @@ TEST(EmulatedKernel, RandomProblemsAgainstTheReference) {
   }
 }
 
+// The kernel reads f16 and bf16 caches only: an 8-bit one is refused by name, before any other
+// dtype rule, by the lookup every entry point uses (docs/cuda-engine.md, "Quantized KV caches").
+TEST(EmulatedKernel, RefusesQuantizedCachesByName) {
+  for (DType kv : {DType::fp8_e4m3, DType::fp8_e5m2, DType::int8}) {
+    DecodeProblem p = make_problem({45, 17}, 4, 2, emulated_kernels().front());
+    p.kv_dtype = kv;
+    p.kv_scales = default_kv_scales(kv);
+    const std::string why = why_unsupported(p);
+    EXPECT_EQ(why.rfind("kv_dtype: " + std::string(dtype_name(kv)), 0), 0u) << why;
+    EXPECT_THROW(kernel_for(p), Error) << why;
+  }
+}
+
 }  // namespace
 }  // namespace leanattn::emulator
