@@ -18,6 +18,15 @@ double widen_ops(DType t, bool f16_instruction) {
       return f16_instruction ? 1.0 : kEmulatedF16Ops;
     case DType::bf16:
       return 1.0;
+    // The 8-bit loaders of src/cpu/kv_row_load-inl.hpp, per vector: int8 a sign-extension and a
+    // conversion; e5m2 a zero-extension and a shift, then f16's; e4m3 a sign-extension, a shift,
+    // two masks, an OR, a compare and a blend (its NaN pattern), then f16's.
+    case DType::int8:
+      return 2.0;
+    case DType::fp8_e5m2:
+      return 2.0 + widen_ops(DType::f16, f16_instruction);
+    case DType::fp8_e4m3:
+      return 7.0 + widen_ops(DType::f16, f16_instruction);
   }
   return 1.0;
 }
