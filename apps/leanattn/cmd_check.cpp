@@ -48,7 +48,9 @@ checks::CaseReport kernel_case(std::uint64_t seed, std::int64_t index,
                                const KernelRunner& run) {
   harness::RandomCase rc = checks::draw_case(seed, index, limits);
   DecodeProblem p = rc.problem;
-  if (p.q_dtype == DType::f32) p.q_dtype = p.kv_dtype = DType::bf16;
+  if (p.q_dtype == DType::f32) p.q_dtype = DType::bf16;
+  p.kv_dtype = p.q_dtype;  // the kernels read f16 and bf16 caches only (8-bit: not yet)
+  p.kv_scales = KvScales::none;
   p.head_dim = p.head_dim <= 64 ? 64 : (p.head_dim <= 128 ? 128 : 256);
   harness::HostCase c = harness::make_case(p, seed ^ static_cast<std::uint64_t>(index));
   checks::CaseReport report;

@@ -18,7 +18,15 @@ void ProblemArgs::add_shape_flags(CLI::App& app) {
   app.add_option("--seq-len", seq_len, "tokens per request (uniform batch)");
   app.add_option("--seq-lens", seq_lens, "comma-separated tokens per request (ragged batch)")
       ->delimiter(',');
-  app.add_option("--dtype", dtype, "element type of Q, K, V: f32, f16, bf16");
+  app.add_option("--dtype", dtype,
+                 "element type of Q, K, V: f32, f16, bf16; or fp8_e4m3, fp8_e5m2, int8 for a "
+                 "quantized K/V cache with f16 Q and output");
+  app.add_option("--kv-dtype", kv_dtype,
+                 "element type of K and V if not --dtype's: f32, f16, bf16, fp8_e4m3, fp8_e5m2, "
+                 "int8");
+  app.add_option("--kv-scales", kv_scales,
+                 "8-bit K/V: per_tensor, per_kv_head or per_token_head scales (default: per "
+                 "tensor for fp8, per token and head for int8)");
   app.add_option("--page-size", page_size, "tokens per KV page; 0 = contiguous cache");
   app.add_option("--q-len", q_len, "query tokens per request (speculative decoding, MTP)");
   app.add_flag("--non-causal", non_causal, "q-len > 1: every query sees every key");
@@ -47,7 +55,11 @@ DecodeProblem ProblemArgs::problem() const {
   p.kv_heads = kv_heads;
   p.q_heads = q_heads == 0 ? kv_heads : q_heads;
   p.head_dim = head_dim;
-  p.q_dtype = p.kv_dtype = parse_dtype(dtype, "dtype");
+  const DType main = parse_dtype(dtype, "dtype");
+  p.q_dtype = is_quantized(main) ? DType::f16 : main;
+  p.kv_dtype = kv_dtype.empty() ? main : parse_dtype(kv_dtype, "kv_dtype");
+  p.kv_scales =
+      kv_scales.empty() ? default_kv_scales(p.kv_dtype) : parse_kv_scales(kv_scales, "kv_scales");
   p.q_len = q_len;
   p.variant = {.causal = !non_causal,
                .window_left = window,
@@ -109,6 +121,9 @@ std::string flag_name(const std::string& argument) {
       {"seq_len", "--seq-len"},
       {"seq_lens", "--seq-lens"},
       {"dtype", "--dtype"},
+      {"q_dtype", "--dtype"},
+      {"kv_dtype", "--kv-dtype"},
+      {"kv_scales", "--kv-scales"},
       {"page_size", "--page-size"},
       {"q_len", "--q-len"},
       {"window_left", "--window"},

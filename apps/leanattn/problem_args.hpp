@@ -18,9 +18,12 @@ struct ProblemArgs {
   std::int32_t head_dim = 128;
   std::int64_t seq_len = 4096;         // uniform length (when seq_lens is empty)
   std::vector<std::int64_t> seq_lens;  // ragged lengths (overrides batch and seq_len)
-  std::string dtype = "f16";
-  std::int32_t page_size = 0;  // 0: contiguous
-  std::int32_t q_len = 1;      // query tokens per request
+  std::string dtype = "f16";           // Q and out, and K and V unless kv_dtype is set; an 8-bit
+                                       //   type here means K and V in it with f16 Q and out
+  std::string kv_dtype;                // K and V ("" = from dtype)
+  std::string kv_scales;               // 8-bit caches: scale granularity ("" = the dtype's default)
+  std::int32_t page_size = 0;          // 0: contiguous
+  std::int32_t q_len = 1;              // query tokens per request
   bool non_causal = false;
   std::int32_t window = -1;  // window_left; -1: none
   float softcap = 0.0f;

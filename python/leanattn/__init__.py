@@ -9,6 +9,8 @@ Functions:
     plan(seq_lens, q_heads=..., ...)            the schedule, to inspect or reuse (Plan)
     reference(q, k_cache, v_cache, seq_lens)    the fp64 reference (NumPy)
     merge_states(out_a, lse_a, out_b, lse_b)    combine results over disjoint key sets
+    quantize_kv(cache, kv_dtype)                an 8-bit cache and its scales (fp8, int8)
+    dequantize_kv(stored, scale)                back to float32
 
 Modules (imported on demand; they need PyTorch):
     leanattn.distributed                  context-parallel decode on torch.distributed
@@ -29,6 +31,7 @@ from . import _leanattn as _ext
 from ._decode import decode, reference
 from ._merge import merge_states
 from ._plan import Plan, plan
+from ._quantize import dequantize_kv, quantize_kv
 
 __version__: str = _ext.__version__
 backends: Tuple[str, ...] = tuple(_ext.backends)
@@ -55,8 +58,10 @@ __all__ = [
     "backends",
     "decode",
     "default_workers",
+    "dequantize_kv",
     "merge_states",
     "plan",
+    "quantize_kv",
     "reference",
     "simd_targets",
 ]

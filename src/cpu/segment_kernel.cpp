@@ -8,7 +8,8 @@
 //   2. softmax m, l update and P = exp(S - m)  (softmax_block, the state header's rules)
 //   3. values  o_r = o_r * rescale_r + sum_t P[t][r] v_t   (pv_block: R rows x C vectors of o
 //                                                          stay in registers over the block)
-// K and V rows are converted from f16/bf16 to f32 in registers. The layout of S and P is
+// K and V rows are converted to f32 in registers (kv_row_load-inl.hpp); an 8-bit cache's scales
+// multiply the scores (K) and the weights (V), a float per token. The layout of S and P is
 // [token][row], so one block of K (or V) is read from L1 once per pass of R rows.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/segment_kernel.cpp"
@@ -18,14 +19,16 @@
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
+#include "cpu/kv_row_load-inl.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 
+#include "cpu/kv_elements.hpp"
 #include "cpu/segment_kernel.hpp"
-#include "leanattn/core/float16.hpp"
 #include "leanattn/core/softmax_state.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -36,32 +39,27 @@ namespace hn = hwy::HWY_NAMESPACE;
 // The portable fallback (Highway's HWY_SCALAR target, used where no SIMD target is supported):
 // the same algorithm one token and one row at a time, with the state header's scalar rules.
 template <class KvT>
-HWY_INLINE float to_float(KvT x) {
-  if constexpr (std::is_same_v<KvT, float>) {
-    return x;
-  } else {
-    std::uint16_t bits;
-    std::memcpy(&bits, &x, 2);
-    return std::is_same_v<KvT, hwy::float16_t> ? f16_bits_to_float(bits) : bf16_bits_to_float(bits);
-  }
-}
-
-template <class KvT>
 void compute_typed(const SegmentJob& job) {
   constexpr int kBlock = 32;
   const auto* kbase = static_cast<const KvT*>(job.k_cache);
   const auto* vbase = static_cast<const KvT*>(job.v_cache);
   const std::int32_t d = job.head_dim;
-  float s[kBlock], p[kBlock];
+  float s[kBlock], p[kBlock], ks[kBlock], vs[kBlock];
+  std::fill(ks, ks + kBlock, 1.0f);
+  std::fill(vs, vs + kBlock, 1.0f);
   for (std::int64_t t0 = job.token_begin; t0 < job.token_end; t0 += kBlock) {
     const auto n = static_cast<int>(std::min<std::int64_t>(kBlock, job.token_end - t0));
+    if constexpr (kScaledKv<KvT>) {  // element_to_float is the full value: no load factor
+      block_scales<float>(job.k_scale, job.k_scale_at, job.request, t0, job.kv_head, n, ks);
+      block_scales<float>(job.v_scale, job.v_scale_at, job.request, t0, job.kv_head, n, vs);
+    }
     for (std::int32_t r = 0; r < job.rows; ++r) {
       const float* q = job.q + static_cast<std::ptrdiff_t>(r) * d;
       for (int j = 0; j < n; ++j) {
         const KvT* k = kbase + job.k.row(job.request, t0 + j, job.kv_head);
         float dot = 0.0f;
-        for (std::int32_t i = 0; i < d; ++i) dot += q[i] * to_float(k[i]);
-        s[j] = dot;
+        for (std::int32_t i = 0; i < d; ++i) dot += q[i] * element_to_float(k[i]);
+        s[j] = dot * ks[j];
       }
       if (job.rules != nullptr) apply_score_rules(*job.rules, r, 1, t0, n, s);
       SoftmaxStats<float> st{job.m[r], job.l[r]};
@@ -72,7 +70,7 @@ void compute_typed(const SegmentJob& job) {
       for (std::int32_t i = 0; i < d; ++i) o[i] *= rescale;
       for (int j = 0; j < n; ++j) {
         const KvT* v = vbase + job.v.row(job.request, t0 + j, job.kv_head);
-        for (std::int32_t i = 0; i < d; ++i) o[i] += p[j] * to_float(v[i]);
+        for (std::int32_t i = 0; i < d; ++i) o[i] += p[j] * vs[j] * element_to_float(v[i]);
       }
     }
   }
@@ -117,38 +115,6 @@ constexpr int kMaxRows = 16;  // bound for buffers sized by rows per pass
 // Row arrays and S hold a block padded to U tokens.
 static_assert((kBlock + score_tokens<1>() - 1) / score_tokens<1>() * score_tokens<1>() <=
               kRowsPadded);
-
-// IEEE half -> float from the bits, exact for every input (NaN, infinities, subnormals). Used on
-// targets without a native conversion instruction, where Highway 1.0's emulation turns NaN and
-// infinity into large finite values.
-HWY_INLINE VF f16_bits_to_f32(DF df, hn::Vec<hn::Rebind<uint16_t, DF> > h16) {
-  const hn::RebindToUnsigned<DF> du;
-  const auto h = hn::PromoteTo(du, h16);
-  const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u)));
-  const auto exp = hn::And(hn::ShiftRight<10>(h), hn::Set(du, 0x1fu));
-  const auto man = hn::And(h, hn::Set(du, 0x3ffu));
-  const auto normal =
-      hn::Or(hn::ShiftLeft<23>(hn::Add(exp, hn::Set(du, 112u))), hn::ShiftLeft<13>(man));
-  const auto special = hn::Or(hn::Set(du, 0x7f800000u), hn::ShiftLeft<13>(man));
-  const VF subnormal = hn::Mul(hn::ConvertTo(df, hn::BitCast(hn::RebindToSigned<DF>(), man)),
-                               hn::Set(df, 5.9604644775390625e-08f));  // man x 2^-24
-  VF mag = hn::BitCast(df, hn::IfThenElse(hn::Eq(exp, hn::Set(du, 0x1fu)), special, normal));
-  mag = hn::IfThenElse(hn::RebindMask(df, hn::Eq(exp, hn::Zero(du))), subnormal, mag);
-  return hn::BitCast(df, hn::Or(hn::BitCast(du, mag), sign));
-}
-
-template <class KvT>
-HWY_INLINE VF load_row(DF df, const KvT* HWY_RESTRICT p) {
-  if constexpr (std::is_same_v<KvT, float>) {
-    return hn::LoadU(df, p);
-  } else if constexpr (std::is_same_v<KvT, hwy::float16_t> && HWY_TARGET >= HWY_SSE4) {
-    const hn::Rebind<uint16_t, DF> du16;
-    return f16_bits_to_f32(df, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
-  } else {
-    const hn::Rebind<KvT, DF> dh;
-    return hn::PromoteTo(df, hn::LoadU(dh, p));
-  }
-}
 
 // exp(x) with NaN kept (Highway's Exp maps NaN to 0; the NaN rule needs it to reach l).
 HWY_INLINE VF exp_keep_nan(DF df, VF x) {
@@ -344,8 +310,8 @@ HWY_INLINE void pv_dispatch(const float* p, const KvT* const* vrow, std::int32_t
 template <int R, class KvT>
 HWY_INLINE void rows_pass(const SegmentJob& job, std::int32_t r0, std::int64_t t0,
                           const KvT* const* krow, const KvT* const* vrow, std::int32_t tokens,
-                          const char* const* prefetch_k, const char* const* prefetch_v,
-                          std::int32_t prefetch_count) {
+                          const float* kscale, const float* vscale, const char* const* prefetch_k,
+                          const char* const* prefetch_v, std::int32_t prefetch_count) {
   constexpr int U = score_tokens<R>();
   const std::int32_t d = job.head_dim;
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(DF()));
@@ -354,10 +320,12 @@ HWY_INLINE void rows_pass(const SegmentJob& job, std::int32_t r0, std::int64_t t
   const std::int32_t count = (tokens * R + period - 1) / period * period;
   HWY_ALIGN float s[kRowsPadded * kMaxRows + 64];
   qk_block<R>(job.q + r0 * d, krow, padded_tokens, d, s, prefetch_k, prefetch_count);
+  if constexpr (kScaledKv<KvT>) scale_token_rows<R>(s, kscale, tokens);
   if (job.rules != nullptr) apply_score_rules(*job.rules, r0, R, t0, tokens, s);
   for (std::int32_t i = tokens * R; i < count; ++i) s[i] = -std::numeric_limits<float>::infinity();
   float rescale[R];
   softmax_block<R>(s, count, job.m + r0, job.l + r0, rescale);
+  if constexpr (kScaledKv<KvT>) scale_token_rows<R>(s, vscale, tokens);
   pv_dispatch<R>(s, vrow, tokens, d, rescale, job.o + r0 * d, prefetch_v, prefetch_count);
 }
 
@@ -388,6 +356,11 @@ void compute_typed(const SegmentJob& job) {
         static_cast<std::int32_t>(std::min<std::int64_t>(kBlock, job.token_end - t0));
     fill_rows(job.k, kbase, job.request, t0, job.kv_head, tokens, kRowsPadded, krow);
     fill_rows(job.v, vbase, job.request, t0, job.kv_head, tokens, tokens, vrow);
+    HWY_ALIGN float ks[kBlock], vs[kBlock];
+    if constexpr (kScaledKv<KvT>) {
+      block_scales<KvT>(job.k_scale, job.k_scale_at, job.request, t0, job.kv_head, tokens, ks);
+      block_scales<KvT>(job.v_scale, job.v_scale_at, job.request, t0, job.kv_head, tokens, vs);
+    }
     // The engine hands out one block per call and names what to prefetch with it; a longer range
     // prefetches only with its last block.
     const std::int32_t lines = t0 + kBlock >= job.token_end ? job.prefetch_lines : 0;
@@ -401,16 +374,16 @@ void compute_typed(const SegmentJob& job) {
     while (r0 < job.rows) {
       const std::int32_t left = job.rows - r0;
       if (kRegisters >= 32 && left >= 8) {
-        rows_pass<8>(job, r0, t0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
+        rows_pass<8>(job, r0, t0, krow, vrow, tokens, ks, vs, pk, pv, r0 == 0 ? lines : 0);
         r0 += 8;
       } else if (left >= 4) {
-        rows_pass<4>(job, r0, t0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
+        rows_pass<4>(job, r0, t0, krow, vrow, tokens, ks, vs, pk, pv, r0 == 0 ? lines : 0);
         r0 += 4;
       } else if (left >= 2) {
-        rows_pass<2>(job, r0, t0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
+        rows_pass<2>(job, r0, t0, krow, vrow, tokens, ks, vs, pk, pv, r0 == 0 ? lines : 0);
         r0 += 2;
       } else {
-        rows_pass<1>(job, r0, t0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
+        rows_pass<1>(job, r0, t0, krow, vrow, tokens, ks, vs, pk, pv, r0 == 0 ? lines : 0);
         r0 += 1;
       }
     }
@@ -427,6 +400,12 @@ void compute_segment(const SegmentJob& job) {
       return compute_typed<hwy::float16_t>(job);
     case DType::bf16:
       return compute_typed<hwy::bfloat16_t>(job);
+    case DType::fp8_e4m3:
+      return compute_typed<Fp8E4m3>(job);
+    case DType::fp8_e5m2:
+      return compute_typed<Fp8E5m2>(job);
+    case DType::int8:
+      return compute_typed<std::int8_t>(job);
   }
 }
 

@@ -24,6 +24,12 @@ struct SegmentJob {
   DType kv_dtype = DType::f16;
   KvAddressing k{};
   KvAddressing v{};
+  // An 8-bit kv_dtype: float scales (value = stored x scale), addressed like the cache by
+  // k_scale_at / v_scale_at (strides 0 where a per-tensor or per-head scale does not move).
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+  KvAddressing k_scale_at{};
+  KvAddressing v_scale_at{};
   std::int32_t request = 0;
   std::int32_t kv_head = 0;
   std::int64_t token_begin = 0;  // tokens [token_begin, token_end) of the request

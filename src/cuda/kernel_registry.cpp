@@ -33,6 +33,11 @@ std::string compiled_head_dims(DType dtype) {
 }  // namespace
 
 std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block) {
+  if (is_quantized(p.kv_dtype)) {  // docs/cuda-engine.md, "Quantized KV caches"
+    return "kv_dtype: " + std::string(dtype_name(p.kv_dtype)) +
+           " caches are not supported by the CUDA engine yet (its kernel reads f16 and bf16); use "
+           "the CPU engine";
+  }
   if (p.q_dtype != p.kv_dtype) {
     return "q_dtype: must equal kv_dtype for the CUDA engine (got " +
            std::string(dtype_name(p.q_dtype)) + " and " + std::string(dtype_name(p.kv_dtype)) + ")";

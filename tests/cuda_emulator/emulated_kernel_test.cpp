@@ -58,6 +58,7 @@ TEST(EmulatedKernel, RandomProblemsAgainstTheReference) {
   limits.max_len = 300;
   limits.max_workers = 24;
   limits.any_head_dim = true;
+  limits.quantized_kv = false;  // the CUDA kernel reads f16 and bf16 caches only
   for (int i = 0; i < 8; ++i) {
     harness::RandomCase rc = harness::random_case(rng, limits);
     DecodeProblem p = rc.problem;
@@ -75,6 +76,19 @@ TEST(EmulatedKernel, RandomProblemsAgainstTheReference) {
           << "case " << i << " " << kernel_for(c.c.problem).name << " " << strategy_name(s)
           << " workers " << rc.hardware.workers << " tile " << o.tile_tokens;
     }
+  }
+}
+
+// The kernel reads f16 and bf16 caches only: an 8-bit one is refused by name, before any other
+// dtype rule, by the lookup every entry point uses (docs/cuda-engine.md, "Quantized KV caches").
+TEST(EmulatedKernel, RefusesQuantizedCachesByName) {
+  for (DType kv : {DType::fp8_e4m3, DType::fp8_e5m2, DType::int8}) {
+    DecodeProblem p = make_problem({45, 17}, 4, 2, emulated_kernels().front());
+    p.kv_dtype = kv;
+    p.kv_scales = default_kv_scales(kv);
+    const std::string why = why_unsupported(p);
+    EXPECT_EQ(why.rfind("kv_dtype: " + std::string(dtype_name(kv)), 0), 0u) << why;
+    EXPECT_THROW(kernel_for(p), Error) << why;
   }
 }
 
