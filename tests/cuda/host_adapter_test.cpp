@@ -210,9 +210,9 @@ TEST(KernelArguments, RejectRowsThatAreNot16ByteAligned) {
 }
 
 // The lookup tests assume the whole configuration table (a build trimmed with
-// LEANATTN_CUDA_HEAD_DIMS / LEANATTN_CUDA_DTYPES skips them).
+// LEANATTN_CUDA_HEAD_DIMS / LEANATTN_CUDA_DTYPES / LEANATTN_CUDA_KV_BITS skips them).
 bool whole_table() {
-  return compiled_kernels().size() == 12;
+  return compiled_kernels().size() == 24;
 }
 
 TEST(KernelLookup, PicksTheSmallestRowTileThatHoldsTheGroup) {
@@ -237,6 +237,31 @@ TEST(KernelLookup, ExplainsWhatIsUnsupported) {
   EXPECT_EQ(why.rfind("head_dim", 0), 0u) << why;
   EXPECT_NE(why.find("64, 128, 256"), std::string::npos) << why;
   EXPECT_EQ(why_unsupported(problem(8, 2, 64, DType::f16)), "");
+}
+
+// An 8-bit cache (any format, any scale granularity) runs on the kv_bits 8 row of Q's type;
+// f32 Q with it is refused naming q_dtype.
+TEST(KernelLookup, PicksTheEightBitRowsForAnEightBitCache) {
+  if (!whole_table()) GTEST_SKIP() << "partial kernel table build";
+  for (DType kv : {DType::fp8_e4m3, DType::fp8_e5m2, DType::int8}) {
+    for (DType q : {DType::f16, DType::bf16}) {
+      DecodeProblem p = problem(32, 8, 128, q);
+      p.kv_dtype = kv;
+      p.kv_scales = default_kv_scales(kv);
+      EXPECT_EQ(why_unsupported(p), "");
+      const KernelHandle* k = find_kernel(p);
+      ASSERT_NE(k, nullptr);
+      EXPECT_EQ(k->kv_bits, 8);
+      EXPECT_EQ(k->dtype, q);
+      EXPECT_EQ(k->name, std::string(dtype_name(q)) + "_kv8_d128_wm1");
+    }
+    DecodeProblem f32 = problem(8, 2, 128, DType::f32);
+    f32.kv_dtype = kv;
+    f32.kv_scales = default_kv_scales(kv);
+    EXPECT_EQ(find_kernel(f32), nullptr);
+    EXPECT_EQ(why_unsupported(f32).rfind("q_dtype", 0), 0u) << why_unsupported(f32);
+  }
+  EXPECT_EQ(find_kernel(problem(32, 8, 128, DType::f16))->kv_bits, 16);
 }
 
 // The variants run in the kernel: nothing refused by name, and the configuration is chosen for a
