@@ -95,7 +95,7 @@ class CudaEngineTest : public ::testing::Test {
   // trimmed with LEANATTN_CUDA_HEAD_DIMS / LEANATTN_CUDA_DTYPES).
   static bool compiled(DType dtype, std::int32_t head_dim) {
     for (const KernelHandle& k : compiled_kernels()) {
-      if (k.dtype == dtype && k.head_dim == head_dim) return true;
+      if (k.dtype == dtype && k.kv_bits == 16 && k.head_dim == head_dim) return true;
     }
     return false;
   }
@@ -165,6 +165,10 @@ TEST_F(CudaEngineTest, VariantsOnEveryConfiguration) {
           make_problem({1000, 0, 8, 127, 129, 3000}, 2 * group, 2, k.head_dim, k.dtype);
       p.q_len = cs.q_len;
       p.variant = cs.variant;
+      if (k.kv_bits == 8) {  // the 8-bit configurations on an int8 cache, per-token-head scales
+        p.kv_dtype = DType::int8;
+        p.kv_scales = KvScales::per_token_head;
+      }
       if (find_kernel(p, engine().device().smem_per_block) != &k) continue;
       harness::HostCase c = harness::make_case(p, static_cast<std::uint64_t>(cs.q_len) + 500);
       if (cs.sink_value > 0.0f) {

@@ -13,6 +13,7 @@
 #endif
 
 #include "cuda/common/kernel_params.hpp"
+#include "cuda/common/kv8_format.hpp"
 #include "cuda/common/tile_math.hpp"
 #include "cuda/device/kernel_arguments.hpp"
 #include "cuda/device/plan_cache.hpp"
@@ -166,6 +167,53 @@ TEST(KernelArguments, CarryTheVariant) {
   k = make_kernel_params(p, t, plan, DevicePlan{}, ws);
   EXPECT_EQ(k.sinks, nullptr);
   EXPECT_EQ(k.alibi_slopes, nullptr);
+}
+
+// An 8-bit cache reaches the kernel with its format and its scales, addressed with the scales'
+// strides (per token-head: like the cache without head_dim; per KV head: head stride 1).
+TEST(KernelArguments, CarryAnEightBitCachesFormatAndScales) {
+  DecodeProblem p = problem(8, 2, 64, DType::bf16);
+  p.kv_dtype = DType::fp8_e5m2;
+  p.kv_scales = KvScales::per_kv_head;
+  const Plan plan = make_plan(p, {7}, {.order = LineOrder::head_major, .tile_tokens = 16});
+  alignas(16) static std::byte ws[1 << 21];
+  float ks[2] = {}, vs[2] = {};
+  DecodeTensors t = dense_tensors(p, ws, ws, ws, nullptr, ws, nullptr);
+  t.k_scale = ks;
+  t.v_scale = vs;
+  KernelParams k = make_kernel_params(p, t, plan, DevicePlan{}, ws);
+  EXPECT_EQ(k.kv_format, static_cast<std::int32_t>(Kv8Format::e5m2));
+  EXPECT_EQ(k.k_scale, ks);
+  EXPECT_EQ(k.v_scale, vs);
+  EXPECT_EQ(k.k_scale_at.row(1, 5, 1), 1);  // scale of KV head 1
+  EXPECT_EQ(k.v_scale_at.row(0, 9, 0), 0);
+  p.kv_dtype = DType::int8;
+  p.kv_scales = KvScales::per_token_head;
+  t = dense_tensors(p, ws, ws, ws, nullptr, ws, nullptr);
+  t.k_scale = ks;
+  t.v_scale = vs;
+  k = make_kernel_params(p, t, plan, DevicePlan{}, ws);
+  EXPECT_EQ(k.kv_format, static_cast<std::int32_t>(Kv8Format::int8));
+  EXPECT_EQ(k.k_scale_at.row(1, 5, 1), t.k_scale_strides.outer + 5 * 2 + 1);
+}
+
+// An 8-bit cache's rows are 16-byte aligned at strides of 16 elements (not 8).
+TEST(KernelArguments, RejectEightBitRowsThatAreNot16ByteAligned) {
+  DecodeProblem p = problem(8, 2, 64, DType::f16);
+  p.kv_dtype = DType::int8;
+  p.kv_scales = KvScales::per_token_head;
+  alignas(16) static std::byte buf[4096];
+  const DecodeTensors good = dense_tensors(p, buf, buf, buf, nullptr, buf, nullptr);
+  EXPECT_NO_THROW(check_kernel_alignment(p, good));
+  DecodeTensors t = good;
+  t.k_strides.token = 136;  // 8-element aligned, not 16
+  try {
+    check_kernel_alignment(p, t);
+    ADD_FAILURE() << "k_strides.token accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.argument(), "k_strides.token");
+    EXPECT_NE(std::string(e.what()).find("multiple of 16 elements"), std::string::npos) << e.what();
+  }
 }
 
 TEST(KernelArguments, RejectRowsThatAreNot16ByteAligned) {
