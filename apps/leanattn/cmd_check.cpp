@@ -41,16 +41,15 @@ struct CheckArgs {
 using KernelRunner = std::function<void(harness::HostCase&, const PlanOptions&)>;
 
 // The CUDA kernels' case `index`: the drawn problem moved to a configuration the GPU kernels
-// cover (f16 or bf16, head_dim 64, 128 or 256), every strategy, checked like the CPU's. `name`
-// prefixes the variants ("cuda", "cuda-emulated").
+// cover (f16 or bf16 Q; K/V of the same type or 8-bit; head_dim 64, 128 or 256), every strategy,
+// checked like the CPU's. `name` prefixes the variants ("cuda", "cuda-emulated").
 checks::CaseReport kernel_case(std::uint64_t seed, std::int64_t index,
                                const harness::RandomLimits& limits, const std::string& name,
                                const KernelRunner& run) {
   harness::RandomCase rc = checks::draw_case(seed, index, limits);
   DecodeProblem p = rc.problem;
-  if (p.q_dtype == DType::f32) p.q_dtype = DType::bf16;
-  p.kv_dtype = p.q_dtype;  // the kernels read f16 and bf16 caches only (8-bit: not yet)
-  p.kv_scales = KvScales::none;
+  if (p.q_dtype == DType::f32) p.q_dtype = DType::bf16;   // the kernels' Q: f16 or bf16
+  if (!is_quantized(p.kv_dtype)) p.kv_dtype = p.q_dtype;  // 8-bit caches (a third) stay
   p.head_dim = p.head_dim <= 64 ? 64 : (p.head_dim <= 128 ? 128 : 256);
   harness::HostCase c = harness::make_case(p, seed ^ static_cast<std::uint64_t>(index));
   checks::CaseReport report;

@@ -131,7 +131,9 @@ def decode(
             head), or the cache's shape without head_dim, ``[batch, capacity, kv_heads]`` /
             paged ``[num_pages, page_size, kv_heads]`` (per token and KV head). Both required
             for an 8-bit cache, same shape, finite and > 0. :func:`leanattn.quantize_kv` makes
-            them. CPU engine only for now (docs/numerics.md, "Quantized KV caches").
+            them. Every engine reads them; with CUDA arrays they are refused for now (an error
+            names k_scale: the scales reach the module as host copies). docs/numerics.md,
+            "Quantized KV caches".
 
     Returns:
         ``out`` ``[batch, q_heads, head_dim]`` in q's dtype and framework (the ``out`` argument

@@ -55,8 +55,9 @@ std::shared_ptr<CachedCudaEngine> cuda_engine_for(int device, std::int32_t worke
 }  // namespace
 
 void run_cuda(const DecodeCall& call) {
-  // The Python layer hands sinks and ALiBi slopes over as host copies (_variant.py), which the
-  // kernel cannot read: refuse them here rather than launch with host pointers. q_len > 1,
+  // The Python layer hands sinks and ALiBi slopes (and an 8-bit cache's scales) over as host
+  // copies (_variant.py, _arrays.py), which the kernel cannot read: refuse them here rather than
+  // launch with host pointers. q_len > 1,
   // windows and soft-caps carry no array and run.
   const AttentionVariant& v = call.problem->variant;
   if (v.sinks) {
@@ -69,6 +70,12 @@ void run_cuda(const DecodeCall& call) {
                 "not supported with CUDA arrays from Python yet (the per-head "
                 "arrays reach the module as host copies); use the C++ "
                 "cuda::Engine");
+  }
+  // An 8-bit cache's scales reach the module as host copies too (_arrays.scale_array).
+  if (is_quantized(call.problem->kv_dtype)) {
+    value_error("k_scale",
+                "an 8-bit cache is not supported with CUDA arrays from Python yet (its scales "
+                "reach the module as host copies); use the C++ cuda::Engine");
   }
   std::shared_ptr<CachedCudaEngine> cached;
   try {

@@ -68,4 +68,25 @@ TEST(Float8, KnownValuesRoundingAndSaturation) {
 }
 
 }  // namespace
+// The packed pair rule of the CUDA kernel's sm_80 conversion: every pair of bytes gives the two
+// halves of the scalar rule (the NaN pattern aside: +-480 / 2^8 there).
+TEST(Float8, PackedE4m3PairRuleMatchesTheScalarOne) {
+  for (std::uint32_t lo = 0; lo < 256; ++lo) {
+    for (std::uint32_t hi = 0; hi < 256; ++hi) {
+      const std::uint32_t h = e4m3x2_to_f16x2_bits_over_256(lo | (hi << 16));
+      const std::uint32_t bytes[2] = {lo, hi};
+      for (int i = 0; i < 2; ++i) {
+        const auto half = static_cast<std::uint16_t>(h >> (16 * i));
+        const auto b = static_cast<std::uint8_t>(bytes[i]);
+        if ((b & 0x7fu) == 0x7fu) {
+          ASSERT_EQ(f16_bits_to_float(half) * 256.0f, (b & 0x80u) ? -480.0f : 480.0f);
+        } else {
+          ASSERT_EQ(half, e4m3_bits_to_f16_bits_over_256(b)) << lo << " " << hi;
+          ASSERT_EQ(f16_bits_to_float(half) * 256.0f, e4m3_bits_to_float(b));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace leanattn

@@ -44,6 +44,10 @@ DecodeProblem problem_for(const KernelHandle& k, std::vector<std::int32_t> lens,
   p.head_dim = k.head_dim;
   p.seq_lens = std::move(lens);
   p.q_dtype = p.kv_dtype = k.dtype;
+  if (k.kv_bits == 8) {  // an 8-bit configuration: an fp8 e4m3 cache, one scale per tensor
+    p.kv_dtype = DType::fp8_e4m3;
+    p.kv_scales = KvScales::per_tensor;
+  }
   return p;
 }
 
@@ -95,6 +99,10 @@ TEST_F(Diagnostics, TinyCasePerConfiguration) {
       if (variants) {  // 3 query tokens (4 warp rows: 72 rows, two passes) and every variant
         p.q_len = 3;
         p.variant = {.window_left = 40, .softcap = 2.5f, .sinks = true, .alibi = true};
+        if (k.kv_bits == 8) {  // and an int8 cache with per-token-head scales
+          p.kv_dtype = DType::int8;
+          p.kv_scales = KvScales::per_token_head;
+        }
       }
       if (!engine_->can_run(p)) continue;
       harness::HostCase c = harness::make_case(p, 3);
@@ -104,7 +112,8 @@ TEST_F(Diagnostics, TinyCasePerConfiguration) {
           make_plan(c.problem, {5}, {.order = LineOrder::head_major, .tile_tokens = 16});
       run_host_case(*engine_, c, plan);
       const harness::Accuracy a = harness::check_accuracy(c, ref, true);
-      std::printf("[tiny] %s%s: %s\n", k.name.c_str(), variants ? " variants" : "",
+      std::printf("[tiny] %s%s (%s KV): %s\n", k.name.c_str(), variants ? " variants" : "",
+                  std::string(dtype_name(p.kv_dtype)).c_str(),
                   a.ok() ? "ok" : a.first_problem.c_str());
       EXPECT_TRUE(a.ok()) << k.name << (variants ? " variants" : "") << ": " << a.first_problem;
     }

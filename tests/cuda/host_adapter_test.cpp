@@ -13,6 +13,7 @@
 #endif
 
 #include "cuda/common/kernel_params.hpp"
+#include "cuda/common/kv8_format.hpp"
 #include "cuda/common/tile_math.hpp"
 #include "cuda/device/kernel_arguments.hpp"
 #include "cuda/device/plan_cache.hpp"
@@ -168,6 +169,53 @@ TEST(KernelArguments, CarryTheVariant) {
   EXPECT_EQ(k.alibi_slopes, nullptr);
 }
 
+// An 8-bit cache reaches the kernel with its format and its scales, addressed with the scales'
+// strides (per token-head: like the cache without head_dim; per KV head: head stride 1).
+TEST(KernelArguments, CarryAnEightBitCachesFormatAndScales) {
+  DecodeProblem p = problem(8, 2, 64, DType::bf16);
+  p.kv_dtype = DType::fp8_e5m2;
+  p.kv_scales = KvScales::per_kv_head;
+  const Plan plan = make_plan(p, {7}, {.order = LineOrder::head_major, .tile_tokens = 16});
+  alignas(16) static std::byte ws[1 << 21];
+  float ks[2] = {}, vs[2] = {};
+  DecodeTensors t = dense_tensors(p, ws, ws, ws, nullptr, ws, nullptr);
+  t.k_scale = ks;
+  t.v_scale = vs;
+  KernelParams k = make_kernel_params(p, t, plan, DevicePlan{}, ws);
+  EXPECT_EQ(k.kv_format, static_cast<std::int32_t>(Kv8Format::e5m2));
+  EXPECT_EQ(k.k_scale, ks);
+  EXPECT_EQ(k.v_scale, vs);
+  EXPECT_EQ(k.k_scale_at.row(1, 5, 1), 1);  // scale of KV head 1
+  EXPECT_EQ(k.v_scale_at.row(0, 9, 0), 0);
+  p.kv_dtype = DType::int8;
+  p.kv_scales = KvScales::per_token_head;
+  t = dense_tensors(p, ws, ws, ws, nullptr, ws, nullptr);
+  t.k_scale = ks;
+  t.v_scale = vs;
+  k = make_kernel_params(p, t, plan, DevicePlan{}, ws);
+  EXPECT_EQ(k.kv_format, static_cast<std::int32_t>(Kv8Format::int8));
+  EXPECT_EQ(k.k_scale_at.row(1, 5, 1), t.k_scale_strides.outer + 5 * 2 + 1);
+}
+
+// An 8-bit cache's rows are 16-byte aligned at strides of 16 elements (not 8).
+TEST(KernelArguments, RejectEightBitRowsThatAreNot16ByteAligned) {
+  DecodeProblem p = problem(8, 2, 64, DType::f16);
+  p.kv_dtype = DType::int8;
+  p.kv_scales = KvScales::per_token_head;
+  alignas(16) static std::byte buf[4096];
+  const DecodeTensors good = dense_tensors(p, buf, buf, buf, nullptr, buf, nullptr);
+  EXPECT_NO_THROW(check_kernel_alignment(p, good));
+  DecodeTensors t = good;
+  t.k_strides.token = 136;  // 8-element aligned, not 16
+  try {
+    check_kernel_alignment(p, t);
+    ADD_FAILURE() << "k_strides.token accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.argument(), "k_strides.token");
+    EXPECT_NE(std::string(e.what()).find("multiple of 16 elements"), std::string::npos) << e.what();
+  }
+}
+
 TEST(KernelArguments, RejectRowsThatAreNot16ByteAligned) {
   const DecodeProblem p = problem(8, 2, 64, DType::f16);
   alignas(16) static std::byte buf[4096];
@@ -210,9 +258,9 @@ TEST(KernelArguments, RejectRowsThatAreNot16ByteAligned) {
 }
 
 // The lookup tests assume the whole configuration table (a build trimmed with
-// LEANATTN_CUDA_HEAD_DIMS / LEANATTN_CUDA_DTYPES skips them).
+// LEANATTN_CUDA_HEAD_DIMS / LEANATTN_CUDA_DTYPES / LEANATTN_CUDA_KV_BITS skips them).
 bool whole_table() {
-  return compiled_kernels().size() == 12;
+  return compiled_kernels().size() == 24;
 }
 
 TEST(KernelLookup, PicksTheSmallestRowTileThatHoldsTheGroup) {
@@ -237,6 +285,31 @@ TEST(KernelLookup, ExplainsWhatIsUnsupported) {
   EXPECT_EQ(why.rfind("head_dim", 0), 0u) << why;
   EXPECT_NE(why.find("64, 128, 256"), std::string::npos) << why;
   EXPECT_EQ(why_unsupported(problem(8, 2, 64, DType::f16)), "");
+}
+
+// An 8-bit cache (any format, any scale granularity) runs on the kv_bits 8 row of Q's type;
+// f32 Q with it is refused naming q_dtype.
+TEST(KernelLookup, PicksTheEightBitRowsForAnEightBitCache) {
+  if (!whole_table()) GTEST_SKIP() << "partial kernel table build";
+  for (DType kv : {DType::fp8_e4m3, DType::fp8_e5m2, DType::int8}) {
+    for (DType q : {DType::f16, DType::bf16}) {
+      DecodeProblem p = problem(32, 8, 128, q);
+      p.kv_dtype = kv;
+      p.kv_scales = default_kv_scales(kv);
+      EXPECT_EQ(why_unsupported(p), "");
+      const KernelHandle* k = find_kernel(p);
+      ASSERT_NE(k, nullptr);
+      EXPECT_EQ(k->kv_bits, 8);
+      EXPECT_EQ(k->dtype, q);
+      EXPECT_EQ(k->name, std::string(dtype_name(q)) + "_kv8_d128_wm1");
+    }
+    DecodeProblem f32 = problem(8, 2, 128, DType::f32);
+    f32.kv_dtype = kv;
+    f32.kv_scales = default_kv_scales(kv);
+    EXPECT_EQ(find_kernel(f32), nullptr);
+    EXPECT_EQ(why_unsupported(f32).rfind("q_dtype", 0), 0u) << why_unsupported(f32);
+  }
+  EXPECT_EQ(find_kernel(problem(32, 8, 128, DType::f16))->kv_bits, 16);
 }
 
 // The variants run in the kernel: nothing refused by name, and the configuration is chosen for a

@@ -137,19 +137,20 @@ TEST(Swizzle, IsABijectionPerRowAndSpreadsEightRowsOverEightChunks) {
 
 template <class Shape>
 void expect_loads_cover_tiles() {
-  auto cover = [](int rows, int loads) {
-    std::vector<int> seen(static_cast<std::size_t>(rows) * Shape::kChunksPerRow, 0);
+  auto cover = [](int rows, int loads, int chunks_per_row) {
+    std::vector<int> seen(static_cast<std::size_t>(rows) * chunks_per_row, 0);
     for (int t = 0; t < Shape::kThreads; ++t) {
       for (int i = 0; i < loads; ++i) {
-        const ChunkCoord c = load_coord(t, i, Shape::kThreads, Shape::kChunksPerRow);
+        const ChunkCoord c = load_coord(t, i, Shape::kThreads, chunks_per_row);
         ASSERT_LT(c.row, rows);
-        ++seen[static_cast<std::size_t>(c.row * Shape::kChunksPerRow + c.chunk)];
+        ++seen[static_cast<std::size_t>(c.row * chunks_per_row + c.chunk)];
       }
     }
     EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int x) { return x == 1; }));
   };
-  cover(Shape::kBlockN, Shape::kStageLoadsPerThread);
-  cover(Shape::kRows, Shape::kQLoadsPerThread);
+  // K/V stages as loaded (8-bit: 16 elements per chunk; the conversion walks the same chunks).
+  cover(Shape::kBlockN, Shape::kStageLoadsPerThread, Shape::kLoadChunksPerRow);
+  cover(Shape::kRows, Shape::kQLoadsPerThread, Shape::kChunksPerRow);
   // The pipeline and the epilogue scratch fit; stages hold whole warp steps.
   EXPECT_LE(Shape::kSmemBytes, 227 * 1024);
   EXPECT_LE(Shape::kScratchEnd, Shape::kSmemBytes);
@@ -159,7 +160,8 @@ void expect_loads_cover_tiles() {
   // that stage, outside the stages the prologue fills (0 .. kStages - 2).
   if (Shape::kQOverlaysStage) {
     EXPECT_TRUE(Shape::kQInRegisters);
-    EXPECT_GE(Shape::kQOffset, Shape::kVOffset + (Shape::kStages - 1) * Shape::kStageTileBytes);
+    EXPECT_GE(Shape::kQOffset,
+              Shape::kVOffset + (Shape::kComputeTiles - 1) * Shape::kStageTileBytes);
     EXPECT_LE(Shape::kQOffset + Shape::kQBytes, Shape::kSmemBytes);
     EXPECT_LE(Shape::kSmemBytes, 99 * 1024 - 128) << "fits sm_86 / sm_89";
   } else {
@@ -170,6 +172,17 @@ void expect_loads_cover_tiles() {
   EXPECT_GE(Shape::kMergeCapacity, 4096);
   EXPECT_EQ(Shape::kKOffset % 128, 0);
   EXPECT_EQ(Shape::kVOffset % 128, 0);
+  // 8-bit: the loaded stages and their scales follow the converted tiles, without overlap.
+  EXPECT_EQ(Shape::kLoadKOffset % 128, 0);
+  EXPECT_EQ(Shape::kLoadVOffset % 128, 0);
+  EXPECT_EQ(Shape::kScalesOffset % 128, 0);
+  if constexpr (Shape::kKv8) {
+    EXPECT_GE(Shape::kLoadKOffset, Shape::kVOffset + Shape::kStageTileBytes);
+    EXPECT_GE(Shape::kLoadKOffset, Shape::kQOffset + Shape::kQBytes);
+    EXPECT_LE(Shape::kBlockN, Shape::kThreads);
+    EXPECT_EQ(Shape::kLoadTileBytes * 2, Shape::kStageTileBytes);
+  }
+  EXPECT_LE(Shape::kRowRulesOffset, Shape::kSmemBytes);
 }
 
 TEST(KernelShape, LoadsCoverEveryChunkOnceAndTheLayoutFits) {
@@ -180,6 +193,12 @@ TEST(KernelShape, LoadsCoverEveryChunkOnceAndTheLayoutFits) {
   expect_loads_cover_tiles<KernelShape<128, 4>>();
   expect_loads_cover_tiles<KernelShape<256, 1>>();
   expect_loads_cover_tiles<KernelShape<256, 4>>();
+  expect_loads_cover_tiles<KernelShape<64, 1, 8>>();
+  expect_loads_cover_tiles<KernelShape<64, 4, 8>>();
+  expect_loads_cover_tiles<KernelShape<128, 1, 8>>();
+  expect_loads_cover_tiles<KernelShape<128, 4, 8>>();
+  expect_loads_cover_tiles<KernelShape<256, 1, 8>>();
+  expect_loads_cover_tiles<KernelShape<256, 4, 8>>();
 }
 
 TEST(KernelShape, CompiledConfigurationsFitAnSmAndMatchTheirShape) {

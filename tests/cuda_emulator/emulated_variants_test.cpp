@@ -3,7 +3,8 @@
 // not) packed beside the GQA group in the MMA rows, sliding windows shorter and longer than the
 // sequence and with their first key on a tile edge, soft-caps near the score range, sinks far
 // above every score, ALiBi, and the combinations models use; every configuration of the table
-// (one and two passes of rows), lean/split/head, contiguous and paged caches, empty requests.
+// (one and two passes of rows; the 8-bit ones on fp8 and int8 caches with every scale
+// granularity), lean/split/head, contiguous and paged caches, empty requests.
 // Outputs are poisoned before each run.
 #include <gtest/gtest.h>
 
@@ -52,10 +53,10 @@ TEST(EmulatedVariants, EveryVariantOnSeveralConfigurationsStrategiesAndLayouts) 
   std::vector<int> covered(kernels.size(), 0);
   int index = 0;
   for (const VariantCase& vc : kCases) {
-    for (int j = 0; j < 2; ++j, ++index) {
+    for (int j = 0; j < 3; ++j, ++index) {  // 30 runs: every one of the 24 configurations
       const KernelInfo& k = kernels[static_cast<std::size_t>(index) % kernels.size()];
       const std::int32_t group = group_for(k, vc.q_len, index % 3 == 0);
-      DecodeProblem p = make_problem({45, 0, 8, 17, 130}, group, 2, k);
+      DecodeProblem p = make_problem({45, 0, 8, 17, 130}, group, 2, k, index);
       p.q_len = vc.q_len;
       p.variant = vc.variant;
       const bool paged = index % 2 == 1;
@@ -81,7 +82,8 @@ TEST(EmulatedVariants, EveryVariantOnSeveralConfigurationsStrategiesAndLayouts) 
         RunOptions o;
         o.seed = static_cast<std::uint64_t>(index * 10 + static_cast<int>(s));
         EXPECT_EQ(run_and_check(device, c, plan, o), "")
-            << vc.name << ": " << k.name << " group " << group << " q_len " << p.q_len << " "
+            << vc.name << ": " << k.name << " " << dtype_name(p.kv_dtype) << " "
+            << kv_scales_name(p.kv_scales) << " group " << group << " q_len " << p.q_len << " "
             << (paged ? "paged" : "contiguous") << " " << strategy_name(s) << " workers "
             << workers;
       }

@@ -5,7 +5,8 @@
 // mantissa give the value / 2^8, exact, subnormals included). Encoding rounds to nearest even and
 // saturates to the largest finite value (the mode a quantizer wants; infinities too). Host code:
 // the test data, the scalar kernel and the quantization helpers use them; the fp64 reference
-// decodes on its own (reference/read_element.hpp).
+// decodes on its own (reference/read_element.hpp). The packed E4M3 pair rule is host/device: the
+// CUDA kernel's sm_80 conversion (cuda/collective/ptx.cuh).
 #pragma once
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <cstdint>
 
 #include "leanattn/core/float16.hpp"
+#include "leanattn/core/host_device.hpp"
 
 namespace leanattn {
 
@@ -21,6 +23,14 @@ constexpr std::uint16_t e4m3_bits_to_f16_bits_over_256(std::uint8_t b) {
   const auto sign = static_cast<std::uint16_t>((b & 0x80u) << 8);
   if ((b & 0x7fu) == 0x7fu) return static_cast<std::uint16_t>(sign | 0x7e00u);
   return static_cast<std::uint16_t>(sign | ((b & 0x7fu) << 7));
+}
+
+// Two E4M3 bytes in bits 0-7 and 16-23 of `pair` (the other bits 0) -> a half pair whose values
+// are the E4M3 values / 2^8, exact, subnormals included: each byte's 7 low bits under a half's
+// exponent and mantissa, its sign at the half's bit 15. The NaN pattern S.1111.111 is not special
+// (it gives +-480 / 2^8); the scalar rule above maps it to NaN.
+LEANATTN_HOST_DEVICE constexpr std::uint32_t e4m3x2_to_f16x2_bits_over_256(std::uint32_t pair) {
+  return ((pair & 0x007f007fu) << 7) | ((pair & 0x00800080u) << 8);
 }
 
 constexpr float e4m3_bits_to_float(std::uint8_t b) {

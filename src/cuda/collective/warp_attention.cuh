@@ -4,8 +4,9 @@
 // registers, the unnormalised output O [16][head_dim], the running max m and its lanes' share of
 // the running sum l of each row. The variants' per-row rules of the pass (the keys each row sees,
 // its query position and ALiBi slope: row_rules.hpp) are read from shared memory. Per step:
-//   S = Q K^T (scaled in fp32; keys a row does not see, outside the segment, past its causal end
-//   or before its window, masked to -inf; the soft-cap and ALiBi on the others: row_rules.hpp)
+//   S = Q K^T (scaled in fp32, and by the keys' K scales for an 8-bit cache; keys a row does not
+//   see, outside the segment, past its causal end or before its window, masked to -inf; the
+//   soft-cap and ALiBi on the others: row_rules.hpp)
 //   m_new, shift, rescale from the state header's rules (common/ordered_merge.hpp: row_step)
 //   P = exp(S - shift), rounded to the 16-bit type in place as the A operand of P V
 //   O = O * rescale + P V,  l = l * rescale + sum(P)
@@ -65,11 +66,12 @@ struct WarpAttention {
   }
 
   // One step over tile rows [tile_row, tile_row + 16), keys key0 .. key0 + 15; the keys a row
-  // does not see (`rules`: the pass's [kRows] row rules in shared memory) are masked.
+  // does not see (`rules`: the pass's [kRows] row rules in shared memory) are masked. An 8-bit
+  // cache: k_scales [kBlockN] are the K scales of the tile's rows (shared memory; else unused).
   __device__ __forceinline__ void step(std::uint32_t q_tile, std::uint32_t k_tile,
                                        std::uint32_t v_tile, int tile_row, std::int32_t key0,
-                                       const RowRule* rules, const KernelParams& p, int warp_m,
-                                       int lane) {
+                                       const RowRule* rules, const float* k_scales,
+                                       const KernelParams& p, int warp_m, int lane) {
     // S = Q K^T: two n8 tiles of 8 tokens.
     float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
     const RowCol qrc = q_ldmatrix_row(lane);
@@ -104,6 +106,7 @@ struct WarpAttention {
         for (int j = 0; j < 2; ++j) {
           const std::int32_t key = key0 + nt * 8 + acc_col(lane, 2 * i + j);
           float x = s[nt][2 * i + j] * p.scale;
+          if constexpr (Shape::kKv8) x *= k_scales[tile_row + nt * 8 + acc_col(lane, 2 * i + j)];
           if (transform) x = variant_score(x, p.softcap, rule.slope, key, rule.position);
           s[nt][2 * i + j] = keys.sees(key) ? x : softmax_detail::neg_inf<float>();
         }

@@ -67,7 +67,15 @@ struct KernelParams {
   KvAddressing k;
   KvAddressing v;
   FastDivider page;  // paged: division by page_size (shared by K and V)
-  void* out;         // [batch, q_len, q_heads, head_dim], Q's dtype
+  // An 8-bit cache (the kernels of kv_bits 8; unused by the others): its format and float32
+  // scales (value = stored x scale), addressed like the cache with the scales' strides
+  // (DecodeTensors::k_scale_strides: all 0 per tensor, head 1 per KV head).
+  std::int32_t kv_format;  // Kv8Format
+  const float* k_scale;
+  const float* v_scale;
+  KvAddressing k_scale_at;
+  KvAddressing v_scale_at;
+  void* out;  // [batch, q_len, q_heads, head_dim], Q's dtype
   std::int64_t out_stride_batch;
   std::int64_t out_stride_token;
   std::int64_t out_stride_head;

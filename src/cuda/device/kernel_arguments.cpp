@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cuda/common/kv8_format.hpp"
 #include "cuda/device/workspace.hpp"
 #include "leanattn/error.hpp"
 
@@ -16,10 +17,12 @@ void require_16_bytes(const void* p, const char* argument) {
           [] { return "must be 16-byte aligned for the CUDA engine (its 16-byte row copies)"; });
 }
 
-void require_stride(std::int64_t stride, const char* argument) {
-  require(stride % 8 == 0, argument, [&] {
-    return "must be a multiple of 8 elements for the CUDA engine (16-byte aligned rows) (got " +
-           std::to_string(stride) + ")";
+// `elems`: elements per 16 bytes (8 for 16-bit tensors, 16 for an 8-bit cache).
+void require_stride(std::int64_t stride, const char* argument, int elems = 8) {
+  require(stride % elems == 0, argument, [&] {
+    return "must be a multiple of " + std::to_string(elems) +
+           " elements for the CUDA engine (16-byte aligned rows) (got " + std::to_string(stride) +
+           ")";
   });
 }
 
@@ -37,12 +40,13 @@ void check_kernel_alignment(const DecodeProblem& p, const DecodeTensors& t) {
   if (p.total_tokens() == 0) return;  // K and V are never read
   require_16_bytes(t.k_cache, "k_cache");
   require_16_bytes(t.v_cache, "v_cache");
-  require_stride(t.k_strides.outer, "k_strides.outer");
-  require_stride(t.k_strides.token, "k_strides.token");
-  require_stride(t.k_strides.head, "k_strides.head");
-  require_stride(t.v_strides.outer, "v_strides.outer");
-  require_stride(t.v_strides.token, "v_strides.token");
-  require_stride(t.v_strides.head, "v_strides.head");
+  const int elems = static_cast<int>(16 / dtype_size(p.kv_dtype));
+  require_stride(t.k_strides.outer, "k_strides.outer", elems);
+  require_stride(t.k_strides.token, "k_strides.token", elems);
+  require_stride(t.k_strides.head, "k_strides.head", elems);
+  require_stride(t.v_strides.outer, "v_strides.outer", elems);
+  require_stride(t.v_strides.token, "v_strides.token", elems);
+  require_stride(t.v_strides.head, "v_strides.head", elems);
 }
 
 void check_workspace(const Plan& plan, const void* workspace) {
@@ -92,6 +96,13 @@ KernelParams make_kernel_params(const DecodeProblem& p, const DecodeTensors& t, 
   k.k = addressing(t.k_strides);
   k.v = addressing(t.v_strides);
   k.page = FastDivider::make(static_cast<std::uint32_t>(paged ? p.page_size : 1));
+  if (is_quantized(p.kv_dtype)) {
+    k.kv_format = static_cast<std::int32_t>(kv8_format(p.kv_dtype));
+    k.k_scale = t.k_scale;
+    k.v_scale = t.v_scale;
+    k.k_scale_at = addressing(t.k_scale_strides);
+    k.v_scale_at = addressing(t.v_scale_strides);
+  }
   k.out = t.out;
   k.out_stride_batch = t.out_stride_batch;
   k.out_stride_token = t.out_stride_token;

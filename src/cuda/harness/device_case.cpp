@@ -26,6 +26,8 @@ DeviceCase::DeviceCase(const harness::HostCase& c)
       lse_(c.lse.size() * sizeof(float)),
       sinks_(upload(c.sinks.data(), c.sinks.size() * sizeof(float))),
       alibi_slopes_(upload(c.alibi_slopes.data(), c.alibi_slopes.size() * sizeof(float))),
+      k_scale_(upload(c.k_scale.data(), c.k_scale.size() * sizeof(float))),
+      v_scale_(upload(c.v_scale.data(), c.v_scale.size() * sizeof(float))),
       kv_bytes_(c.k.size()) {
   k_.push_back(upload(c.k.data(), c.k.size()));
   v_.push_back(upload(c.v.data(), c.v.size()));
@@ -39,6 +41,8 @@ DecodeTensors DeviceCase::tensors(std::int32_t kv_copy) const {
                                   out_.data(), lse_.as<float>());
   t.sinks = problem_.variant.sinks ? sinks_.as<float>() : nullptr;
   t.alibi_slopes = problem_.variant.alibi ? alibi_slopes_.as<float>() : nullptr;
+  t.k_scale = k_scale_.size() > 0 ? k_scale_.as<float>() : nullptr;
+  t.v_scale = v_scale_.size() > 0 ? v_scale_.as<float>() : nullptr;
   return t;
 }
 

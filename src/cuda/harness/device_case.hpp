@@ -40,6 +40,7 @@ class DeviceCase {
   DecodeProblem problem_;
   DeviceBuffer q_, table_, out_, lse_;
   DeviceBuffer sinks_, alibi_slopes_;  // [q_heads] float32 when the variant uses them
+  DeviceBuffer k_scale_, v_scale_;     // an 8-bit cache's scales (HostCase::k_scale, v_scale)
   std::vector<DeviceBuffer> k_, v_;
   std::size_t kv_bytes_ = 0;
 };

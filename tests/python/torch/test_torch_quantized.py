@@ -65,3 +65,17 @@ def test_a_float8_cache_without_scales_is_refused():
     kq, _ = leanattn.quantize_kv(k, "fp8_e4m3")
     with pytest.raises(ValueError, match="^k_scale: is required"):
         leanattn.decode(q, kq, kq, lens)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_tensors_with_an_8bit_cache_are_refused_naming_k_scale():
+    """The scales reach the module as host copies, which the CUDA kernel cannot read: refused
+    (the C++ cuda::Engine reads 8-bit caches with device scales)."""
+    if "cuda" not in leanattn.backends:
+        pytest.skip("the CUDA backend is not built")
+    q, k, v, lens = make(4)
+    kq, ks = leanattn.quantize_kv(k, "int8")
+    vq, vs = leanattn.quantize_kv(v, "int8")
+    with pytest.raises(ValueError, match="^k_scale: "):
+        leanattn.decode(q.cuda(), kq.cuda(), vq.cuda(), lens, k_scale=ks.cuda(),
+                        v_scale=vs.cuda())
