@@ -5,14 +5,17 @@
 # a global deadline, small things first, the big sweep last:
 #   1. tools; 2. configure for sm_90 against the carried dependencies in .carry/
 #      (scripts/prepare-device-carry.sh) and build; 3. the ptxas report (spills) and SASS counts;
-#   4. diagnostics: kernel attributes and occupancy (kernels.csv), one tiny case per kernel
-#      configuration, per-CTA traces of a few lean plans (trace-*.csv: SM, start, end, merge);
+#   4. diagnostics: kernel attributes and occupancy (kernels.csv), two tiny cases per kernel
+#      configuration (plain; q_len 3 with a window, soft-cap, sinks and ALiBi; the 8-bit
+#      configurations on an fp8 e4m3 cache, then an int8 one), per-CTA traces of a few lean plans (trace-*.csv: SM, start, end, merge);
 #   5. compute-sanitizer memcheck, racecheck and synccheck on the tiny cases (time-boxed);
 #   6. every GPU test in its own process (an illegal address takes down only that test), one
 #      line per configuration ("[config] ... ok|FAIL <what>": rows never written / NaN /
 #      numeric mismatch, split vs direct pairs), --gtest_output=xml into $OUT/gtest/;
 #   7. `leanattn bench --backend cuda` over a sweep, KV capped per case (contiguous d64/d128,
-#      then d256 and paged), against the device read probe; 8. ncu on one case when present;
+#      then d256, paged, the variants: q_len 4, a 4096-token window on 128k, window + sinks, and
+#      8-bit caches: fp8 e4m3 and int8 beside bf16 at 32/8 heads, d 128, 128k, batch 1),
+#      against the device read probe; 8. ncu on one case when present;
 #   9. the closing table (summary.txt), printed last.
 # Writes everything into $OUT (else build/device-check-out): device-check.log (all output),
 # ptxas.txt, kernels.csv, trace-*.csv, sanitizer-*.log, tests.txt (one line per test and per
@@ -247,8 +250,9 @@ grep -E "^(FAILED|TIMEOUT)|\[config\].*FAIL" "$out/tests.txt" | head -20 | tee -
 
 # --- 7. benchmark sweep -------------------------------------------------------------------------
 say "benchmark sweep (bf16, KV up to $max_kv_gib GiB per case, small first)"
-# label batch q_heads kv_heads head_dim context page_size (0: contiguous). Small contexts first,
-# then the larger ones; d256 and paged caches after the contiguous d64/d128 cases.
+# label batch q_heads kv_heads head_dim context page_size (0: contiguous) [variant options of
+# `leanattn bench`]. Small contexts first, then the larger ones; d256, paged caches and the
+# variants after the contiguous d64/d128 cases.
 sweep=()
 for ctx in 4096 32768 131072; do
   for batch in 1 16; do
@@ -258,14 +262,22 @@ for ctx in 4096 32768 131072; do
 done
 sweep+=("d256-gqa8-b1-32768 1 32 8 256 32768 0" "d256-gqa8-b16-4096 16 32 8 256 4096 0"
         "paged16-gqa8-b16-4096 16 32 8 128 4096 16" "paged256-gqa8-b1-32768 1 32 8 128 32768 256"
-        "paged16-mqa16-b1-131072 1 16 1 64 131072 16")
+        "paged16-mqa16-b1-131072 1 16 1 64 131072 16"
+        "q4-gqa8-b1-32768 1 32 8 128 32768 0 --q-len 4"
+        "win4096-gqa8-b1-131072 1 32 8 128 131072 0 --window 4096"
+        "gptoss-win128-sinks-b16-4096 16 64 8 64 4096 0 --window 128 --sinks"
+        "fp8e4m3-gqa8-b1-131072 1 32 8 128 131072 0 --kv-dtype fp8_e4m3"
+        "int8-gqa8-b1-131072 1 32 8 128 131072 0 --kv-dtype int8")
 tmp=$(mktemp -d)
 cases=0
 bench_failed=0
 for entry in "${sweep[@]}"; do
   [ "$no_gpu" = 1 ] && { say "no usable CUDA device: no sweep"; break; }
-  read -r label batch q kv d ctx page <<<"$entry"
-  kv_bytes=$((batch * ctx * kv * d * 2 * 2))
+  read -r label batch q kv d ctx page extra <<<"$entry"
+  read -ra variant_args <<<"$extra"
+  element_bytes=2
+  [[ "$extra" == *--kv-dtype* ]] && element_bytes=1  # an 8-bit cache (bf16 Q)
+  kv_bytes=$((batch * ctx * kv * d * element_bytes * 2))
   if [ "$kv_bytes" -gt $((max_kv_gib << 30)) ]; then
     say "skip $label ($((kv_bytes >> 20)) MiB of KV)"
     continue
@@ -278,7 +290,8 @@ for entry in "${sweep[@]}"; do
   say "bench $label ($((kv_bytes >> 20)) MiB of KV)"
   run_logged "$(budget 45)" "$build/apps/leanattn/leanattn" bench --backend cuda --batch "$batch" \
     --q-heads "$q" --kv-heads "$kv" --head-dim "$d" --seq-len "$ctx" --dtype bf16 \
-    --page-size "$page" --repeat "$repeat" --csv "$tmp/$cases.csv" --json "$tmp/$cases.json" || {
+    --page-size "$page" --repeat "$repeat" --csv "$tmp/$cases.csv" --json "$tmp/$cases.json" \
+    "${variant_args[@]}" || {
     fail "bench $label"
     bench_failed=$((bench_failed + 1))
   }

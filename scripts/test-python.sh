@@ -4,7 +4,8 @@
 # tests/python (less tests/python/torch, the torch stage's: scripts/test-torch.sh) and prints its
 # summary. Exit code non-zero if the build or any test failed. Repeated runs reuse the venv and
 # the CMake build in build/python/<wheel tag> (scikit-build-core's build-dir), so only changed
-# sources are recompiled. Called by scripts/test.sh.
+# sources are recompiled; scripts/package-check.sh builds its wheel from the same venv and build.
+# Called by scripts/test.sh.
 #   scripts/test-python.sh [pytest arguments...]   (arguments replace the default test selection)
 # Environment: PYTHON (default python3) makes the venv; CMAKE_BUILD_PARALLEL_LEVEL (default nproc);
 # LEANATTN_VENV (default build/venv) and LEANATTN_PY_BUILD (default build/python) let
@@ -13,35 +14,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh python
 
-python=${PYTHON:-python3}
 venv=${LEANATTN_VENV:-build/venv}
 py_build=${LEANATTN_PY_BUILD:-build/python}
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 
-if ! "$venv/bin/python" -c "import sys" 2>/dev/null; then
-  echo "== python: creating $venv with $("$python" --version)"
-  rm -rf "$venv"
-  "$python" -m venv "$venv"
-fi
+# The venv with pyproject.toml's build requirements, so that the build runs without isolation:
+# the same paths every run, hence an incremental CMake build (shared with scripts/package-check.sh).
+scripts/python-env.sh "$venv"
 py="$venv/bin/python"
-
-# The build requirements of pyproject.toml, installed in the venv so that the build can run
-# without isolation: the same paths every run, hence an incremental CMake build.
-mapfile -t build_requires < <("$py" - <<'PY'
-try:
-    import tomllib
-    with open("pyproject.toml", "rb") as f:
-        requires = tomllib.load(f)["build-system"]["requires"]
-except ImportError:  # Python < 3.11: the one-line list of pyproject.toml
-    import re
-    text = open("pyproject.toml").read()
-    requires = re.findall(r'"([^"]+)"', re.search(r"requires = \[(.*?)\]", text).group(1))
-print("\n".join(requires))
-PY
-)
-echo "== python: build requirements ${build_requires[*]}"
-"$py" -m pip install -q "${build_requires[@]}"
 
 echo "== python: building and installing leanattn (build dir $py_build)"
 "$py" -m pip install -q --no-build-isolation \

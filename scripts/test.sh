@@ -12,6 +12,9 @@
 #   python    pip install of the package into a venv and its pytest suite (without torch)
 #   torch     the torch-based tests (torch tensors and custom op, transformers models,
 #             torch.distributed) in a venv cached outside the clone (scripts/test-torch.sh)
+#   package   scripts/package-check.sh: `cmake --install` and a find_package(leanattn) consumer
+#             built against it; the wheel, repaired, in a fresh venv with the system's libhwy
+#             hidden
 # Stages can be chosen: scripts/test.sh release asan ... (default: all). Exit code non-zero if
 # any stage failed; a summary of the stages is printed last, a stage that could not run on this
 # machine (cuda without nvcc) as "skipped", never as passed.
@@ -19,13 +22,13 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(release asan tsan cuda mutation fuzz python torch)
+[ ${#stages[@]} -eq 0 ] && stages=(release asan tsan cuda mutation fuzz python torch package)
 
 groups=()
 for s in "${stages[@]}"; do
   case "$s" in
     fuzz) groups+=(fuzz) ;;
-    python | torch) groups+=(python) ;;
+    python | torch | package) groups+=(python) ;;
   esac
 done
 scripts/install-deps.sh "${groups[@]}" || exit 1
@@ -110,9 +113,13 @@ stage_torch() {
   scripts/test-torch.sh
 }
 
+stage_package() {
+  scripts/package-check.sh
+}
+
 for s in "${stages[@]}"; do
   case "$s" in
-    release | asan | tsan | cuda | mutation | fuzz | python | torch) run_stage "$s" "stage_$s" ;;
+    release | asan | tsan | cuda | mutation | fuzz | python | torch | package) run_stage "$s" "stage_$s" ;;
     *) echo "test.sh: unknown stage '$s'"; result[$s]=FAILED; seconds[$s]=0 ;;
   esac
 done

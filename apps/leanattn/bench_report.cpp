@@ -64,21 +64,28 @@ std::string format_case(const LabelledCase& lc, double probe_gbps) {
                         c.probe_passes)
           : fmt::format("probe {:.1f} GB/s", c.probe_gbps > 0 ? c.probe_gbps : probe_gbps);
   os << fmt::format(
-      "  KV {:.1f} MiB{}, {} workers, SIMD {}, {}\n", static_cast<double>(c.kv_bytes) / (1 << 20),
+      "  KV {:.1f} MiB{}, {} worker{}, SIMD {}, {}\n", static_cast<double>(c.kv_bytes) / (1 << 20),
       c.kv_copies > 1 ? fmt::format(" (x{} rotated copies)", c.kv_copies)
       : c.evict_bytes > 0
           ? fmt::format(" (caches evicted: {} MiB read before each run)", c.evict_bytes >> 20)
           : "",
-      c.workers, c.simd, probe);
-  os << fmt::format("  {:<16} {:<11} {:>6} {:>12} {:>8} {:>9} {:>8} {:>9} {:>10}  {}\n", "strategy",
-                    "order", "splits", "median_us", "GB/s", "of_probe", "vs_head", "vs_split",
-                    "max_err", "check");
+      c.workers, c.workers == 1 ? "" : "s", c.simd, probe);
+  if (c.ceiling_gbps > 0) {
+    os << fmt::format(
+        "  compute ceiling {:.1f} GB/s ({:.1f} cycles per token x KV head: {:.0f} FMAs + {:.0f} "
+        "widening ops on 2 pipes; {:.1f} GB/s per core)\n",
+        c.ceiling_gbps, c.ceiling.cycles_per_token_head, c.ceiling.fma, c.ceiling.widen,
+        c.ceiling.gbps_per_core);
+  }
+  os << fmt::format("  {:<16} {:<11} {:>6} {:>12} {:>8} {:>9} {:>8} {:>8} {:>9} {:>10}  {}\n",
+                    "strategy", "order", "splits", "median_us", "GB/s", "of_probe", "of_roof",
+                    "vs_head", "vs_split", "max_err", "check");
   for (const auto& r : c.results) {
     os << fmt::format(
-        "  {:<16} {:<11} {:>6} {:>12.1f} {:>8.2f} {:>9.2f} {:>8} {:>9} {:>10.2e}  {}\n", r.strategy,
-        r.order, r.splits > 0 ? std::to_string(r.splits) : "-", r.median_us, r.gbps,
-        r.probe_fraction, ratio(speedup(c, r, "head")), ratio(speedup(c, r, "split")),
-        r.max_abs_err, r.ok ? "ok" : "FAIL");
+        "  {:<16} {:<11} {:>6} {:>12.1f} {:>8.2f} {:>9.2f} {:>8.2f} {:>8} {:>9} {:>10.2e}  {}\n",
+        r.strategy, r.order, r.splits > 0 ? std::to_string(r.splits) : "-", r.median_us, r.gbps,
+        r.probe_fraction, r.roof_fraction, ratio(speedup(c, r, "head")),
+        ratio(speedup(c, r, "split")), r.max_abs_err, r.ok ? "ok" : "FAIL");
   }
   return os.str();
 }
@@ -89,8 +96,8 @@ std::string format_summary(const BenchRun& run) {
       "summary ({} backend, probe {:.1f} GB/s read with {} threads, {} MiB; of_probe uses each "
       "case's own probe passes)\n",
       run.backend, run.probe.median_gbps, run.probe.threads, run.probe.bytes >> 20);
-  os << fmt::format("  {:<12} {:<44} {:>9} {:>8} {:>8} {:>8} {:>9}  {}\n", "case", "problem",
-                    "lean_ms", "GB/s", "of_probe", "vs_head", "vs_split", "check");
+  os << fmt::format("  {:<12} {:<44} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9}  {}\n", "case", "problem",
+                    "lean_ms", "GB/s", "of_probe", "of_roof", "vs_head", "vs_split", "check");
   for (const auto& lc : run.cases) {
     const bench::CaseResult& c = lc.result;
     const bench::StrategyResult* lean = find(c, "lean");
@@ -100,10 +107,10 @@ std::string format_summary(const BenchRun& run) {
         fmt::format("{}/{} d{} {} {}", c.problem.q_heads, c.problem.kv_heads, c.problem.head_dim,
                     dtype_name(c.problem.kv_dtype), lengths_text(c.problem.seq_lens));
     if (problem.size() > 44) problem = problem.substr(0, 41) + "...";
-    os << fmt::format("  {:<12} {:<44} {:>9.2f} {:>8.2f} {:>8.2f} {:>8} {:>9}  {}\n", lc.label,
-                      problem, r->median_us / 1000.0, r->gbps, r->probe_fraction,
-                      ratio(speedup(c, *r, "head")), ratio(speedup(c, *r, "split")),
-                      ok ? "ok" : "FAIL");
+    os << fmt::format("  {:<12} {:<44} {:>9.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8} {:>9}  {}\n",
+                      lc.label, problem, r->median_us / 1000.0, r->gbps, r->probe_fraction,
+                      r->roof_fraction, ratio(speedup(c, *r, "head")),
+                      ratio(speedup(c, *r, "split")), ok ? "ok" : "FAIL");
   }
   return os.str();
 }
@@ -149,6 +156,8 @@ nlohmann::ordered_json to_json(const BenchRun& run) {
                          {"gbps", r.gbps},
                          {"probe_gbps", c.probe_gbps},
                          {"probe_fraction", r.probe_fraction},
+                         {"ceiling_gbps", c.ceiling_gbps},
+                         {"roof_fraction", r.roof_fraction},
                          {"speedup_vs_head", speedup(c, r, "head")},
                          {"speedup_vs_split", speedup(c, r, "split")},
                          {"max_abs_err", r.max_abs_err},
@@ -164,7 +173,8 @@ std::string to_csv(const BenchRun& run) {
   std::ostringstream os;
   os << "date,commit,cpu,cores,backend,simd,case,strategy,batch,q_heads,kv_heads,head_dim,dtype,"
         "page_size,total_tokens,max_seq_len,seq_lens,workers,splits,median_us,min_us,kv_bytes,"
-        "gbps,probe_gbps,probe_fraction,speedup_vs_head,speedup_vs_split,max_abs_err,ok,order\n";
+        "gbps,probe_gbps,probe_fraction,speedup_vs_head,speedup_vs_split,max_abs_err,ok,order,"
+        "ceiling_gbps,roof_fraction\n";
   for (const auto& lc : run.cases) {
     const bench::CaseResult& c = lc.result;
     const DecodeProblem& p = c.problem;
@@ -176,13 +186,13 @@ std::string to_csv(const BenchRun& run) {
     for (const auto& r : c.results) {
       os << fmt::format(
           "{},{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.2f},{:.2f},{},{:.3f},"
-          "{:.3f},{:.4f},{:.3f},{:.3f},{:.3e},{},{}\n",
+          "{:.3f},{:.4f},{:.3f},{:.3f},{:.3e},{},{},{:.3f},{:.4f}\n",
           run.machine.date, run.machine.commit, run.machine.cpu, run.machine.cores, run.backend,
           c.simd, lc.label, r.strategy, p.batch(), p.q_heads, p.kv_heads, p.head_dim,
           dtype_name(p.kv_dtype), p.layout == KvLayout::paged ? p.page_size : 0, p.total_tokens(),
           longest, lens, r.workers, r.splits, r.median_us, r.min_us, c.kv_bytes, r.gbps,
           c.probe_gbps, r.probe_fraction, speedup(c, r, "head"), speedup(c, r, "split"),
-          r.max_abs_err, r.ok ? 1 : 0, r.order);
+          r.max_abs_err, r.ok ? 1 : 0, r.order, c.ceiling_gbps, r.roof_fraction);
     }
   }
   return os.str();

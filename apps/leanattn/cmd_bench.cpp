@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <fstream>
 #include <memory>
+#include <string_view>
 
 #include "bench_report.hpp"
 #include "bench_runner/bench_backend.hpp"
+#include "bench_runner/cycle_counter.hpp"
+#include "cache_report.hpp"
 #include "commands.hpp"
 #include "default_sweep.hpp"
 #include "leanattn/error.hpp"
@@ -30,6 +33,8 @@ struct BenchArgs {
   std::string json_path, csv_path;
   std::int64_t probe_mib = 0;
   bool no_pin = false;
+  bool from_cache = false;
+  std::int64_t cache_kib = 1024;  // --from-cache sweep: K and V per worker
 };
 
 const char* const kShapeFlags[] = {"--batch",   "--q-heads",   "--kv-heads", "--head-dim",
@@ -37,7 +42,63 @@ const char* const kShapeFlags[] = {"--batch",   "--q-heads",   "--kv-heads", "--
                                    "--q-len",   "--window",    "--softcap",  "--sinks",
                                    "--alibi",   "--non-causal"};
 
+// --from-cache: cycles per token x KV head on problems that stay in the CPU caches.
+int run_from_cache(const BenchArgs& a, bool sweep, double clock_ghz) {
+  require(a.backend == "cpu", "backend",
+          [&] { return "must be cpu with --from-cache (got '" + a.backend + "')"; });
+  require(a.cache_kib >= 1 && a.cache_kib <= (1 << 20), "cache_kib",
+          [&] { return "must be in [1, 1048576] KiB (got " + std::to_string(a.cache_kib) + ")"; });
+  bench::CacheBenchConfig cfg;
+  cfg.workers = a.problem.workers > 0 ? a.problem.workers : 1;
+  cfg.repeat = a.repeat > 0 ? a.repeat : 500;
+  cfg.simd = a.simd;
+  cfg.tile = a.problem.tile;
+  cfg.pin_threads = !a.no_pin;
+  cfg.clock_ghz = clock_ghz;
+  require(a.problem.page_size >= 0, "page_size", [&] {
+    return "must be >= 0 (0 = contiguous) (got " + std::to_string(a.problem.page_size) + ")";
+  });
+  const std::vector<SweepCase> cases =
+      sweep ? from_cache_sweep((a.cache_kib << 10) * cfg.workers,
+                               parse_dtype(a.problem.dtype, "dtype"), a.problem.page_size)
+            : std::vector<SweepCase>{{"custom", a.problem.problem()}};
+  const MachineInfo machine = machine_info();
+  std::vector<LabelledCacheCase> results;
+  for (const SweepCase& c : cases) {
+    fmt::print(stderr, "{}: {} runs from cache\n", c.label, cfg.repeat);
+    results.push_back({c.label, bench::run_from_cache(c.problem, cfg)});
+  }
+  const bench::CacheResult& first = results.front().result;
+  fmt::print("leanattn bench --from-cache: {} ({} cores), commit {}, {}\n", machine.cpu,
+             machine.cores, machine.commit, machine.date);
+  fmt::print(
+      "{} worker(s), SIMD {}, clock {:.2f} GHz (dependent multiplies), counter: {}; lean plan, {} "
+      "runs "
+      "on the same K/V\n",
+      first.workers, first.simd, clock_ghz, first.counter, cfg.repeat);
+  fmt::print(
+      "cycles = median counts per token x KV head of one worker; roof = the shape's compute "
+      "ceiling in the same unit ({} FMA pipes for FMAs and widening{}); of_roof = roof / "
+      "cycles\n",
+      bench::kVectorOpsPerCycle,
+      first.per_core_cycle != 1.0
+          ? fmt::format(", {:.2f} TSC ticks per core cycle at the measured clock",
+                        first.per_core_cycle)
+          : "");
+  fmt::print("{}", format_cache_table(results));
+  if (!a.csv_path.empty()) std::ofstream(a.csv_path) << cache_csv(machine, results);
+  for (const auto& r : results) {
+    if (!r.result.ok) {
+      fmt::print(stderr, "leanattn bench: some outputs FAILED the check against the reference\n");
+      return 1;
+    }
+  }
+  return 0;
+}
+
 int run_bench(const BenchArgs& a, bool sweep) {
+  const double clock_ghz = bench::measure_core_clock_ghz();
+  if (a.from_cache) return run_from_cache(a, sweep, clock_ghz);
   const std::unique_ptr<bench::BenchBackend> backend = bench::make_bench_backend(a.backend);
   bench::BenchConfig cfg;
   cfg.strategies.clear();
@@ -58,6 +119,7 @@ int run_bench(const BenchArgs& a, bool sweep) {
   cfg.add_invariant = a.invariant;
   cfg.check_all_rows = a.check_all_rows;
   cfg.add_head_major = a.head_major;
+  cfg.clock_ghz = clock_ghz;
 
   std::vector<SweepCase> cases;
   if (sweep) {
@@ -73,6 +135,13 @@ int run_bench(const BenchArgs& a, bool sweep) {
   run.backend = a.backend;
   const std::int64_t probe_bytes =
       a.probe_mib > 0 ? (a.probe_mib << 20) : backend->probe_bytes(largest);
+  // Before the probe runs: a custom case that cannot fit, and the executor's rules on the
+  // configuration (the CPU engine's --simd and --workers; the sweep keeps only the cases that fit).
+  if (!sweep) {
+    require_bench_fits(cases.front().problem, backend->host_probe_bytes(probe_bytes),
+                       available_memory(), a.problem.seq_lens.empty() ? "seq_len" : "seq_lens");
+  }
+  backend->check_config(cfg);  // throws Error
   // The CPU keeps its probe allocated, and each case interleaves its own passes with its runs.
   fmt::print(stderr, "probe: reading {} MiB...\n", probe_bytes >> 20);
   run.probe = backend->probe(probe_bytes, cfg);
@@ -86,7 +155,7 @@ int run_bench(const BenchArgs& a, bool sweep) {
   }
   fmt::print("probe: {:.1f} GB/s read (median of 7 passes over {} MiB, {} {}; best {:.1f})\n\n",
              run.probe.median_gbps, run.probe.bytes >> 20, run.probe.threads,
-             backend->probe_workers(), run.probe.best_gbps);
+             backend->probe_workers(run.probe.threads), run.probe.best_gbps);
 
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const auto progress = [&](const std::string& what) {
@@ -125,6 +194,16 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--csv", args->csv_path, "write the results as CSV");
   cmd->add_option("--probe-mib", args->probe_mib, "probe buffer size (default: 1.25 x largest KV)");
   cmd->add_flag("--no-pin", args->no_pin, "do not pin threads to cores");
+  cmd->add_flag("--from-cache", args->from_cache,
+                "measure the kernel from the CPU caches: small K/V (--cache-kib per worker, or the "
+                "shape flags), many runs on the same buffers (default 500), one worker unless "
+                "--workers; reports the median core cycles per token x KV head of one worker "
+                "(hardware counter of this thread, else rdtsc; the output names it), the shape's "
+                "compute ceiling `roof` in the same unit and of_roof = roof / cycles. No shape "
+                "flags but --dtype and --page-size: MHA 32/32, GQA 32/8 and MQA 8/1, d 128 "
+                "(default f16, contiguous)");
+  cmd->add_option("--cache-kib", args->cache_kib,
+                  "--from-cache without shape flags: KiB of K and V per worker (default 1024)");
   cmd->add_flag("--check-all-rows", args->check_all_rows,
                 "check every output row against the fp64 reference (default: a sample)");
   cmd->add_flag("--with-invariant", args->invariant,
@@ -132,9 +211,34 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--with-head-major", args->head_major,
                 "also time every strategy with the GPU's plan (head-major order; split by FA2's "
                 "rule): what the CPU's token-major plans gain");
+  cmd->footer(
+      "Columns of the tables:\n"
+      "  strategy   lean (stream-K ranges), split (fixed splits per pair), head (one pair per\n"
+      "             worker); -invariant: batch-invariant lean; -head-major: the GPU's plan\n"
+      "  order      tile order: token_major (whole token rows) or head_major\n"
+      "  splits     split: pieces per (request, KV head) pair\n"
+      "  median_us  median time of a decode step (lean_ms: the same in milliseconds)\n"
+      "  GB/s       K and V bytes read per second\n"
+      "  of_probe   GB/s over the read-bandwidth probe measured in the same run (1 = the limit)\n"
+      "  of_roof    GB/s over min(probe, compute ceiling); the ceiling is what this core's vector\n"
+      "             units allow for the shape on min(workers, cores) cores: per token x KV head\n"
+      "             2 x rows x head_dim / lanes FMAs (rows = q_len x query heads per KV head) and\n"
+      "             2 x head_dim / lanes widening ops (f16/bf16 to f32; f32: none), on 2 pipes "
+      "per\n"
+      "             cycle at the clock measured at the start; softmax, reductions and loads are\n"
+      "             not counted (docs/cpu-engine.md, \"Measuring the kernel\")\n"
+      "  vs_head    time of head over this row's time (> 1: this row is faster)\n"
+      "  vs_split   time of split over this row's time\n"
+      "  max_err    largest |out - fp64 reference| on the checked rows\n"
+      "  check      ok when every checked row is within its tolerance");
   cmd->callback([args, cmd] {
     bool sweep = true;
-    for (const char* f : kShapeFlags) sweep = sweep && cmd->count(f) == 0;
+    for (const char* f : kShapeFlags) {
+      // --from-cache's sweep takes the element type and the page size.
+      const bool sweep_setting = args->from_cache && (std::string_view(f) == "--dtype" ||
+                                                      std::string_view(f) == "--page-size");
+      sweep = sweep && (sweep_setting || cmd->count(f) == 0);
+    }
     const int rc = run_guarded("bench", [&] { return run_bench(*args, sweep); });
     if (rc != 0) throw CLI::RuntimeError(rc);
   });

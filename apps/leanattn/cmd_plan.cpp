@@ -1,7 +1,17 @@
-// `leanattn plan`: prints the plan of a decode problem as text (with a picture) or JSON.
+// `leanattn plan`: prints, as text (with a picture) or JSON, the plan the CPU engine runs for a
+// decode problem: its line order and split rule for `automatic` (cpu_plan_options: token-major,
+// CPU split counts), and one worker per core unless --workers says otherwise. `--order
+// head_major` shows the GPU's order.
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <string>
+#include <thread>
+
 #include "commands.hpp"
+#include "leanattn/cpu_engine.hpp"
+#include "leanattn/error.hpp"
+#include "leanattn/hardware.hpp"
 #include "leanattn/plan_format.hpp"
 #include "plan_json.hpp"
 #include "problem_args.hpp"
@@ -16,21 +26,32 @@ struct PlanArgs {
   std::string format = "text";
 };
 
+// --workers: 0 is one per core, as cpu::Engine resolves it.
+std::int32_t plan_workers(std::int32_t requested) {
+  require(requested >= 0 && requested <= kMaxWorkers, "workers", [&] {
+    return "must be in [0, " + std::to_string(kMaxWorkers) + "] (0 = one per core) (got " +
+           std::to_string(requested) + ")";
+  });
+  if (requested > 0) return requested;
+  return static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& app) {
   auto args = std::make_shared<PlanArgs>();
-  CLI::App* cmd = app.add_subcommand("plan", "print the plan of a decode problem");
+  CLI::App* cmd =
+      app.add_subcommand("plan", "print the plan the CPU engine runs for a decode problem");
   args->problem.add_shape_flags(*cmd);
   args->problem.add_plan_flags(*cmd);
-  args->problem.workers = 1;
   cmd->add_option("--strategy", args->strategy, "lean, split or head");
   cmd->add_option("--format", args->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->callback([args] {
     const int rc = run_guarded("plan", [&] {
       const DecodeProblem p = args->problem.problem();
       const Strategy s = parse_strategy(args->strategy, "strategy");
-      const Plan plan = make_plan(p, {args->problem.workers}, args->problem.plan_options(s));
+      const Plan plan = make_plan(p, {plan_workers(args->problem.workers)},
+                                  cpu::cpu_plan_options(args->problem.plan_options(s)));
       if (args->format == "json") {
         fmt::print("{}\n", plan_to_json(plan).dump(2));
       } else {

@@ -1,9 +1,13 @@
 // The default sweep of `leanattn bench` (see default_sweep.hpp).
 #include "default_sweep.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+
+#include "leanattn/error.hpp"
 
 namespace leanattn::cli {
 
@@ -19,6 +23,10 @@ DecodeProblem gqa(std::int32_t q_heads, std::int32_t kv_heads, std::int32_t d,
   p.capacity = *std::max_element(p.seq_lens.begin(), p.seq_lens.end());
   p.q_dtype = p.kv_dtype = DType::f16;
   return p;
+}
+
+double gib(double bytes) {
+  return bytes / static_cast<double>(1ll << 30);
 }
 
 }  // namespace
@@ -43,6 +51,31 @@ std::vector<SweepCase> default_sweep(std::int64_t memory_bytes) {
   return fit;
 }
 
+std::vector<SweepCase> from_cache_sweep(std::int64_t kv_bytes, DType kv_dtype,
+                                        std::int32_t page_size) {
+  std::vector<SweepCase> cases;
+  const struct {
+    const char* label;
+    std::int32_t q_heads, kv_heads;
+  } shapes[] = {{"mha", 32, 32}, {"gqa", 32, 8}, {"mqa", 8, 1}};
+  for (const auto& s : shapes) {
+    const auto token_bytes =
+        2 * s.kv_heads * 128 * static_cast<std::int64_t>(dtype_size(kv_dtype));  // K and V
+    const auto tokens =
+        static_cast<std::int32_t>(std::max<std::int64_t>(1, kv_bytes / token_bytes / 32) * 32);
+    DecodeProblem p = gqa(s.q_heads, s.kv_heads, 128, {tokens});
+    p.kv_dtype = kv_dtype;
+    if (page_size > 0) {  // one request: its own pages, in a table of exactly those
+      p.layout = KvLayout::paged;
+      p.page_size = page_size;
+      p.max_pages = (tokens + page_size - 1) / page_size;
+      p.num_pages = p.max_pages;
+    }
+    cases.push_back({s.label, p});
+  }
+  return cases;
+}
+
 std::int64_t available_memory() {
   std::ifstream in("/proc/meminfo");
   for (std::string line; std::getline(in, line);) {
@@ -54,6 +87,24 @@ std::int64_t available_memory() {
     }
   }
   return 8ll << 30;
+}
+
+void require_bench_fits(const DecodeProblem& p, std::int64_t probe_bytes, std::int64_t memory_bytes,
+                        const char* argument) {
+  // Token rows of the K cache as allocated: [batch, capacity] or [num_pages, page_size].
+  const double rows = p.layout == KvLayout::contiguous
+                          ? static_cast<double>(p.batch()) * static_cast<double>(p.capacity)
+                          : static_cast<double>(p.num_pages) * p.page_size;
+  const double kv =
+      2.0 * rows * p.kv_heads * p.head_dim * static_cast<double>(dtype_size(p.kv_dtype));
+  const double probe = static_cast<double>(probe_bytes);
+  const double memory = static_cast<double>(memory_bytes);
+  require(kv + probe <= memory, argument, [&] {
+    return fmt::format(
+        "the case needs {:.1f} GiB for K and V and {:.1f} GiB for the read probe, more than the "
+        "{:.1f} GiB of memory available; use fewer tokens or heads (or a smaller --probe-mib)",
+        gib(kv), gib(probe), gib(memory));
+  });
 }
 
 }  // namespace leanattn::cli

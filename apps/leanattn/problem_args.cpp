@@ -3,6 +3,7 @@
 
 #include <fmt/core.h>
 
+#include <charconv>
 #include <limits>
 #include <map>
 
@@ -11,14 +12,27 @@
 namespace leanattn::cli {
 
 void ProblemArgs::add_shape_flags(CLI::App& app) {
-  app.add_option("--batch", batch, "requests in the batch (with --seq-len)");
+  CLI::Option* batch_flag =
+      app.add_option("--batch", batch, "requests in the batch, each of --seq-len tokens");
   app.add_option("--q-heads", q_heads, "query heads (default: --kv-heads)");
   app.add_option("--kv-heads", kv_heads, "key/value heads");
   app.add_option("--head-dim", head_dim, "head dimension (multiple of 16, up to 256)");
-  app.add_option("--seq-len", seq_len, "tokens per request (uniform batch)");
-  app.add_option("--seq-lens", seq_lens, "comma-separated tokens per request (ragged batch)")
-      ->delimiter(',');
-  app.add_option("--dtype", dtype, "element type of Q, K, V: f32, f16, bf16");
+  CLI::Option* seq_len_flag =
+      app.add_option("--seq-len", seq_len, "tokens per request (uniform batch)");
+  app.add_option("--seq-lens", seq_lens,
+                 "comma-separated tokens per request, e.g. 5000,0,17 (ragged batch; instead of "
+                 "--batch and --seq-len)")
+      ->excludes(batch_flag)
+      ->excludes(seq_len_flag);
+  app.add_option("--dtype", dtype,
+                 "element type of Q, K, V: f32, f16, bf16; or fp8_e4m3, fp8_e5m2, int8 for a "
+                 "quantized K/V cache with f16 Q and output");
+  app.add_option("--kv-dtype", kv_dtype,
+                 "element type of K and V if not --dtype's: f32, f16, bf16, fp8_e4m3, fp8_e5m2, "
+                 "int8");
+  app.add_option("--kv-scales", kv_scales,
+                 "8-bit K/V: per_tensor, per_kv_head or per_token_head scales (default: per "
+                 "tensor for fp8, per token and head for int8)");
   app.add_option("--page-size", page_size, "tokens per KV page; 0 = contiguous cache");
   app.add_option("--q-len", q_len, "query tokens per request (speculative decoding, MTP)");
   app.add_flag("--non-causal", non_causal, "q-len > 1: every query sees every key");
@@ -47,20 +61,24 @@ DecodeProblem ProblemArgs::problem() const {
   p.kv_heads = kv_heads;
   p.q_heads = q_heads == 0 ? kv_heads : q_heads;
   p.head_dim = head_dim;
-  p.q_dtype = p.kv_dtype = parse_dtype(dtype, "dtype");
+  const DType main = parse_dtype(dtype, "dtype");
+  p.q_dtype = is_quantized(main) ? DType::f16 : main;
+  p.kv_dtype = kv_dtype.empty() ? main : parse_dtype(kv_dtype, "kv_dtype");
+  p.kv_scales =
+      kv_scales.empty() ? default_kv_scales(p.kv_dtype) : parse_kv_scales(kv_scales, "kv_scales");
   p.q_len = q_len;
   p.variant = {.causal = !non_causal,
                .window_left = window,
                .softcap = softcap,
                .sinks = sinks,
                .alibi = alibi};
-  auto to_len = [](std::int64_t v) {
-    require(v >= 0 && v <= std::numeric_limits<std::int32_t>::max(), "seq_lens",
+  auto to_len = [](std::int64_t v, const char* argument) {
+    require(v >= 0 && v <= std::numeric_limits<std::int32_t>::max(), argument,
             [&] { return "must be in [0, 2^31) tokens (got " + std::to_string(v) + ")"; });
     return static_cast<std::int32_t>(v);
   };
   if (!seq_lens.empty()) {
-    for (std::int64_t v : seq_lens) p.seq_lens.push_back(to_len(v));
+    for (std::int64_t v : parse_lengths(seq_lens)) p.seq_lens.push_back(to_len(v, "seq_lens"));
   } else {
     require(batch >= 1 && batch <= kMaxBatch, "batch", [&] {
       return "must be in [1, " + std::to_string(kMaxBatch) + "] (got " + std::to_string(batch) +
@@ -68,7 +86,7 @@ DecodeProblem ProblemArgs::problem() const {
     });
     require(seq_len >= 0, "seq_len",
             [&] { return "must be >= 0 (got " + std::to_string(seq_len) + ")"; });
-    p.seq_lens.assign(static_cast<std::size_t>(batch), to_len(seq_len));
+    p.seq_lens.assign(static_cast<std::size_t>(batch), to_len(seq_len, "seq_len"));
   }
   std::int32_t longest = 0;
   std::int64_t pages = 0;
@@ -100,6 +118,26 @@ PlanOptions ProblemArgs::plan_options(Strategy strategy) const {
   return o;
 }
 
+std::vector<std::int64_t> parse_lengths(const std::string& text) {
+  std::vector<std::int64_t> lengths;
+  std::size_t begin = 0;
+  for (std::size_t entry = 1;; ++entry) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    const char* first = text.data() + begin;
+    const char* last = text.data() + end;
+    std::int64_t value = 0;
+    const auto [stop, error] = std::from_chars(first, last, value);
+    require(first != last && error == std::errc() && stop == last, "seq_lens", [&] {
+      const std::string item(first, last);
+      return "must be comma-separated whole numbers of tokens (entry " + std::to_string(entry) +
+             " of '" + text + "' is " + (item.empty() ? "empty" : "'" + item + "'") + ")";
+    });
+    lengths.push_back(value);
+    if (end == text.size()) return lengths;
+    begin = end + 1;
+  }
+}
+
 std::string flag_name(const std::string& argument) {
   static const std::map<std::string, std::string> kFlags = {
       {"batch", "--batch"},
@@ -109,6 +147,9 @@ std::string flag_name(const std::string& argument) {
       {"seq_len", "--seq-len"},
       {"seq_lens", "--seq-lens"},
       {"dtype", "--dtype"},
+      {"q_dtype", "--dtype"},
+      {"kv_dtype", "--kv-dtype"},
+      {"kv_scales", "--kv-scales"},
       {"page_size", "--page-size"},
       {"q_len", "--q-len"},
       {"window_left", "--window"},
@@ -126,6 +167,7 @@ std::string flag_name(const std::string& argument) {
       {"backend", "--backend"},
       {"order", "--order"},
       {"max_len", "--max-len"},
+      {"cache_kib", "--cache-kib"},
       {"simd", "--simd"}};
   const auto it = kFlags.find(argument);
   return it == kFlags.end() ? argument : it->second;

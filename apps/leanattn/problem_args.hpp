@@ -16,17 +16,20 @@ struct ProblemArgs {
   std::int32_t q_heads = 0;  // 0: same as kv_heads
   std::int32_t kv_heads = 1;
   std::int32_t head_dim = 128;
-  std::int64_t seq_len = 4096;         // uniform length (when seq_lens is empty)
-  std::vector<std::int64_t> seq_lens;  // ragged lengths (overrides batch and seq_len)
-  std::string dtype = "f16";
-  std::int32_t page_size = 0;  // 0: contiguous
-  std::int32_t q_len = 1;      // query tokens per request
+  std::int64_t seq_len = 4096;  // uniform length (when seq_lens is empty)
+  std::string seq_lens;         // ragged lengths, comma-separated (excludes batch and seq_len)
+  std::string dtype = "f16";    // Q and out, and K and V unless kv_dtype is set; an 8-bit type
+                                //   here means K and V in it with f16 Q and out
+  std::string kv_dtype;         // K and V ("" = from dtype)
+  std::string kv_scales;        // 8-bit caches: scale granularity ("" = the dtype's default)
+  std::int32_t page_size = 0;   // 0: contiguous
+  std::int32_t q_len = 1;       // query tokens per request
   bool non_causal = false;
   std::int32_t window = -1;  // window_left; -1: none
   float softcap = 0.0f;
   bool sinks = false;        // random sink logits per query head
   bool alibi = false;        // ALiBi slopes per query head
-  std::int32_t workers = 0;  // 0: the executor's default
+  std::int32_t workers = 0;  // 0: the executor's default (one per core)
   std::int32_t tile = 0;     // 0: default for head_dim
   std::int32_t splits = 0;
   bool batch_invariant = false;
@@ -39,6 +42,10 @@ struct ProblemArgs {
   DecodeProblem problem() const;
   PlanOptions plan_options(Strategy strategy) const;
 };
+
+// "5,0,17" -> {5, 0, 17}. Throws Error("seq_lens") unless every comma-separated entry is a whole
+// number ("5,,6", "5,x" and "" are refused).
+std::vector<std::int64_t> parse_lengths(const std::string& text);
 
 // "seq_lens" -> "--seq-lens"; names that are not flags are returned unchanged.
 std::string flag_name(const std::string& argument);

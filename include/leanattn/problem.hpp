@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "leanattn/core/ceil_div.hpp"
@@ -18,6 +19,29 @@ namespace leanattn {
 //               table [batch, max_pages] maps request b's token t to page block_table[b][t /
 //               page_size], row t % page_size (the flash_attn_with_kvcache layout).
 enum class KvLayout : std::uint8_t { contiguous, paged };
+
+// The scales of a quantized (8-bit) K or V cache: dequantized value = stored x scale (FlashInfer
+// and vLLM semantics), one float32 scale per block of the granularity below, K and V each with
+// their own scales (DecodeTensors::k_scale, v_scale; addressing in tensors.hpp).
+//   none:           16- and 32-bit caches (no scales)
+//   per_tensor:     one scale for the whole cache (vLLM's k_scale / v_scale)
+//   per_kv_head:    [kv_heads]
+//   per_token_head: one per (token, KV head), beside the cache: contiguous [batch, capacity,
+//                   kv_heads], paged [num_pages, page_size, kv_heads] through the same block table
+//                   (int8 caches, as vLLM's and SGLang's per-token-head int8)
+enum class KvScales : std::uint8_t { none, per_tensor, per_kv_head, per_token_head };
+
+// "none", "per_tensor", "per_kv_head", "per_token_head"; parse_kv_scales throws Error naming
+// `argument` for anything else.
+std::string_view kv_scales_name(KvScales scales);
+KvScales parse_kv_scales(std::string_view text, const char* argument = "kv_scales");
+
+// The granularity each KV dtype gets by default (the CLI and the harness use it): per tensor for
+// fp8, per (token, KV head) for int8, none for 16- and 32-bit caches.
+constexpr KvScales default_kv_scales(DType kv_dtype) {
+  if (kv_dtype == DType::int8) return KvScales::per_token_head;
+  return is_quantized(kv_dtype) ? KvScales::per_tensor : KvScales::none;
+}
 
 // The attention variant of a call (docs/numerics.md, "Variants"; the per-row rules are in
 // core/variant_rules.hpp). The default is plain softmax attention. Combinations are allowed.
@@ -46,10 +70,11 @@ struct DecodeProblem {
   std::int64_t num_pages = 0;  // paged: pages in the cache
   std::int32_t max_pages = 0;  // paged: columns of the block table (>= pages any request needs)
 
-  DType q_dtype = DType::f16;   // Q and the output
-  DType kv_dtype = DType::f16;  // K and V
-  float scale = 0.0f;           // softmax scale; 0 means 1 / sqrt(head_dim)
-  AttentionVariant variant;     // masking, soft-cap, sinks, ALiBi; plain by default
+  DType q_dtype = DType::f16;           // Q and the output
+  DType kv_dtype = DType::f16;          // K and V
+  KvScales kv_scales = KvScales::none;  // quantized kv_dtype: how its scales are laid out
+  float scale = 0.0f;                   // softmax scale; 0 means 1 / sqrt(head_dim)
+  AttentionVariant variant;             // masking, soft-cap, sinks, ALiBi; plain by default
 
   std::int32_t batch() const { return static_cast<std::int32_t>(seq_lens.size()); }
   std::int32_t group_size() const { return q_heads / kv_heads; }  // query heads per KV head
@@ -58,7 +83,7 @@ struct DecodeProblem {
   float softmax_scale() const;
   std::int64_t total_tokens() const;  // sum of seq_lens
   // Bytes of K and V that one decode step must read: the keys some query row sees (all of them
-  // without a window) * kv_heads * head_dim * 2 * element size.
+  // without a window) * kv_heads * 2 * (head_dim * element size + 4 with per-token scales).
   std::int64_t kv_bytes() const;
 };
 
@@ -72,7 +97,8 @@ inline constexpr std::int32_t kMaxQLen = 256;
 // Throws Error naming the first field that breaks a rule: heads positive and q_heads a multiple
 // of kv_heads, head_dim a positive multiple of 16 up to 256, q_len in [1, 256], lengths >= 0,
 // >= q_len when not 0, and within the layout's capacity, layout sizes consistent, scale finite and
-// >= 0, window_left >= -1, softcap finite and >= 0.
+// >= 0, window_left >= -1, softcap finite and >= 0, q_dtype not 8-bit, kv_scales none exactly
+// when kv_dtype is not 8-bit.
 void validate(const DecodeProblem& problem);
 
 // Pages of `page_size` tokens that `tokens` tokens occupy (the paged layout's block-table row).

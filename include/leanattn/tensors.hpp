@@ -31,6 +31,18 @@ struct DecodeTensors {
   KvStrides k_strides;
   KvStrides v_strides;
 
+  // Quantized caches (problem.kv_scales != none): float32 scales, value = stored x scale, for
+  // element [outer, token, head, :] at outer * strides.outer + token * strides.token + head *
+  // strides.head (in floats; paged caches address them through the block table like the cache):
+  //   per_tensor [1]: strides 0, 0, 0;  per_kv_head [kv_heads]: 0, 0, 1 (head >= 0 any);
+  //   per_token_head: contiguous [batch, capacity, kv_heads], paged [num_pages, page_size,
+  //   kv_heads] (dense_tensors: capacity * kv_heads or page_size * kv_heads, kv_heads, 1).
+  // Null for 16- and 32-bit caches.
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+  KvStrides k_scale_strides;
+  KvStrides v_scale_strides;
+
   const std::int32_t* block_table = nullptr;  // paged only: [batch, max_pages]
   std::int64_t block_table_stride = 0;        // elements between rows
 
@@ -58,7 +70,8 @@ inline KvAddressing kv_addressing(const DecodeProblem& problem, const DecodeTens
       tensors.block_table, tensors.block_table_stride};
 }
 
-// Dense (packed, row-major) strides for every tensor of `problem`.
+// Dense (packed, row-major) strides for every tensor of `problem`, the scales' included (their
+// pointers stay null: set k_scale and v_scale for a quantized cache).
 DecodeTensors dense_tensors(const DecodeProblem& problem, const void* q, const void* k_cache,
                             const void* v_cache, const std::int32_t* block_table, void* out,
                             float* lse);
@@ -69,10 +82,11 @@ enum class MemorySpace : std::uint8_t { host, device };
 
 // Throws Error naming the first tensor argument that breaks a rule: required pointers present,
 // strides >= 0 (0 broadcasts an input), output rows that do not overlap, sinks and alibi_slopes
-// present exactly when the variant uses them, pointers aligned to
-// the element size, and (host memory only) block-table entries in [0, num_pages) for every page
-// a request uses. Repeated block-table entries are allowed (K and V are only read: prefix
-// sharing).
+// present exactly when the variant uses them, k_scale and v_scale present exactly for a quantized
+// cache with strides that fit problem.kv_scales, pointers aligned to the element size, and (host
+// memory only) block-table entries in [0, num_pages) for every page a request uses and every
+// scale a request uses finite and > 0. Repeated block-table entries are allowed (K and V are only
+// read: prefix sharing).
 void validate(const DecodeProblem& problem, const DecodeTensors& tensors,
               MemorySpace space = MemorySpace::host);
 

@@ -9,32 +9,37 @@ Functions:
     plan(seq_lens, q_heads=..., ...)            the schedule, to inspect or reuse (Plan)
     reference(q, k_cache, v_cache, seq_lens)    the fp64 reference (NumPy)
     merge_states(out_a, lse_a, out_b, lse_b)    combine results over disjoint key sets
+    quantize_kv(cache, kv_dtype)                an 8-bit cache and its scales (fp8, int8)
+    dequantize_kv(stored, scale)                back to float32
 
 Modules (imported on demand; they need PyTorch):
     leanattn.distributed                  context-parallel decode on torch.distributed
     leanattn.torch_ops                    torch.ops.leanattn.decode / decode_ (torch.compile)
     leanattn.integrations.transformers    attn_implementation="leanattn" for transformers
 
+Command line: ``leanattn plan|bench|check|--version`` (also ``python -m leanattn``), the compiled
+tool installed with the package.
+
 Attributes:
-    __version__   the library version
+    __version__   the library version (CMakeLists.txt's project version, as the C++ library's)
     backends      the executors built in, e.g. ("cpu",) or ("cpu", "cuda")
 """
 
-from __future__ import annotations
-
-import sys
-from typing import List, Tuple
+import sys as _sys
 
 from . import _leanattn as _ext
 from ._decode import decode, reference
 from ._merge import merge_states
 from ._plan import Plan, plan
+from ._quantize import dequantize_kv, quantize_kv
 
+# Public names: __all__ below. Helpers are imported under private names, so that dir(leanattn)
+# lists the API (and the submodules a caller imported), not typing's names.
 __version__: str = _ext.__version__
-backends: Tuple[str, ...] = tuple(_ext.backends)
+backends: "tuple[str, ...]" = tuple(_ext.backends)
 
 
-def simd_targets() -> List[str]:
+def simd_targets() -> "list[str]":
     """SIMD targets of the CPU engine that this CPU supports, best first (the first is used)."""
     return list(_ext.simd_targets())
 
@@ -46,7 +51,7 @@ def default_workers() -> int:
 
 # The torch custom ops (torch.ops.leanattn.decode, decode_) when torch is already imported: no
 # cost without torch. Otherwise `import leanattn.torch_ops` registers them.
-if "torch" in sys.modules:
+if "torch" in _sys.modules:
     from . import torch_ops  # noqa: F401
 
 __all__ = [
@@ -55,8 +60,10 @@ __all__ = [
     "backends",
     "decode",
     "default_workers",
+    "dequantize_kv",
     "merge_states",
     "plan",
+    "quantize_kv",
     "reference",
     "simd_targets",
 ]

@@ -25,7 +25,23 @@ _DTYPE_HINTS = {
     "torch.bfloat16": "bf16",
 }
 
-_DTYPE_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+_DTYPE_NAMES = {
+    "f32": "float32",
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "fp8_e4m3": "float8_e4m3fn",
+    "fp8_e5m2": "float8_e5m2",
+    "int8": "int8",
+}
+
+# 8-bit KV cache types (kv_dtype=), and the float8 dtypes of PyTorch and ml_dtypes that name one.
+KV_DTYPES = ("fp8_e4m3", "fp8_e5m2", "int8")
+_FP8_HINTS = {
+    "float8_e4m3fn": "fp8_e4m3",
+    "float8_e5m2": "fp8_e5m2",
+    "torch.float8_e4m3fn": "fp8_e4m3",
+    "torch.float8_e5m2": "fp8_e5m2",
+}
 
 
 def framework(x: Any) -> str:
@@ -67,6 +83,61 @@ def tensor_view(x: Any, name: str) -> Tuple[Any, str]:
     if kind == "numpy" and hint == "bf16":
         return x.view(np.uint16), hint
     return x, hint
+
+
+def kv_view(x: Any, name: str, kv_dtype: Optional[str]) -> Tuple[Any, str]:
+    """tensor_view for k_cache and v_cache, which may also be 8-bit: int8 (``kv_dtype`` None or
+    "int8"), torch.float8_e4m3fn / float8_e5m2 and ml_dtypes' float8 arrays (passed as their
+    uint8 view), or uint8 bytes with an explicit ``kv_dtype`` "fp8_e4m3" / "fp8_e5m2". No copy.
+    """
+    if kv_dtype is not None and kv_dtype not in KV_DTYPES:
+        raise ValueError(
+            f"kv_dtype: must be one of {', '.join(KV_DTYPES)} or None (got {kv_dtype!r})"
+        )
+    x = as_array(x)
+    kind = framework(x)
+    if kind == "torch":
+        x = x.detach()
+    dt = str(getattr(x, "dtype", ""))
+    fp8 = _FP8_HINTS.get(dt)
+    if fp8 is not None:
+        if kv_dtype not in (None, fp8):
+            raise TypeError(f"{name}: dtype {dt} does not match kv_dtype={kv_dtype!r}")
+        byte = sys.modules["torch"].uint8 if kind == "torch" else np.uint8
+        return x.view(byte), fp8
+    if dt in ("uint8", "torch.uint8"):
+        if kv_dtype not in ("fp8_e4m3", "fp8_e5m2"):
+            raise TypeError(
+                f"{name}: a uint8 cache holds fp8 bytes: pass kv_dtype='fp8_e4m3' or "
+                f"'fp8_e5m2' (got kv_dtype={kv_dtype!r})"
+            )
+        return x, kv_dtype
+    if dt in ("int8", "torch.int8"):
+        if kv_dtype not in (None, "int8"):
+            raise TypeError(f"{name}: dtype int8 does not match kv_dtype={kv_dtype!r}")
+        return x, "int8"
+    if kv_dtype is not None:
+        raise TypeError(
+            f"{name}: kv_dtype={kv_dtype!r} needs an 8-bit cache (int8, uint8 or float8), "
+            f"got {dt}"
+        )
+    return tensor_view(x, name)
+
+
+def scale_array(x: Any, name: str) -> Optional[np.ndarray]:
+    """A quantized cache's scales as a C-contiguous float32 host array (None stays None): a
+    Python float, a NumPy array or a PyTorch / CuPy array of any float dtype."""
+    if x is None:
+        return None
+    kind = framework(x)
+    if kind == "torch":
+        x = x.detach().cpu().float().numpy()
+    elif kind == "cupy":
+        x = x.get()
+    a = np.asarray(x)
+    if a.dtype.kind not in "fiu" or a.dtype == np.bool_:
+        raise TypeError(f"{name}: must be a float or an array of floats (got {a.dtype})")
+    return np.ascontiguousarray(a, dtype=np.float32)
 
 
 def dtype_name(hint: str) -> str:
@@ -224,18 +295,19 @@ def optional_positive_int(value: Optional[int], name: str, maximum: int = 2**31 
 
 
 def optional_scale(scale: Optional[float]) -> float:
-    """None -> 0.0 (the compiled module's 1/sqrt(head_dim)); otherwise a finite float > 0."""
+    """None or 0 -> 0.0, which the library reads as 1/sqrt(head_dim) (DecodeProblem::scale's
+    rule); otherwise a finite float > 0 that float32 represents."""
     if scale is None:
         return 0.0
     if isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating, np.integer)):
         raise TypeError(f"scale: must be a float or None (got {type(scale).__name__})")
     value = float(scale)
-    if not np.isfinite(value) or value <= 0.0:
+    if not np.isfinite(value) or value < 0.0:
         raise ValueError(
-            f"scale: must be finite and > 0, or None for 1/sqrt(head_dim) (got {value})"
+            f"scale: must be finite and >= 0; None or 0 means 1/sqrt(head_dim) (got {value})"
         )
-    if value > float(np.finfo(np.float32).max) or np.float32(value) == 0.0:
-        raise ValueError(f"scale: must be representable as a float32 > 0 (got {value})")
+    if value > float(np.finfo(np.float32).max) or (value > 0.0 and np.float32(value) == 0.0):
+        raise ValueError(f"scale: must be representable as a float32 (got {value})")
     return value
 
 

@@ -19,12 +19,13 @@ _FAST_NUMPY = (np.dtype(np.float32), np.dtype(np.float16))
 
 
 def _inputs(
-    q: Any, k_cache: Any, v_cache: Any, seq_lens: Any, block_table: Any
+    q: Any, k_cache: Any, v_cache: Any, seq_lens: Any, block_table: Any,
+    kv_dtype: Optional[str] = None,
 ) -> Tuple[Any, str, Any, Any, str, np.ndarray, Any]:
     """Views of the inputs for the compiled module: (q, q_hint, k, v, kv_hint, lens, table)."""
     qv, q_hint = _arrays.tensor_view(q, "q")
-    kv, k_hint = _arrays.tensor_view(k_cache, "k_cache")
-    vv, v_hint = _arrays.tensor_view(v_cache, "v_cache")
+    kv, k_hint = _arrays.kv_view(k_cache, "k_cache", kv_dtype)
+    vv, v_hint = _arrays.kv_view(v_cache, "v_cache", kv_dtype)
     if k_hint != v_hint:
         raise TypeError(
             f"v_cache: dtype must match k_cache's ({_arrays.dtype_name(k_hint)}), "
@@ -59,6 +60,9 @@ def decode(
     softcap: Optional[float] = None,
     sinks: Any = None,
     alibi_slopes: Any = None,
+    kv_dtype: Optional[str] = None,
+    k_scale: Any = None,
+    v_scale: Any = None,
 ) -> Union[Any, Tuple[Any, Any]]:
     """Attention of the new query tokens of each request over its KV cache (the decode phase).
 
@@ -87,7 +91,7 @@ def decode(
         block_table: ``[batch, max_pages]`` int32: request b's token t is in page
             ``block_table[b, t // page_size]``, row ``t % page_size``. Only the entries a
             request uses are read; they must be in ``[0, num_pages)``.
-        scale: softmax scale, default ``1 / sqrt(head_dim)``.
+        scale: softmax scale; None (the default) or 0 means ``1 / sqrt(head_dim)``, as in C++.
         strategy: ``"lean"`` (stream-K: equal work per worker), ``"split"`` (FlashDecoding
             split-KV) or ``"head"`` (one worker per request and KV head).
         workers: persistent worker threads (default: one per core; on CUDA, thread blocks,
@@ -115,8 +119,21 @@ def decode(
             softmax denominator (gpt-oss).
         alibi_slopes: ``[q_heads]`` float32: ALiBi, ``s += -slope * |key_pos - query_pos|``.
         Variants combine freely; with 4-D q, out is ``[batch, q_len, q_heads, head_dim]`` and
-        lse ``[batch, q_len, q_heads]``. The CUDA engine does not have the variants yet (an
-        error names the setting). Semantics: docs/numerics.md, "Variants".
+        lse ``[batch, q_len, q_heads]``. Every engine computes them (CPU and CUDA); with CUDA
+        arrays, sinks and alibi_slopes are refused for now (an error names them: they reach
+        the module as host copies). Semantics: docs/numerics.md, "Variants".
+        kv_dtype: an 8-bit cache (quantized KV, read at 8 bits, never widened in memory):
+            ``"fp8_e4m3"`` or ``"fp8_e5m2"`` for uint8 caches holding fp8 bytes, ``"int8"``
+            (optional for int8 caches). torch.float8_e4m3fn / float8_e5m2 tensors and
+            ml_dtypes float8 arrays need none. Q and out stay float32/float16/bfloat16.
+        k_scale, v_scale: the 8-bit cache's float32 scales (value = stored x scale, as vLLM's
+            and FlashInfer's k_scale / v_scale): a scalar (per tensor), ``[kv_heads]`` (per KV
+            head), or the cache's shape without head_dim, ``[batch, capacity, kv_heads]`` /
+            paged ``[num_pages, page_size, kv_heads]`` (per token and KV head). Both required
+            for an 8-bit cache, same shape, finite and > 0. :func:`leanattn.quantize_kv` makes
+            them. Every engine reads them; with CUDA arrays they are refused for now (an error
+            names k_scale: the scales reach the module as host copies). docs/numerics.md,
+            "Quantized KV caches".
 
     Returns:
         ``out`` ``[batch, q_heads, head_dim]`` in q's dtype and framework (the ``out`` argument
@@ -138,8 +155,10 @@ def decode(
         TypeError: an unsupported dtype.
     """
     plain = is_plain(causal, window_left, softcap, sinks, alibi_slopes)
+    quantized = kv_dtype is not None or k_scale is not None or v_scale is not None
     if (
         plain
+        and not quantized
         and out is not None
         and type(plan) is Plan
         and seq_lens is None
@@ -162,7 +181,8 @@ def decode(
             return (out, lse_out) if (return_lse or lse_out is not None) else out
     return _decode_general(q, k_cache, v_cache, seq_lens, block_table, scale, strategy,
                            workers, tile, return_lse, plan, out, lse_out,
-                           (causal, window_left, softcap, sinks, alibi_slopes))
+                           (causal, window_left, softcap, sinks, alibi_slopes),
+                           (kv_dtype, k_scale, v_scale))
 
 
 def _decode_general(
@@ -170,6 +190,7 @@ def _decode_general(
     scale: Optional[float], strategy: str, workers: Optional[int], tile: Optional[int],
     return_lse: bool, plan: Optional[Plan], out: Any, lse_out: Any,
     variant: Tuple[Any, Any, Any, Any, Any] = (True, None, None, None, None),
+    quantization: Tuple[Any, Any, Any] = (None, None, None),
 ) -> Union[Any, Tuple[Any, Any]]:
     """decode() with every argument checked in Python (any framework, any option)."""
     strategy = _arrays.require_str(strategy, "strategy")
@@ -195,7 +216,11 @@ def _decode_general(
         raise ValueError("seq_lens: required unless plan is given")
 
     q = _arrays.as_array(q)
-    qv, q_hint, kv, vv, kv_hint, lens, table = _inputs(q, k_cache, v_cache, seq_lens, block_table)
+    kv_dtype, k_scale, v_scale = quantization
+    qv, q_hint, kv, vv, kv_hint, lens, table = _inputs(q, k_cache, v_cache, seq_lens, block_table,
+                                                       kv_dtype)
+    ks = _arrays.scale_array(k_scale, "k_scale")
+    vs = _arrays.scale_array(v_scale, "v_scale")
     rows = _q_rows(q)  # (batch, q_heads) or (batch, q_len, q_heads)
     causal_b, window, cap, sinks_a, slopes_a = variant_args(*variant, q_heads=rows[-1])
     if out is None:
@@ -210,7 +235,7 @@ def _decode_general(
         lse, lse_view = _arrays.empty_like(q, rows, float32=True)
     _ext._decode(qv, q_hint, kv, vv, kv_hint, lens, table, out_view, lse_view, scale_f,
                  strategy, workers_n, tile_n, plan_impl, _arrays.current_stream(q), causal_b,
-                 window, cap, sinks_a, slopes_a)
+                 window, cap, sinks_a, slopes_a, ks, vs)
     return (out, lse) if want_lse else out
 
 
@@ -239,11 +264,15 @@ def reference(
     softcap: Optional[float] = None,
     sinks: Any = None,
     alibi_slopes: Any = None,
+    kv_dtype: Optional[str] = None,
+    k_scale: Any = None,
+    v_scale: Any = None,
 ) -> Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
     """The library's fp64 reference of :func:`decode`: two-pass softmax attention straight from
     the definition (C++ ``reference::naive_attention``), sharing no code with the engines.
 
-    Same arguments and rules as :func:`decode` (variants included, written out literally).
+    Same arguments and rules as :func:`decode` (variants included, written out literally; an
+    8-bit cache dequantized literally, stored x scale, in fp64).
     Device arrays are copied to the host first. Slow (a scalar loop): meant for tests and small
     problems.
 
@@ -256,7 +285,10 @@ def reference(
     rows = _q_rows(q)
     causal_b, window, cap, sinks_a, slopes_a = variant_args(
         causal, window_left, softcap, sinks, alibi_slopes, rows[-1])
-    qv, q_hint, kv, vv, kv_hint, lens, table = _inputs(q, k_cache, v_cache, seq_lens, block_table)
+    qv, q_hint, kv, vv, kv_hint, lens, table = _inputs(q, k_cache, v_cache, seq_lens, block_table,
+                                                       kv_dtype)
     out, lse = _ext._reference(qv, q_hint, kv, vv, kv_hint, lens, table, scale_f, causal_b,
-                               window, cap, sinks_a, slopes_a)
+                               window, cap, sinks_a, slopes_a,
+                               _arrays.scale_array(k_scale, "k_scale"),
+                               _arrays.scale_array(v_scale, "v_scale"))
     return (out, lse) if return_lse else out

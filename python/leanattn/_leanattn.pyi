@@ -68,6 +68,8 @@ def _decode(
     softcap: float = ...,
     sinks: Optional[np.ndarray] = ...,
     alibi_slopes: Optional[np.ndarray] = ...,
+    k_scale: Optional[np.ndarray] = ...,
+    v_scale: Optional[np.ndarray] = ...,
 ) -> None: ...
 def _decode_planned(
     q: Any,
@@ -114,6 +116,8 @@ def _reference(
     softcap: float = ...,
     sinks: Optional[np.ndarray] = ...,
     alibi_slopes: Optional[np.ndarray] = ...,
+    k_scale: Optional[np.ndarray] = ...,
+    v_scale: Optional[np.ndarray] = ...,
 ) -> Tuple[np.ndarray, np.ndarray]: ...
 def _merge_states(
     out_a: Any, lse_a: Any, out_b: Any, lse_b: Any, out: Any, lse: Any, out_dtype: str

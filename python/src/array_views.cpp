@@ -126,9 +126,17 @@ DType element_type(const nb::dlpack::dtype& dtype, std::string_view hint, const 
   if (scalar && code == dtype_code::Float && dtype.bits == 16) found = DType::f16;
   if (scalar && code == dtype_code::Bfloat && dtype.bits == 16) found = DType::bf16;
   if (scalar && code == dtype_code::UInt && dtype.bits == 16 && hint == "bf16") found = DType::bf16;
+  // 8-bit caches: int8 as such; fp8 as the uint8 view the Python layer makes, with its hint.
+  if (scalar && code == dtype_code::Int && dtype.bits == 8) found = DType::int8;
+  if (scalar && code == dtype_code::UInt && dtype.bits == 8 &&
+      (hint == "fp8_e4m3" || hint == "fp8_e5m2")) {
+    found = hint == "fp8_e4m3" ? DType::fp8_e4m3 : DType::fp8_e5m2;
+  }
   if (!found || (!hint.empty() && dtype_name(*found) != hint)) {
     type_error(argument,
-               "dtype must be float32, float16 or bfloat16 (got " + dtype_text(dtype) + ")");
+               "dtype must be float32, float16 or bfloat16, or for a KV cache int8, "
+               "float8_e4m3fn or float8_e5m2 (uint8 with kv_dtype=) (got " +
+                   dtype_text(dtype) + ")");
   }
   return *found;
 }
@@ -160,6 +168,12 @@ void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, c
 
   DecodeProblem& p = views.problem;
   p.q_dtype = element_type(q.dtype(), q_hint, "q");
+  if (is_quantized(p.q_dtype)) {
+    type_error("q",
+               "dtype must be float32, float16 or bfloat16 (8-bit types are for the KV "
+               "cache only; got " +
+                   dtype_text(q.dtype()) + ")");
+  }
   p.kv_dtype = element_type(k_cache.dtype(), kv_hint, "k_cache");
   if (element_type(v_cache.dtype(), kv_hint, "v_cache") != p.kv_dtype) {
     type_error("v_cache", "dtype must match k_cache's (" + dtype_text(k_cache.dtype()) + "), got " +
@@ -264,6 +278,55 @@ void attach_variant(DecodeViews& views, bool causal, std::int32_t window_left, f
                .alibi = alibi_slopes.has_value()};
   views.tensors.sinks = head_array(sinks, "sinks");
   views.tensors.alibi_slopes = head_array(alibi_slopes, "alibi_slopes");
+}
+
+void attach_kv_scales(DecodeViews& views, const std::optional<ScaleArray>& k_scale,
+                      const std::optional<ScaleArray>& v_scale) {
+  DecodeProblem& p = views.problem;
+  DecodeTensors& t = views.tensors;
+  const bool paged = p.layout == KvLayout::paged;
+  const std::size_t outer = paged ? static_cast<std::size_t>(p.num_pages) : p.seq_lens.size();
+  const std::size_t rows =
+      paged ? static_cast<std::size_t>(p.page_size) : static_cast<std::size_t>(p.capacity);
+  const auto heads = static_cast<std::size_t>(p.kv_heads);
+  const std::string cache_rows =
+      paged ? "[num_pages, page_size, kv_heads]" : "[batch, capacity, kv_heads]";
+  // The granularity a scale array's shape gives: [] or [1] per tensor, [kv_heads] per KV head,
+  // the cache's shape without head_dim per (token, KV head).
+  auto granularity = [&](const ScaleArray& a, const char* argument) {
+    if (a.ndim() == 0 || (a.ndim() == 1 && a.shape(0) == 1)) return KvScales::per_tensor;
+    if (a.ndim() == 1 && a.shape(0) == heads) return KvScales::per_kv_head;
+    if (a.ndim() == 3 && a.shape(0) == outer && a.shape(1) == rows && a.shape(2) == heads)
+      return KvScales::per_token_head;
+    value_error(argument, "must be a scalar (per tensor), [kv_heads] = [" + std::to_string(heads) +
+                              "] (per KV head) or " + cache_rows + " = [" + std::to_string(outer) +
+                              ", " + std::to_string(rows) + ", " + std::to_string(heads) +
+                              "] (per token and KV head), got " + shape_text(a));
+  };
+  if (!is_quantized(p.kv_dtype)) {
+    if (k_scale || v_scale) {
+      value_error(k_scale ? "k_scale" : "v_scale", "is only for 8-bit caches (k_cache is " +
+                                                       std::string(dtype_name(p.kv_dtype)) + ")");
+    }
+    return;
+  }
+  if (!k_scale || !v_scale) {
+    value_error(!k_scale ? "k_scale" : "v_scale", "is required for an 8-bit cache (k_cache is " +
+                                                      std::string(dtype_name(p.kv_dtype)) + ")");
+  }
+  p.kv_scales = granularity(*k_scale, "k_scale");
+  if (granularity(*v_scale, "v_scale") != p.kv_scales) {
+    value_error("v_scale", "must have k_scale's shape " + shape_text(*k_scale) + ", got " +
+                               shape_text(*v_scale));
+  }
+  KvStrides st;  // dense, as dense_tensors lays them out
+  if (p.kv_scales == KvScales::per_kv_head) st = {0, 0, 1};
+  if (p.kv_scales == KvScales::per_token_head)
+    st = {static_cast<std::int64_t>(rows * heads), static_cast<std::int64_t>(heads), 1};
+  t.k_scale = k_scale->data();
+  t.v_scale = v_scale->data();
+  t.k_scale_strides = st;
+  t.v_scale_strides = st;
 }
 
 template <class Array>

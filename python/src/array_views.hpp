@@ -32,8 +32,10 @@ struct Device {
 };
 
 // The element type of `a`. `hint` is what the Python layer knows about the array ("f32", "f16",
-// "bf16", or "" to read it from DLPack); "bf16" also accepts uint16, the view the Python layer
-// makes of NumPy bfloat16 arrays (ml_dtypes), which DLPack cannot describe. Raises TypeError.
+// "bf16", "fp8_e4m3", "fp8_e5m2", "int8", or "" to read it from DLPack); "bf16" also accepts
+// uint16, the view the Python layer makes of NumPy bfloat16 arrays (ml_dtypes), and the fp8 hints
+// uint8, the view it makes of float8 arrays (DLPack's float8 codes are not read). Raises
+// TypeError.
 DType element_type(const nb::dlpack::dtype& dtype, std::string_view hint, const char* argument);
 
 // A decode step's problem and tensors, read from the arrays.
@@ -75,6 +77,17 @@ using HeadArray = nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device
 void attach_variant(DecodeViews& views, bool causal, std::int32_t window_left, float softcap,
                     const std::optional<HeadArray>& sinks,
                     const std::optional<HeadArray>& alibi_slopes);
+
+// Scales of a quantized cache: host float32, C-contiguous, any number of dimensions (the Python
+// layer converts).
+using ScaleArray = nb::ndarray<const float, nb::c_contig, nb::device::cpu>;
+
+// The scales of an 8-bit cache (docs/numerics.md, "Quantized KV caches"): k_scale and v_scale of
+// the same shape, [] or [1] (per tensor), [kv_heads] (per KV head), or the cache's shape without
+// head_dim (per token and KV head; paged caches through the block table). Required for an 8-bit
+// cache, refused otherwise (ValueError naming the argument). Call after decode_views.
+void attach_kv_scales(DecodeViews& views, const std::optional<ScaleArray>& k_scale,
+                      const std::optional<ScaleArray>& v_scale);
 
 // Human-readable name of a DLPack dtype ("float64", "int32", "bfloat16", ...).
 std::string dtype_text(const nb::dlpack::dtype& dtype);

@@ -60,7 +60,8 @@ void run_views(DecodeViews& views, const Plan* plan, std::string_view strategy,
 // q [batch, (q_len,) q_heads, head_dim]; k_cache, v_cache [batch, capacity, kv_heads, head_dim]
 // or paged [num_pages, page_size, kv_heads, head_dim]; seq_lens [batch] int32; block_table
 // [batch, max_pages] int32 or None; out [batch, (q_len,) q_heads, head_dim] in q's dtype; lse
-// [batch, (q_len,) q_heads] float32 or None; sinks, alibi_slopes [q_heads] float32 or None. scale 0
+// [batch, (q_len,) q_heads] float32 or None; sinks, alibi_slopes [q_heads] float32 or None;
+// k_scale, v_scale: an 8-bit cache's host float32 scales (attach_kv_scales) or None. scale 0
 // = 1/sqrt(head_dim); workers 0 = default; tile 0 = default; stream: the cudaStream_t of CUDA
 // arrays as an integer (0 = default stream; ignored on the CPU).
 void decode(const InArray& q, std::string_view q_dtype, const InArray& k_cache,
@@ -69,13 +70,15 @@ void decode(const InArray& q, std::string_view q_dtype, const InArray& k_cache,
             const std::optional<OutArray>& lse, float scale, std::string_view strategy,
             std::int32_t workers, std::int32_t tile, const Plan* plan, std::uintptr_t stream,
             bool causal, std::int32_t window_left, float softcap,
-            const std::optional<HeadArray>& sinks, const std::optional<HeadArray>& alibi_slopes) {
+            const std::optional<HeadArray>& sinks, const std::optional<HeadArray>& alibi_slopes,
+            const std::optional<ScaleArray>& k_scale, const std::optional<ScaleArray>& v_scale) {
   DecodeViews& views = thread_views();
   decode_views(views, q, q_dtype, k_cache, v_cache, kv_dtype,
                std::span<const std::int32_t>(seq_lens.data(), seq_lens.shape(0)),
                block_table ? &*block_table : nullptr, scale);
   attach_outputs(views, out, q_dtype, lse ? &*lse : nullptr);
   attach_variant(views, causal, window_left, softcap, sinks, alibi_slopes);
+  attach_kv_scales(views, k_scale, v_scale);
   run_views(views, plan, strategy, workers, tile, stream);
 }
 
@@ -95,6 +98,7 @@ bool decode_planned(nb::handle q, nb::handle k_cache, nb::handle v_cache, nb::ha
   decode_views(views, qv, "", kv, vv, "", plan.seq_lens, static_cast<const DlView*>(nullptr),
                scale);
   attach_outputs(views, ov, "", has_lse ? &lv : nullptr);
+  attach_kv_scales(views, std::nullopt, std::nullopt);  // an 8-bit cache needs _decode's scales
   run_views(views, &plan, "lean", workers, 0, stream);
   return true;
 }
@@ -108,6 +112,7 @@ void bind_decode(nb::module_& m) {
         "scale"_a, "strategy"_a, "workers"_a, "tile"_a, "plan"_a.none(), "stream"_a,
         "causal"_a = true, "window_left"_a = -1, "softcap"_a = 0.0f,
         "sinks"_a.noconvert().none() = nb::none(), "alibi_slopes"_a.noconvert().none() = nb::none(),
+        "k_scale"_a.noconvert().none() = nb::none(), "v_scale"_a.noconvert().none() = nb::none(),
         "Private: use leanattn.decode.");
   m.def("_decode_planned", &decode_planned, "q"_a, "k_cache"_a, "v_cache"_a, "out"_a,
         "lse"_a.none(), "plan"_a, "scale"_a, "workers"_a, "stream"_a,

@@ -35,7 +35,13 @@ Elem out_elem(const nb::dlpack::dtype& t, std::string_view hint, const char* arg
       return Elem::f16;
     case DType::bf16:
       return Elem::bf16;
+    case DType::fp8_e4m3:
+    case DType::fp8_e5m2:
+    case DType::int8:  // 8-bit types are for KV caches only
+      break;
   }
+  type_error(argument,
+             "dtype must be float32, float16, bfloat16 or float64 (got " + dtype_text(t) + ")");
   return Elem::f32;
 }
 

@@ -26,12 +26,15 @@ std::pair<F64Array, F64Array> reference(const InArray& q, std::string_view q_dty
                                         const std::optional<InArray>& block_table, float scale,
                                         bool causal, std::int32_t window_left, float softcap,
                                         const std::optional<HeadArray>& sinks,
-                                        const std::optional<HeadArray>& alibi_slopes) {
+                                        const std::optional<HeadArray>& alibi_slopes,
+                                        const std::optional<ScaleArray>& k_scale,
+                                        const std::optional<ScaleArray>& v_scale) {
   DecodeViews views;
   decode_views(views, q, q_dtype, k_cache, v_cache, kv_dtype,
                std::span<const std::int32_t>(seq_lens.data(), seq_lens.shape(0)),
                block_table ? &*block_table : nullptr, scale);
   attach_variant(views, causal, window_left, softcap, sinks, alibi_slopes);
+  attach_kv_scales(views, k_scale, v_scale);
   if (views.device.type != nb::device::cpu::value) {
     value_error("q", "reference() reads host memory: pass CPU arrays");
   }
@@ -67,7 +70,9 @@ void bind_reference(nb::module_& m) {
         "v_cache"_a.noconvert(), "kv_dtype"_a, "seq_lens"_a.noconvert(),
         "block_table"_a.noconvert().none(), "scale"_a, "causal"_a = true, "window_left"_a = -1,
         "softcap"_a = 0.0f, "sinks"_a.noconvert().none() = nb::none(),
-        "alibi_slopes"_a.noconvert().none() = nb::none(), "Private: use leanattn.reference.");
+        "alibi_slopes"_a.noconvert().none() = nb::none(),
+        "k_scale"_a.noconvert().none() = nb::none(), "v_scale"_a.noconvert().none() = nb::none(),
+        "Private: use leanattn.reference.");
 }
 
 }  // namespace leanattn::python

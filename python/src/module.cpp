@@ -8,12 +8,13 @@
 #include "bindings.hpp"
 #include "leanattn/cpu_engine.hpp"
 #include "leanattn/hardware.hpp"
+#include "leanattn/version.hpp"
 
 namespace nb = nanobind;
 
 NB_MODULE(_leanattn, m) {
   m.doc() = "Compiled core of leanattn (private: use the `leanattn` package).";
-  m.attr("__version__") = LEANATTN_VERSION;
+  m.attr("__version__") = std::string(leanattn::version());
   nb::list backends;
   for (const std::string& name : leanattn::python::backend_names()) backends.append(name);
   m.attr("backends") = nb::tuple(backends);

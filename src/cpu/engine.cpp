@@ -71,6 +71,7 @@ struct RunContext {
   const DecodeTensors& tensors;
   SegmentKernelFn kernel;
   KvAddressing k, v;
+  KvAddressing k_scale, v_scale;  // a quantized cache's scales (unused otherwise)
   float* slot_o;
   float* slot_m;
   float* slot_l;
@@ -193,6 +194,10 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
     job.kv_dtype = cx.problem.kv_dtype;
     job.k = cx.k;
     job.v = cx.v;
+    job.k_scale = cx.tensors.k_scale;
+    job.v_scale = cx.tensors.v_scale;
+    job.k_scale_at = cx.k_scale;
+    job.v_scale_at = cx.v_scale;
     job.request = s.request;
     job.kv_head = s.kv_head;
   }
@@ -371,6 +376,8 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
                       impl_->kernel.compute,
                       kv(tensors.k_strides),
                       kv(tensors.v_strides),
+                      kv(tensors.k_scale_strides),
+                      kv(tensors.v_scale_strides),
                       reinterpret_cast<float*>(ws + layout.o_offset),
                       reinterpret_cast<float*>(ws + layout.m_offset),
                       reinterpret_cast<float*>(ws + layout.l_offset),

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "cpu/row_walk.hpp"
 #include "leanattn/core/ceil_div.hpp"
 #include "leanattn/core/kv_addressing.hpp"
 
@@ -74,17 +75,22 @@ inline std::int32_t plan_prefetch(const PrefetchGroup& g, const PrefetchBlock& b
       lines = static_cast<std::int32_t>(per_token);
       // Token u's lines [line, line + per_token) of its row, walked without divisions.
       const std::int64_t start = std::min(call * block_tokens * per_token, after * row_lines - 1);
+      // Rows walked (row_walk.hpp): no multiply or (paged) division per token.
       std::int64_t u = next + start / row_lines, line = start % row_lines;
-      const char* krow_u = k_row(u, g.h0);
-      const char* vrow_u = v_row(u, g.h0);
+      RowWalk k_walk(g.k, g.request, u, g.h0), v_walk(g.v, g.request, u, g.h0);
+      const char* krow_u = g.k_base + k_walk.offset() * g.element_bytes;
+      const char* vrow_u = g.v_base + v_walk.offset() * g.element_bytes;
       for (std::int32_t j = 0; j < block_tokens; ++j) {
         pk[j] = krow_u + line * 64;
         pv[j] = vrow_u + line * 64;
         line += per_token;
         while (line >= row_lines && u + 1 < next + after) {
           line -= row_lines;
-          krow_u = k_row(++u, g.h0);
-          vrow_u = v_row(u, g.h0);
+          ++u;
+          k_walk.next();
+          v_walk.next();
+          krow_u = g.k_base + k_walk.offset() * g.element_bytes;
+          vrow_u = g.v_base + v_walk.offset() * g.element_bytes;
         }
         line = std::min(line, row_lines - 1);
       }

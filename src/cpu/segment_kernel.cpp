@@ -8,7 +8,8 @@
 //   2. softmax m, l update and P = exp(S - m)  (softmax_block, the state header's rules)
 //   3. values  o_r = o_r * rescale_r + sum_t P[t][r] v_t   (pv_block: R rows x C vectors of o
 //                                                          stay in registers over the block)
-// K and V rows are converted from f16/bf16 to f32 in registers. The layout of S and P is
+// K and V rows are converted to f32 in registers (kv_row_load-inl.hpp); an 8-bit cache's scales
+// multiply the scores (K) and the weights (V), a float per token. The layout of S and P is
 // [token][row], so one block of K (or V) is read from L1 once per pass of R rows.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/segment_kernel.cpp"
@@ -18,50 +19,54 @@
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
+#include "cpu/kv_row_load-inl.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 
+#include "cpu/kv_elements.hpp"
+#include "cpu/row_walk.hpp"
 #include "cpu/segment_kernel.hpp"
-#include "leanattn/core/float16.hpp"
 #include "leanattn/core/softmax_state.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace leanattn::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// f16 -> f32 by one instruction (F16C with AVX2, AVX-512); SSE4 and the fallbacks convert with
+// integer operations (f16_bits_to_f32 below).
+constexpr bool kF16Instruction = HWY_TARGET < HWY_SSE4;
+// Floats per vector (the x86 targets have fixed widths).
+constexpr auto kF32Lanes = static_cast<std::int32_t>(hn::MaxLanes(hn::ScalableTag<float>()));
+
 #if HWY_TARGET == HWY_SCALAR
 // The portable fallback (Highway's HWY_SCALAR target, used where no SIMD target is supported):
 // the same algorithm one token and one row at a time, with the state header's scalar rules.
-template <class KvT>
-HWY_INLINE float to_float(KvT x) {
-  if constexpr (std::is_same_v<KvT, float>) {
-    return x;
-  } else {
-    std::uint16_t bits;
-    std::memcpy(&bits, &x, 2);
-    return std::is_same_v<KvT, hwy::float16_t> ? f16_bits_to_float(bits) : bf16_bits_to_float(bits);
-  }
-}
-
 template <class KvT>
 void compute_typed(const SegmentJob& job) {
   constexpr int kBlock = 32;
   const auto* kbase = static_cast<const KvT*>(job.k_cache);
   const auto* vbase = static_cast<const KvT*>(job.v_cache);
   const std::int32_t d = job.head_dim;
-  float s[kBlock], p[kBlock];
+  float s[kBlock], p[kBlock], ks[kBlock], vs[kBlock];
+  std::fill(ks, ks + kBlock, 1.0f);
+  std::fill(vs, vs + kBlock, 1.0f);
   for (std::int64_t t0 = job.token_begin; t0 < job.token_end; t0 += kBlock) {
     const auto n = static_cast<int>(std::min<std::int64_t>(kBlock, job.token_end - t0));
+    if constexpr (kScaledKv<KvT>) {  // element_to_float is the full value: no load factor
+      block_scales<float>(job.k_scale, job.k_scale_at, job.request, t0, job.kv_head, n, ks);
+      block_scales<float>(job.v_scale, job.v_scale_at, job.request, t0, job.kv_head, n, vs);
+    }
     for (std::int32_t r = 0; r < job.rows; ++r) {
       const float* q = job.q + static_cast<std::ptrdiff_t>(r) * d;
       for (int j = 0; j < n; ++j) {
         const KvT* k = kbase + job.k.row(job.request, t0 + j, job.kv_head);
         float dot = 0.0f;
-        for (std::int32_t i = 0; i < d; ++i) dot += q[i] * to_float(k[i]);
-        s[j] = dot;
+        for (std::int32_t i = 0; i < d; ++i) dot += q[i] * element_to_float(k[i]);
+        s[j] = dot * ks[j];
       }
       if (job.rules != nullptr) apply_score_rules(*job.rules, r, 1, t0, n, s);
       SoftmaxStats<float> st{job.m[r], job.l[r]};
@@ -72,7 +77,7 @@ void compute_typed(const SegmentJob& job) {
       for (std::int32_t i = 0; i < d; ++i) o[i] *= rescale;
       for (int j = 0; j < n; ++j) {
         const KvT* v = vbase + job.v.row(job.request, t0 + j, job.kv_head);
-        for (std::int32_t i = 0; i < d; ++i) o[i] += p[j] * to_float(v[i]);
+        for (std::int32_t i = 0; i < d; ++i) o[i] += p[j] * vs[j] * element_to_float(v[i]);
       }
     }
   }
@@ -95,11 +100,13 @@ constexpr int kRegisters = (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
 // rows: about 5 cycles per token and KV head saved in each loop).
 constexpr int kAccumulators = 3 * kRegisters / 4;
 // Tokens per score step: R x U accumulators (a multiple of 4, for the reduction tree), U K
-// vectors and a q vector in registers. AVX2: U = 8, 4, 3 for R = 1, 2, 4; AVX-512: 16, 8, 6, 3
-// for R = 1, 2, 4, 8; SSE4: 4, 2, 2.
+// vectors and a q vector in registers, and U row pointers in general registers (16, a few taken
+// by the loop): with R = 1 at most 8, since each K vector feeds one FMA and 16 tokens spilled 8
+// row pointers and a vector in the AVX-512 loop (reloaded for every column vector).
+// AVX2: U = 8, 4, 3 for R = 1, 2, 4; AVX-512: 8, 8, 6, 3 for R = 1, 2, 4, 8; SSE4: 4, 2, 2.
 template <int R>
 constexpr int score_tokens() {
-  if (R == 1) return kRegisters / 8 * 4;  // each K vector feeds one FMA: no need to hold U of them
+  if (R == 1) return std::min(8, kRegisters / 8 * 4);
   for (int u = kAccumulators / R; u > 1; --u) {
     if (R * u % 4 == 0 && R * u + u + 1 <= kRegisters) return u;
   }
@@ -117,38 +124,6 @@ constexpr int kMaxRows = 16;  // bound for buffers sized by rows per pass
 // Row arrays and S hold a block padded to U tokens.
 static_assert((kBlock + score_tokens<1>() - 1) / score_tokens<1>() * score_tokens<1>() <=
               kRowsPadded);
-
-// IEEE half -> float from the bits, exact for every input (NaN, infinities, subnormals). Used on
-// targets without a native conversion instruction, where Highway 1.0's emulation turns NaN and
-// infinity into large finite values.
-HWY_INLINE VF f16_bits_to_f32(DF df, hn::Vec<hn::Rebind<uint16_t, DF> > h16) {
-  const hn::RebindToUnsigned<DF> du;
-  const auto h = hn::PromoteTo(du, h16);
-  const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u)));
-  const auto exp = hn::And(hn::ShiftRight<10>(h), hn::Set(du, 0x1fu));
-  const auto man = hn::And(h, hn::Set(du, 0x3ffu));
-  const auto normal =
-      hn::Or(hn::ShiftLeft<23>(hn::Add(exp, hn::Set(du, 112u))), hn::ShiftLeft<13>(man));
-  const auto special = hn::Or(hn::Set(du, 0x7f800000u), hn::ShiftLeft<13>(man));
-  const VF subnormal = hn::Mul(hn::ConvertTo(df, hn::BitCast(hn::RebindToSigned<DF>(), man)),
-                               hn::Set(df, 5.9604644775390625e-08f));  // man x 2^-24
-  VF mag = hn::BitCast(df, hn::IfThenElse(hn::Eq(exp, hn::Set(du, 0x1fu)), special, normal));
-  mag = hn::IfThenElse(hn::RebindMask(df, hn::Eq(exp, hn::Zero(du))), subnormal, mag);
-  return hn::BitCast(df, hn::Or(hn::BitCast(du, mag), sign));
-}
-
-template <class KvT>
-HWY_INLINE VF load_row(DF df, const KvT* HWY_RESTRICT p) {
-  if constexpr (std::is_same_v<KvT, float>) {
-    return hn::LoadU(df, p);
-  } else if constexpr (std::is_same_v<KvT, hwy::float16_t> && HWY_TARGET >= HWY_SSE4) {
-    const hn::Rebind<uint16_t, DF> du16;
-    return f16_bits_to_f32(df, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
-  } else {
-    const hn::Rebind<KvT, DF> dh;
-    return hn::PromoteTo(df, hn::LoadU(dh, p));
-  }
-}
 
 // exp(x) with NaN kept (Highway's Exp maps NaN to 0; the NaN rule needs it to reach l).
 HWY_INLINE VF exp_keep_nan(DF df, VF x) {
@@ -198,17 +173,18 @@ HWY_NOINLINE void qk_block(const float* HWY_RESTRICT q, const KvT* const* krow,
   static_assert(R * U % 4 == 0);
   const DF df;
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
-  // A step's U x prefetch_count lines go out a few per column vector of d, not in one burst
-  // (a burst of more misses than the core tracks stalls it).
-  const std::int32_t per_vector = (U * prefetch_count + d / n - 1) / (d / n);
+  // A step's U tokens x prefetch_count lines go out a token's lines per column vector of d (a
+  // few tokens' when U exceeds the vectors), not in one burst (a burst of more misses than the
+  // core tracks stalls it); a token's lines are consecutive, so no bookkeeping per line.
+  const std::int32_t vectors = d / n;
+  const std::int32_t per_vector = prefetch_count > 0 ? (U + vectors - 1) / vectors : 0;
   for (std::int32_t t = 0; t < tokens_padded; t += U) {
-    std::int32_t pu = 0, pl = 0;  // next line to prefetch: token t + pu, line pl
+    std::int32_t pu = 0;  // next token to prefetch for: t + pu
     VF acc[R * U];
     for (int a = 0; a < R * U; ++a) acc[a] = hn::Zero(df);
     for (std::int32_t i = 0; i < d; i += n) {
-      for (std::int32_t j = 0; j < per_vector && pu < U; ++j) {
-        __builtin_prefetch(prefetch[t + pu] + pl * 64, 0, 3);
-        if (++pl == prefetch_count) pl = 0, ++pu;
+      for (std::int32_t j = 0; j < per_vector && pu < U; ++j, ++pu) {
+        prefetch_lines(prefetch[t + pu], 0, prefetch_count);
       }
       VF k[U];
       for (int u = 0; u < U; ++u) k[u] = load_row(df, krow[t + u] + i);
@@ -223,30 +199,46 @@ HWY_NOINLINE void qk_block(const float* HWY_RESTRICT q, const KvT* const* krow,
   }
 }
 
+// Folds the lanes of v onto its first R lanes (lane i onto lane i % R, by halving) with max or
+// add, and stores those R lanes to out.
+template <int R, bool kMax, class D>
+HWY_INLINE void fold_store(D d, hn::Vec<D> v, float* HWY_RESTRICT out) {
+  if constexpr (hn::MaxLanes(D()) > R) {
+    const hn::Half<D> dh;
+    const auto lo = hn::LowerHalf(dh, v);
+    const auto hi = hn::UpperHalf(dh, v);
+    fold_store<R, kMax>(dh, kMax ? hn::Max(lo, hi) : hn::Add(lo, hi), out);
+  } else {
+    hn::StoreU(v, d, out);
+  }
+}
+
 // Per-row reduction (max or sum) of S[t * R + r] over t, for `count` = tokens * R entries padded
 // to a multiple of max(R, lanes) with neutral values. out[r] for r < R.
 template <int R, bool kMax>
 HWY_INLINE void reduce_rows(const float* HWY_RESTRICT s, std::int32_t count, float* out) {
   const DF df;
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
-  const std::int32_t period = std::max<std::int32_t>(R, n);
   const float neutral = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
-  VF acc[kMaxRows / 4];  // period / n <= kMaxRows / 4 since n >= 4
-  const std::int32_t vecs = period / n;
+  if (R < n) {  // one vector per period: fold it in registers
+    VF acc = hn::Set(df, neutral);
+    for (std::int32_t c = 0; c < count; c += n) {
+      const VF x = hn::LoadU(df, s + c);
+      acc = kMax ? hn::Max(acc, x) : hn::Add(acc, x);
+    }
+    fold_store<R, kMax>(df, acc, out);
+    return;
+  }
+  VF acc[kMaxRows / 4];  // R / n <= kMaxRows / 4 since n >= 4
+  const std::int32_t vecs = R / n;
   for (std::int32_t j = 0; j < vecs; ++j) acc[j] = hn::Set(df, neutral);
-  for (std::int32_t c = 0; c < count; c += period) {
+  for (std::int32_t c = 0; c < count; c += R) {
     for (std::int32_t j = 0; j < vecs; ++j) {
       const VF x = hn::LoadU(df, s + c + j * n);
       acc[j] = kMax ? hn::Max(acc[j], x) : hn::Add(acc[j], x);
     }
   }
-  HWY_ALIGN float tmp[kMaxRows > 16 ? kMaxRows : 16];
-  for (std::int32_t j = 0; j < vecs; ++j) hn::StoreU(acc[j], df, tmp + j * n);
-  for (int r = 0; r < R; ++r) out[r] = neutral;
-  for (std::int32_t i = 0; i < period; ++i) {
-    const int r = static_cast<int>(i % R);
-    out[r] = kMax ? std::max(out[r], tmp[i]) : out[r] + tmp[i];
-  }
+  for (std::int32_t j = 0; j < vecs; ++j) hn::StoreU(acc[j], df, out + j * n);
 }
 
 // Online-softmax step for R rows over a block: turns S into P in place and updates m, l. Returns
@@ -265,7 +257,9 @@ HWY_INLINE void softmax_block(float* HWY_RESTRICT s, std::int32_t count, float* 
     rescale[r] = rescale_factor(m[r], m_new);
     m[r] = m_new;
   }
-  for (std::int32_t i = 0; i < period; ++i) shift[i] = exp_shift(m[i % R]);
+  float row_shift[R];
+  for (int r = 0; r < R; ++r) row_shift[r] = exp_shift(m[r]);
+  for (std::int32_t i = 0; i < period; ++i) shift[i] = row_shift[i % R];
   for (std::int32_t c = 0; c < count; c += period) {
     for (std::int32_t j = 0; j < period; j += n) {
       const VF x = hn::Sub(hn::LoadU(df, s + c + j), hn::Load(df, shift + j));
@@ -344,8 +338,8 @@ HWY_INLINE void pv_dispatch(const float* p, const KvT* const* vrow, std::int32_t
 template <int R, class KvT>
 HWY_INLINE void rows_pass(const SegmentJob& job, std::int32_t r0, std::int64_t t0,
                           const KvT* const* krow, const KvT* const* vrow, std::int32_t tokens,
-                          const char* const* prefetch_k, const char* const* prefetch_v,
-                          std::int32_t prefetch_count) {
+                          const float* kscale, const float* vscale, const char* const* prefetch_k,
+                          const char* const* prefetch_v, std::int32_t prefetch_count) {
   constexpr int U = score_tokens<R>();
   const std::int32_t d = job.head_dim;
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(DF()));
@@ -354,15 +348,17 @@ HWY_INLINE void rows_pass(const SegmentJob& job, std::int32_t r0, std::int64_t t
   const std::int32_t count = (tokens * R + period - 1) / period * period;
   HWY_ALIGN float s[kRowsPadded * kMaxRows + 64];
   qk_block<R>(job.q + r0 * d, krow, padded_tokens, d, s, prefetch_k, prefetch_count);
+  if constexpr (kScaledKv<KvT>) scale_token_rows<R>(s, kscale, tokens);
   if (job.rules != nullptr) apply_score_rules(*job.rules, r0, R, t0, tokens, s);
   for (std::int32_t i = tokens * R; i < count; ++i) s[i] = -std::numeric_limits<float>::infinity();
   float rescale[R];
   softmax_block<R>(s, count, job.m + r0, job.l + r0, rescale);
+  if constexpr (kScaledKv<KvT>) scale_token_rows<R>(s, vscale, tokens);
   pv_dispatch<R>(s, vrow, tokens, d, rescale, job.o + r0 * d, prefetch_v, prefetch_count);
 }
 
 // rows[j] = the row of token t0 + j of `head` for j < count, then the last row repeated up to
-// `fill`; for the contiguous layout without a multiply per row.
+// `fill`; without a multiply (contiguous) or a division (paged) per row.
 template <class T>
 HWY_INLINE void fill_rows(const KvAddressing& a, const T* base, std::int32_t request,
                           std::int64_t t0, std::int32_t head, std::int32_t count, std::int32_t fill,
@@ -371,7 +367,8 @@ HWY_INLINE void fill_rows(const KvAddressing& a, const T* base, std::int32_t req
     const T* first = base + a.row(request, t0, head);
     for (std::int32_t j = 0; j < count; ++j) rows[j] = first + j * a.token_stride;
   } else {
-    for (std::int32_t j = 0; j < count; ++j) rows[j] = base + a.row(request, t0 + j, head);
+    RowWalk walk(a, request, t0, head);
+    for (std::int32_t j = 0; j < count; ++j, walk.next()) rows[j] = base + walk.offset();
   }
   for (std::int32_t j = count; j < fill; ++j) rows[j] = rows[count - 1];
 }
@@ -388,6 +385,11 @@ void compute_typed(const SegmentJob& job) {
         static_cast<std::int32_t>(std::min<std::int64_t>(kBlock, job.token_end - t0));
     fill_rows(job.k, kbase, job.request, t0, job.kv_head, tokens, kRowsPadded, krow);
     fill_rows(job.v, vbase, job.request, t0, job.kv_head, tokens, tokens, vrow);
+    HWY_ALIGN float ks[kBlock], vs[kBlock];
+    if constexpr (kScaledKv<KvT>) {
+      block_scales<KvT>(job.k_scale, job.k_scale_at, job.request, t0, job.kv_head, tokens, ks);
+      block_scales<KvT>(job.v_scale, job.v_scale_at, job.request, t0, job.kv_head, tokens, vs);
+    }
     // The engine hands out one block per call and names what to prefetch with it; a longer range
     // prefetches only with its last block.
     const std::int32_t lines = t0 + kBlock >= job.token_end ? job.prefetch_lines : 0;
@@ -401,16 +403,16 @@ void compute_typed(const SegmentJob& job) {
     while (r0 < job.rows) {
       const std::int32_t left = job.rows - r0;
       if (kRegisters >= 32 && left >= 8) {
-        rows_pass<8>(job, r0, t0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
+        rows_pass<8>(job, r0, t0, krow, vrow, tokens, ks, vs, pk, pv, r0 == 0 ? lines : 0);
         r0 += 8;
       } else if (left >= 4) {
-        rows_pass<4>(job, r0, t0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
+        rows_pass<4>(job, r0, t0, krow, vrow, tokens, ks, vs, pk, pv, r0 == 0 ? lines : 0);
         r0 += 4;
       } else if (left >= 2) {
-        rows_pass<2>(job, r0, t0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
+        rows_pass<2>(job, r0, t0, krow, vrow, tokens, ks, vs, pk, pv, r0 == 0 ? lines : 0);
         r0 += 2;
       } else {
-        rows_pass<1>(job, r0, t0, krow, vrow, tokens, pk, pv, r0 == 0 ? lines : 0);
+        rows_pass<1>(job, r0, t0, krow, vrow, tokens, ks, vs, pk, pv, r0 == 0 ? lines : 0);
         r0 += 1;
       }
     }
@@ -427,12 +429,18 @@ void compute_segment(const SegmentJob& job) {
       return compute_typed<hwy::float16_t>(job);
     case DType::bf16:
       return compute_typed<hwy::bfloat16_t>(job);
+    case DType::fp8_e4m3:
+      return compute_typed<Fp8E4m3>(job);
+    case DType::fp8_e5m2:
+      return compute_typed<Fp8E5m2>(job);
+    case DType::int8:
+      return compute_typed<std::int8_t>(job);
   }
 }
 
 // Registers this target's kernel when the program starts.
-[[maybe_unused]] static const int kRegistered =
-    register_simd_kernel(hwy::TargetName(HWY_TARGET), HWY_TARGET, &compute_segment);
+[[maybe_unused]] static const int kRegistered = register_simd_kernel(
+    {hwy::TargetName(HWY_TARGET), HWY_TARGET, &compute_segment, kF32Lanes, kF16Instruction});
 
 }  // namespace leanattn::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -454,8 +462,8 @@ std::vector<SimdKernel>& registry() {
 }
 }  // namespace
 
-int register_simd_kernel(const char* name, std::int64_t target, SegmentKernelFn fn) {
-  registry().push_back({name, target, fn});
+int register_simd_kernel(const SimdKernel& kernel) {
+  registry().push_back(kernel);
   return 0;
 }
 

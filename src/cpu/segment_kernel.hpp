@@ -24,6 +24,12 @@ struct SegmentJob {
   DType kv_dtype = DType::f16;
   KvAddressing k{};
   KvAddressing v{};
+  // An 8-bit kv_dtype: float scales (value = stored x scale), addressed like the cache by
+  // k_scale_at / v_scale_at (strides 0 where a per-tensor or per-head scale does not move).
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+  KvAddressing k_scale_at{};
+  KvAddressing v_scale_at{};
   std::int32_t request = 0;
   std::int32_t kv_head = 0;
   std::int64_t token_begin = 0;  // tokens [token_begin, token_end) of the request
@@ -59,10 +65,12 @@ struct SimdKernel {
   std::string name;         // Highway's target name: "AVX3", "AVX2", "SSE4", "EMU128", ...
   std::int64_t target = 0;  // Highway target bit (lower is better)
   SegmentKernelFn compute = nullptr;
+  std::int32_t f32_lanes = 1;    // floats per vector (the compute ceiling of `leanattn bench`)
+  bool f16_instruction = false;  // f16 -> f32 by one instruction (else integer emulation)
 };
 
 // Called once per compiled target during static initialisation (segment_kernel.cpp).
-int register_simd_kernel(const char* name, std::int64_t target, SegmentKernelFn fn);
+int register_simd_kernel(const SimdKernel& kernel);
 
 // Compiled targets that this CPU supports, best first.
 std::vector<SimdKernel> supported_simd_kernels();

@@ -17,10 +17,20 @@ const std::vector<KernelHandle>& compiled_kernels() {
 
 namespace {
 
-std::string compiled_head_dims(DType dtype) {
+// The width of K and V in memory the kernel for `p` reads.
+std::int32_t kv_bits(const DecodeProblem& p) {
+  return is_quantized(p.kv_dtype) ? 8 : 16;
+}
+
+bool matches(const KernelHandle& k, const DecodeProblem& p) {
+  return k.dtype == p.q_dtype && k.kv_bits == kv_bits(p) && k.head_dim == p.head_dim;
+}
+
+std::string compiled_head_dims(DType dtype, std::int32_t bits) {
   std::vector<std::int32_t> dims;
   for (const KernelHandle& k : compiled_kernels()) {
-    if (k.dtype == dtype && std::find(dims.begin(), dims.end(), k.head_dim) == dims.end()) {
+    if (k.dtype == dtype && k.kv_bits == bits &&
+        std::find(dims.begin(), dims.end(), k.head_dim) == dims.end()) {
       dims.push_back(k.head_dim);
     }
   }
@@ -30,37 +40,28 @@ std::string compiled_head_dims(DType dtype) {
   return s.empty() ? "none" : s;
 }
 
-// The variants the kernel implements: plain attention, one query token (allocates nothing).
-bool plain_variant(const DecodeProblem& p) {
-  return p.q_len == 1 && p.variant == AttentionVariant{.causal = p.variant.causal};
-}
-
 }  // namespace
 
 std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block) {
-  // The attention variants (docs/numerics.md) are not in the CUDA kernel yet: refuse them rather
-  // than compute plain attention.
-  const AttentionVariant& v = p.variant;
-  auto variant = [](const char* setting, const std::string& got) {
-    return std::string(setting) + ": not supported by the CUDA engine yet (got " + got +
-           "); use the CPU engine";
-  };
-  if (p.q_len != 1) return variant("q_len", std::to_string(p.q_len));
-  if (v.has_window()) return variant("window_left", std::to_string(v.window_left));
-  if (v.softcap != 0.0f) return variant("softcap", std::to_string(v.softcap));
-  if (v.sinks) return variant("sinks", "sinks");
-  if (v.alibi) return variant("alibi_slopes", "ALiBi slopes");
-  if (p.q_dtype != p.kv_dtype) {
-    return "q_dtype: must equal kv_dtype for the CUDA engine (got " +
-           std::string(dtype_name(p.q_dtype)) + " and " + std::string(dtype_name(p.kv_dtype)) + ")";
-  }
-  if (p.kv_dtype != DType::f16 && p.kv_dtype != DType::bf16) {
-    return "kv_dtype: must be f16 or bf16 for the CUDA engine (got " +
-           std::string(dtype_name(p.kv_dtype)) + ")";
+  if (is_quantized(p.kv_dtype)) {  // docs/cuda-engine.md, "Quantized KV caches"
+    if (p.q_dtype != DType::f16 && p.q_dtype != DType::bf16) {
+      return "q_dtype: must be f16 or bf16 with an 8-bit cache for the CUDA engine (got " +
+             std::string(dtype_name(p.q_dtype)) + ")";
+    }
+  } else {
+    if (p.q_dtype != p.kv_dtype) {
+      return "q_dtype: must equal kv_dtype for the CUDA engine (got " +
+             std::string(dtype_name(p.q_dtype)) + " and " + std::string(dtype_name(p.kv_dtype)) +
+             ")";
+    }
+    if (p.kv_dtype != DType::f16 && p.kv_dtype != DType::bf16) {
+      return "kv_dtype: must be f16 or bf16 for the CUDA engine (got " +
+             std::string(dtype_name(p.kv_dtype)) + ")";
+    }
   }
   std::int32_t least = 0;  // the least shared memory a matching configuration needs
   for (const KernelHandle& k : compiled_kernels()) {
-    if (k.dtype != p.kv_dtype || k.head_dim != p.head_dim) continue;
+    if (!matches(k, p)) continue;
     if (k.smem_bytes + kStaticSmemBytes <= smem_per_block) return "";
     const std::int32_t need = k.smem_bytes + kStaticSmemBytes;
     least = least == 0 || need < least ? need : least;
@@ -70,20 +71,21 @@ std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block)
            " bytes of shared memory per CTA in the CUDA engine; this device allows " +
            std::to_string(smem_per_block);
   }
+  const std::string caches = kv_bits(p) == 8 ? " with an 8-bit cache" : "";
   return "head_dim: must be one of the CUDA engine's compiled head dims for " +
-         std::string(dtype_name(p.kv_dtype)) + " (" + compiled_head_dims(p.kv_dtype) + ") (got " +
-         std::to_string(p.head_dim) + ")";
+         std::string(dtype_name(p.q_dtype)) + caches + " (" +
+         compiled_head_dims(p.q_dtype, kv_bits(p)) + ") (got " + std::to_string(p.head_dim) + ")";
 }
 
 const KernelHandle* find_kernel(const DecodeProblem& p, std::int32_t smem_per_block) {
-  if (p.q_dtype != p.kv_dtype || p.kv_heads < 1 || !plain_variant(p)) return nullptr;
-  const std::int32_t group = p.q_heads / p.kv_heads;
-  const KernelHandle* fit = nullptr;      // fewest rows that hold the group
-  const KernelHandle* largest = nullptr;  // most rows (several passes)
+  if (p.kv_heads < 1 || (!is_quantized(p.kv_dtype) && p.q_dtype != p.kv_dtype)) return nullptr;
+  const std::int32_t rows = p.pair_rows();  // q_len x the GQA group, packed in the MMA rows
+  const KernelHandle* fit = nullptr;        // fewest rows that hold the group
+  const KernelHandle* largest = nullptr;    // most rows (several passes)
   for (const KernelHandle& k : compiled_kernels()) {
-    if (k.dtype != p.kv_dtype || k.head_dim != p.head_dim) continue;
+    if (!matches(k, p)) continue;
     if (k.smem_bytes + kStaticSmemBytes > smem_per_block) continue;
-    if (k.rows >= group && (fit == nullptr || k.rows < fit->rows)) fit = &k;
+    if (k.rows >= rows && (fit == nullptr || k.rows < fit->rows)) fit = &k;
     if (largest == nullptr || k.rows > largest->rows) largest = &k;
   }
   return fit != nullptr ? fit : largest;

@@ -15,10 +15,13 @@
 
 namespace leanattn::cuda {
 
-// One row of the table: element type of Q, K, V and the output; head_dim; warp rows.
-template <DType Type, int HeadDim, int WarpsM>
+// One row of the table: 16-bit type of Q and the output (and of the MMA operands); width of K and
+// V in memory (16: the same type; 8: an 8-bit cache, any of fp8_e4m3, fp8_e5m2, int8); head_dim;
+// warp rows.
+template <DType Type, int KvBits, int HeadDim, int WarpsM>
 struct KernelConfig {
   static constexpr DType kDType = Type;
+  static constexpr int kKvBits = KvBits;
   static constexpr int kHeadDim = HeadDim;
   static constexpr int kWarpsM = WarpsM;
 };
@@ -28,7 +31,8 @@ struct ConfigList {};
 
 // What the host needs to launch one configuration.
 struct KernelHandle {
-  DType dtype = DType::f16;
+  DType dtype = DType::f16;   // Q, the output and the MMA operands
+  std::int32_t kv_bits = 16;  // 16: K and V in `dtype`; 8: an 8-bit cache (its format at run time)
   std::int32_t head_dim = 0;
   std::int32_t warps_m = 0;
   std::int32_t rows = 0;     // query rows per pass (16 x warps_m)
@@ -39,7 +43,7 @@ struct KernelHandle {
   std::int32_t merge_capacity = 0;  // slots x rows the last arriver's merge holds at once
   std::int32_t merge_max_rows = 0;  // rows it merges at once at most
   const void* kernel = nullptr;     // the __global__ function (for cudaLaunchKernel, occupancy)
-  std::string name;                 // e.g. "bf16_d128_wm1"
+  std::string name;                 // e.g. "bf16_d128_wm1", "f16_kv8_d128_wm1"
 };
 
 // Defined in the generated instantiation files (kernel/kernel_handle.cuh).
@@ -52,12 +56,14 @@ const std::vector<KernelHandle>& compiled_kernels();
 // Shared memory a kernel needs besides its dynamic part (its __shared__ flag, rounded up).
 inline constexpr std::int32_t kStaticSmemBytes = 128;
 
-// The kernel for a problem: Q and KV of the same 16-bit type, a compiled head_dim, and among the
+// The kernel for a problem: Q and KV of the same 16-bit type (or an 8-bit cache with f16 or bf16
+// Q: the kv_bits 8 rows of Q's type), a compiled head_dim, and among the
 // configurations whose shared memory fits `smem_per_block` (a device's opt-in limit per CTA), the
-// smallest warp-row count whose rows hold the GQA group (the largest when none does: the kernel
-// then takes several passes). Null when there is none; why_unsupported() says why ("" when
-// supported). find_kernel() allocates nothing (it runs on every launch). The default limit is
-// "any": the CPU emulation and device-free callers.
+// smallest warp-row count whose rows hold a pair's rows (q_len x the GQA group; the largest when
+// none does: the kernel then takes several passes). Every attention variant runs
+// (docs/numerics.md). Null when there is none; why_unsupported() says why ("" when supported).
+// find_kernel() allocates nothing (it runs on every launch). The default limit is "any": the CPU
+// emulation and device-free callers.
 const KernelHandle* find_kernel(const DecodeProblem& problem,
                                 std::int32_t smem_per_block = 1 << 30);
 std::string why_unsupported(const DecodeProblem& problem, std::int32_t smem_per_block = 1 << 30);

@@ -32,7 +32,8 @@ std::string format_plan_text(const Plan& plan) {
   if (plan.strategy == Strategy::split) os << " (" << plan.splits << " splits per pair)";
   os << " (" << line_order_name(plan.order) << ")";
   if (plan.batch_invariant) os << " (batch-invariant, " << plan.chunk_tiles << " tiles per chunk)";
-  os << ", " << plan.workers << " workers, tile " << plan.tile_tokens << " tokens\n";
+  os << ", " << plan.workers << (plan.workers == 1 ? " worker" : " workers") << ", tile "
+     << plan.tile_tokens << " tokens\n";
   os << "problem: " << plan.batch() << " requests x " << plan.kv_heads << " kv_heads, "
      << plan.group_size << " query rows per kv_head, head_dim " << plan.head_dim << ", seq_lens";
   for (std::size_t b = 0; b < plan.seq_lens.size() && b < 16; ++b) {

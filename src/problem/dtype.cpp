@@ -11,7 +11,11 @@ DType parse_dtype(std::string_view text, const char* argument) {
   if (text == "f32" || text == "float32") return DType::f32;
   if (text == "f16" || text == "float16") return DType::f16;
   if (text == "bf16" || text == "bfloat16") return DType::bf16;
-  throw Error(argument, "must be one of f32, f16, bf16 (got '" + std::string(text) + "')");
+  if (text == "fp8_e4m3" || text == "float8_e4m3fn") return DType::fp8_e4m3;
+  if (text == "fp8_e5m2" || text == "float8_e5m2") return DType::fp8_e5m2;
+  if (text == "int8") return DType::int8;
+  throw Error(argument, "must be one of f32, f16, bf16, fp8_e4m3, fp8_e5m2, int8 (got '" +
+                            std::string(text) + "')");
 }
 
 }  // namespace leanattn

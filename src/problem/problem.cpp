@@ -19,6 +19,29 @@ std::string got(std::int64_t v) {
 
 }  // namespace
 
+std::string_view kv_scales_name(KvScales scales) {
+  switch (scales) {
+    case KvScales::none:
+      return "none";
+    case KvScales::per_tensor:
+      return "per_tensor";
+    case KvScales::per_kv_head:
+      return "per_kv_head";
+    case KvScales::per_token_head:
+      return "per_token_head";
+  }
+  return "?";
+}
+
+KvScales parse_kv_scales(std::string_view text, const char* argument) {
+  for (KvScales s :
+       {KvScales::none, KvScales::per_tensor, KvScales::per_kv_head, KvScales::per_token_head}) {
+    if (text == kv_scales_name(s)) return s;
+  }
+  throw Error(argument, "must be one of none, per_tensor, per_kv_head, per_token_head (got '" +
+                            std::string(text) + "')");
+}
+
 float DecodeProblem::softmax_scale() const {
   if (mutated(Mutation::scale_one_over_d) && scale == 0.0f)
     return 1.0f / static_cast<float>(head_dim);
@@ -35,7 +58,10 @@ std::int64_t DecodeProblem::kv_bytes() const {
   std::int64_t read = 0;  // keys some query row sees: a window starts them after 0
   for (std::int32_t len : seq_lens)
     read += len - first_planned_key(len, q_len, variant.window_left);
-  return read * kv_heads * head_dim * 2 * static_cast<std::int64_t>(dtype_size(kv_dtype));
+  // Per-token scales are read beside the cache: one float per token, KV head, K and V.
+  const std::int64_t scales = kv_scales == KvScales::per_token_head ? 4 : 0;
+  return read * kv_heads * 2 *
+         (head_dim * static_cast<std::int64_t>(dtype_size(kv_dtype)) + scales);
 }
 
 void validate(const DecodeProblem& p) {
@@ -79,6 +105,16 @@ void validate(const DecodeProblem& p) {
   require(std::isfinite(p.scale) && p.scale >= 0.0f, "scale", [&] {
     return "must be finite and >= 0 (0 means 1/sqrt(head_dim)) (got " + std::to_string(p.scale) +
            ")";
+  });
+  require(!is_quantized(p.q_dtype), "q_dtype", [&] {
+    return "must be f32, f16 or bf16 (8-bit types are for the KV cache only) (got " +
+           std::string(dtype_name(p.q_dtype)) + ")";
+  });
+  require((p.kv_scales != KvScales::none) == is_quantized(p.kv_dtype), "kv_scales", [&] {
+    return is_quantized(p.kv_dtype)
+               ? "must be per_tensor, per_kv_head or per_token_head for the 8-bit kv_dtype " +
+                     std::string(dtype_name(p.kv_dtype)) + " (got none)"
+               : "must be none for the unquantized kv_dtype " + std::string(dtype_name(p.kv_dtype));
   });
   if (p.layout == KvLayout::contiguous) {
     require(p.capacity >= 0, "capacity", [&] { return "must be >= 0" + got(p.capacity); });

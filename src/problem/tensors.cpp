@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -11,6 +12,24 @@
 #include "leanattn/error.hpp"
 
 namespace leanattn {
+
+namespace {
+
+KvStrides dense_scale_strides(const DecodeProblem& p) {
+  switch (p.kv_scales) {
+    case KvScales::none:
+    case KvScales::per_tensor:
+      return {};
+    case KvScales::per_kv_head:
+      return {0, 0, 1};
+    case KvScales::per_token_head:
+      return {p.kv_heads * (p.layout == KvLayout::contiguous ? p.capacity : p.page_size),
+              p.kv_heads, 1};
+  }
+  return {};
+}
+
+}  // namespace
 
 DecodeTensors dense_tensors(const DecodeProblem& p, const void* q, const void* k_cache,
                             const void* v_cache, const std::int32_t* block_table, void* out,
@@ -29,6 +48,8 @@ DecodeTensors dense_tensors(const DecodeProblem& p, const void* q, const void* k
   kv.outer = kv.token * (p.layout == KvLayout::contiguous ? p.capacity : p.page_size);
   t.k_strides = kv;
   t.v_strides = kv;
+  t.k_scale_strides = dense_scale_strides(p);
+  t.v_scale_strides = t.k_scale_strides;
   t.block_table = block_table;
   t.block_table_stride = p.max_pages;
   t.out = out;
@@ -139,12 +160,113 @@ void require_outputs_apart(const DecodeProblem& p, const DecodeTensors& t) {
   const ByteRange v = byte_range(
       t.v_cache, ks, p.head_dim,
       {{outer, t.v_strides.outer}, {rows, t.v_strides.token}, {p.kv_heads, t.v_strides.head}});
+  auto scales = [&](const float* ptr, const KvStrides& st) {
+    return ptr == nullptr
+               ? ByteRange{}
+               : byte_range(ptr, sizeof(float), 1,
+                            {{outer, st.outer}, {rows, st.token}, {p.kv_heads, st.head}});
+  };
+  const ByteRange k_scale = scales(t.k_scale, t.k_scale_strides);
+  const ByteRange v_scale = scales(t.v_scale, t.v_scale_strides);
   for (const auto& [range, name] : {std::pair{out, "out"}, std::pair{lse, "lse"}}) {
     require_apart(range, q, name, "q");
     require_apart(range, k, name, "k_cache");
     require_apart(range, v, name, "v_cache");
+    require_apart(range, k_scale, name, "k_scale");
+    require_apart(range, v_scale, name, "v_scale");
   }
   require_apart(lse, out, "lse", "out");
+}
+
+std::string strides_text(const KvStrides& st) {
+  return std::to_string(st.outer) + ", " + std::to_string(st.token) + ", " +
+         std::to_string(st.head);
+}
+
+// The scales of a quantized cache: present exactly when kv_dtype is 8-bit (a cache nobody reads
+// may go without), aligned, strides >= 0 and fitting the granularity (a per-tensor scale does not
+// move, a per-head one moves with the head only).
+void require_scale_layout(const DecodeProblem& p, const float* ptr, const KvStrides& st,
+                          const char* argument, const char* strides_argument) {
+  const bool quantized = is_quantized(p.kv_dtype);
+  require(ptr == nullptr || quantized, argument, [&] {
+    return "must be null for the unquantized kv_dtype " + std::string(dtype_name(p.kv_dtype));
+  });
+  if (!quantized) return;
+  require(ptr != nullptr || p.total_tokens() == 0, argument, [&] {
+    return "must not be null for the 8-bit kv_dtype " + std::string(dtype_name(p.kv_dtype));
+  });
+  require_aligned(ptr, alignof(float), argument);
+  require(st.outer >= 0 && st.token >= 0 && st.head >= 0, strides_argument,
+          [&] { return "must be >= 0 elements (got " + strides_text(st) + ")"; });
+  const bool per_tensor = p.kv_scales == KvScales::per_tensor;
+  const bool per_head = p.kv_scales == KvScales::per_kv_head;
+  require(
+      !(per_tensor || per_head) || (st.outer == 0 && st.token == 0 && (per_head || st.head == 0)),
+      strides_argument, [&] {
+        return std::string(per_tensor ? "must be 0, 0, 0 for per_tensor scales (one float)"
+                                      : "must be 0, 0, head for per_kv_head scales "
+                                        "([kv_heads] floats)") +
+               " (got " + strides_text(st) + ")";
+      });
+}
+
+// Host memory: every scale some request reads is finite and > 0 (a zero scale would make the
+// whole block zero, a negative one flip it: neither comes out of a quantizer).
+void require_scale_values(const DecodeProblem& p, const DecodeTensors& t, const float* ptr,
+                          const KvStrides& st, const char* argument) {
+  if (ptr == nullptr) return;
+  const bool paged = p.layout == KvLayout::paged;
+  auto check = [&](std::int64_t offset, auto where) {
+    const float x = ptr[offset];
+    require(std::isfinite(x) && x > 0.0f, argument,
+            [&] { return "must be finite and > 0, but " + where() + " = " + std::to_string(x); });
+  };
+  if (p.kv_scales != KvScales::per_token_head) {
+    const std::int32_t heads = p.kv_scales == KvScales::per_kv_head ? p.kv_heads : 1;
+    for (std::int32_t h = 0; h < heads; ++h) {
+      check(h * st.head, [&] {
+        return std::string(argument) + (heads > 1 ? "[" + std::to_string(h) + "]" : "");
+      });
+    }
+    return;
+  }
+  for (std::int32_t b = 0; b < p.batch(); ++b) {
+    for (std::int64_t j = 0; j < p.seq_lens[b]; ++j) {
+      const std::int64_t row =
+          paged ? t.block_table[b * t.block_table_stride + j / p.page_size] * st.outer +
+                      (j % p.page_size) * st.token
+                : b * st.outer + j * st.token;
+      for (std::int32_t h = 0; h < p.kv_heads; ++h) {
+        check(row + h * st.head, [&] {
+          return "the scale of request " + std::to_string(b) + ", token " + std::to_string(j) +
+                 ", kv head " + std::to_string(h);
+        });
+      }
+    }
+  }
+}
+
+// Paged: a block table with every entry a request uses in [0, num_pages) (host memory).
+void require_block_table(const DecodeProblem& p, const DecodeTensors& t, MemorySpace space) {
+  require(t.block_table != nullptr, "block_table",
+          [] { return "must not be null for the paged layout"; });
+  require(t.block_table_stride >= p.max_pages, "block_table_stride", [&] {
+    return "must be >= max_pages = " + std::to_string(p.max_pages) + " (got " +
+           std::to_string(t.block_table_stride) + ")";
+  });
+  if (space == MemorySpace::device) return;
+  for (std::int32_t b = 0; b < p.batch(); ++b) {
+    const std::int64_t pages = pages_for(p.seq_lens[b], p.page_size);
+    const std::int32_t* row = t.block_table + b * t.block_table_stride;
+    for (std::int64_t i = 0; i < pages; ++i) {
+      require(row[i] >= 0 && row[i] < p.num_pages, "block_table", [&] {
+        return "entries a request uses must be in [0, num_pages = " + std::to_string(p.num_pages) +
+               "), but block_table[" + std::to_string(b) + "][" + std::to_string(i) +
+               "] = " + std::to_string(row[i]);
+      });
+    }
+  }
 }
 
 }  // namespace
@@ -187,26 +309,13 @@ void validate(const DecodeProblem& p, const DecodeTensors& t, MemorySpace space)
   }
   require_head_array(t.sinks, p.variant.sinks, "sinks", "sinks");
   require_head_array(t.alibi_slopes, p.variant.alibi, "alibi_slopes", "ALiBi");
+  require_scale_layout(p, t.k_scale, t.k_scale_strides, "k_scale", "k_scale_strides");
+  require_scale_layout(p, t.v_scale, t.v_scale_strides, "v_scale", "v_scale_strides");
   require_outputs_apart(p, t);
-  if (p.layout != KvLayout::paged) return;
-  require(t.block_table != nullptr, "block_table",
-          [] { return "must not be null for the paged layout"; });
-  require(t.block_table_stride >= p.max_pages, "block_table_stride", [&] {
-    return "must be >= max_pages = " + std::to_string(p.max_pages) + " (got " +
-           std::to_string(t.block_table_stride) + ")";
-  });
+  if (p.layout == KvLayout::paged) require_block_table(p, t, space);
   if (space == MemorySpace::device) return;
-  for (std::int32_t b = 0; b < p.batch(); ++b) {
-    const std::int64_t pages = pages_for(p.seq_lens[b], p.page_size);
-    const std::int32_t* row = t.block_table + b * t.block_table_stride;
-    for (std::int64_t i = 0; i < pages; ++i) {
-      require(row[i] >= 0 && row[i] < p.num_pages, "block_table", [&] {
-        return "entries a request uses must be in [0, num_pages = " + std::to_string(p.num_pages) +
-               "), but block_table[" + std::to_string(b) + "][" + std::to_string(i) +
-               "] = " + std::to_string(row[i]);
-      });
-    }
-  }
+  require_scale_values(p, t, t.k_scale, t.k_scale_strides, "k_scale");
+  require_scale_values(p, t, t.v_scale, t.v_scale_strides, "v_scale");
 }
 
 }  // namespace leanattn

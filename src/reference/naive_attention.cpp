@@ -1,7 +1,8 @@
 // fp64 two-pass softmax attention, straight from the definition: for each query head, score
-// every key, subtract the max, exponentiate, normalise, weight the values. Shares no code with
-// the planner, the state header, the engines' KV addressing or DecodeProblem::softmax_scale():
-// everything it can compute from the raw inputs, it computes itself.
+// every key (a quantized cache's elements dequantized literally: stored x scale), subtract the max,
+// exponentiate, normalise, weight the values. Shares no code with the planner, the state header,
+// the engines' KV addressing or DecodeProblem::softmax_scale(): everything it can compute from the
+// raw inputs, it computes itself.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -40,6 +41,16 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, RowId row, double
     const std::int64_t page = t.block_table[b * t.block_table_stride + j / p.page_size];
     return page * st.outer + (j % p.page_size) * st.token + h * st.head;
   };
+  // A quantized cache's value is stored x scale; the scale of (b, j, h) sits where the cache's
+  // element would with the scales' strides (per-tensor and per-head scales have stride 0 where
+  // they do not move).
+  const bool quantized = is_quantized(p.kv_dtype);
+  auto k_scale = [&](std::int64_t j) {
+    return quantized ? static_cast<double>(t.k_scale[kv_offset(t.k_scale_strides, j)]) : 1.0;
+  };
+  auto v_scale = [&](std::int64_t j) {
+    return quantized ? static_cast<double>(t.v_scale[kv_offset(t.v_scale_strides, j)]) : 1.0;
+  };
   std::vector<double> q(static_cast<std::size_t>(d)), s(static_cast<std::size_t>(n));
   for (std::int32_t i = 0; i < d; ++i) {
     q[static_cast<std::size_t>(i)] = read_element(
@@ -61,9 +72,10 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, RowId row, double
       continue;
     }
     const std::int64_t base = kv_offset(t.k_strides, j);
+    const double ks = k_scale(j);
     double dot = 0.0;
     for (std::int32_t i = 0; i < d; ++i) {
-      dot += q[static_cast<std::size_t>(i)] * read_element(t.k_cache, p.kv_dtype, base + i);
+      dot += q[static_cast<std::size_t>(i)] * (read_element(t.k_cache, p.kv_dtype, base + i) * ks);
     }
     x = dot * scale;
     if (cap > 0.0) x = cap * std::tanh(x / cap);
@@ -84,8 +96,9 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, RowId row, double
     if (!visible(j)) continue;  // its value is never read (a NaN there does not count)
     const double w = s[static_cast<std::size_t>(j)] / l;
     const std::int64_t base = kv_offset(t.v_strides, j);
+    const double vs = v_scale(j);
     for (std::int32_t i = 0; i < d; ++i)
-      out[i] += w * read_element(t.v_cache, p.kv_dtype, base + i);
+      out[i] += w * (read_element(t.v_cache, p.kv_dtype, base + i) * vs);
   }
   *lse = m + std::log(l);
 }

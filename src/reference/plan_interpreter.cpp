@@ -35,6 +35,9 @@ class Interpreter {
       : p_(p), plan_(plan), t_(t), group_(p.group_size()), rows_(p.pair_rows()), d_(p.head_dim) {
     k_ = kv_addressing(p, t, t.k_strides);
     v_ = kv_addressing(p, t, t.v_strides);
+    // A quantized cache's scales: addressed like the cache, with their own strides.
+    k_scale_ = kv_addressing(p, t, t.k_scale_strides);
+    v_scale_ = kv_addressing(p, t, t.v_scale_strides);
     out_.out.assign(static_cast<std::size_t>(p.batch()) * p.q_len * p.q_heads * d_,
                     std::numeric_limits<double>::quiet_NaN());
     out_.lse.assign(static_cast<std::size_t>(p.batch()) * p.q_len * p.q_heads,
@@ -82,10 +85,11 @@ class Interpreter {
         const std::int64_t pos = query_position(len, p_.q_len, query);
         for (std::int64_t j = t0; j < t1; ++j) {
           const std::int64_t kb = k_.row(s.request, j, s.kv_head);
+          const double ks = scale_of(t_.k_scale, k_scale_, s.request, j, s.kv_head);
           double dot = 0.0;
           for (std::int32_t i = 0; i < d_; ++i) {
             dot += read_element(t_.q, p_.q_dtype, q_base + i) *
-                   read_element(t_.k_cache, p_.kv_dtype, kb + i);
+                   (read_element(t_.k_cache, p_.kv_dtype, kb + i) * ks);
           }
           double x = dot * scale;
           if (var.softcap > 0.0f) x = apply_softcap<double>(x, var.softcap);
@@ -99,8 +103,9 @@ class Interpreter {
         for (std::int64_t j = t0; j < t1; ++j) {
           const std::int64_t vb = v_.row(s.request, j, s.kv_head);
           const double pj = probs[static_cast<std::size_t>(j - t0)];
+          const double vs = scale_of(t_.v_scale, v_scale_, s.request, j, s.kv_head);
           for (std::int32_t i = 0; i < d_; ++i) {
-            o[i] += pj * read_element(t_.v_cache, p_.kv_dtype, vb + i);
+            o[i] += pj * (read_element(t_.v_cache, p_.kv_dtype, vb + i) * vs);
           }
         }
       }
@@ -113,6 +118,12 @@ class Interpreter {
       throw Error("plan", "writes slot " + std::to_string(s.slot) + " twice");
     }
     slots_[static_cast<std::size_t>(s.slot)] = std::move(st);
+  }
+
+  // The scale of a quantized cache's element (request, token, kv_head); 1 without scales.
+  static double scale_of(const float* scales, const KvAddressing& at, std::int32_t request,
+                         std::int64_t token, std::int32_t kv_head) {
+    return scales == nullptr ? 1.0 : static_cast<double>(scales[at.row(request, token, kv_head)]);
   }
 
   void reduce(const Reduction& r) {
@@ -154,7 +165,7 @@ class Interpreter {
   const Plan& plan_;
   const DecodeTensors& t_;
   std::int32_t group_, rows_, d_;
-  KvAddressing k_{}, v_{};
+  KvAddressing k_{}, v_{}, k_scale_{}, v_scale_{};
   Output out_;
   std::vector<int> written_;
   std::vector<PairState> slots_;

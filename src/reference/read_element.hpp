@@ -1,23 +1,56 @@
-// Internal to the reference folder: read one element of any DType as double.
+// Internal to the reference folder: read one element of any DType as double. The 8-bit types
+// give their stored value (the caller multiplies by the scale), decoded literally from the format
+// definitions, sharing nothing with the engines' bit tricks (core/float8.hpp).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "leanattn/core/float16.hpp"
 #include "leanattn/dtype.hpp"
 
 namespace leanattn::reference {
 
+// An OCP 8-bit float: sign, `ebits` exponent bits with bias 2^(ebits-1) - 1, `mbits` mantissa
+// bits. `ieee`: an all-ones exponent is infinity (mantissa 0) or NaN (E5M2); otherwise only the
+// all-ones pattern is NaN and there are no infinities (E4M3FN).
+inline double fp8_value(std::uint8_t bits, int ebits, int mbits, bool ieee) {
+  const int bias = (1 << (ebits - 1)) - 1;
+  const int e = (bits >> mbits) & ((1 << ebits) - 1);
+  const int m = bits & ((1 << mbits) - 1);
+  const double sign = (bits & 0x80) != 0 ? -1.0 : 1.0;
+  const int all_ones = (1 << ebits) - 1;
+  if (ieee && e == all_ones) return m == 0 ? sign * std::numeric_limits<double>::infinity() : NAN;
+  if (!ieee && e == all_ones && m == (1 << mbits) - 1) return NAN;
+  if (e == 0) return sign * m * std::ldexp(1.0, 1 - bias - mbits);  // subnormal
+  return sign * (1.0 + m * std::ldexp(1.0, -mbits)) * std::ldexp(1.0, e - bias);
+}
+
 inline double read_element(const void* base, DType type, std::int64_t index) {
-  if (type == DType::f32) {
-    float f;
-    std::memcpy(&f, static_cast<const char*>(base) + index * 4, 4);
-    return f;
+  const char* at =
+      static_cast<const char*>(base) + index * static_cast<std::int64_t>(dtype_size(type));
+  switch (type) {
+    case DType::f32: {
+      float f;
+      std::memcpy(&f, at, 4);
+      return f;
+    }
+    case DType::f16:
+    case DType::bf16: {
+      std::uint16_t h;
+      std::memcpy(&h, at, 2);
+      return type == DType::f16 ? f16_bits_to_float(h) : bf16_bits_to_float(h);
+    }
+    case DType::fp8_e4m3:
+      return fp8_value(static_cast<std::uint8_t>(*at), 4, 3, false);
+    case DType::fp8_e5m2:
+      return fp8_value(static_cast<std::uint8_t>(*at), 5, 2, true);
+    case DType::int8:
+      return static_cast<std::int8_t>(*at);
   }
-  std::uint16_t h;
-  std::memcpy(&h, static_cast<const char*>(base) + index * 2, 2);
-  return type == DType::f16 ? f16_bits_to_float(h) : bf16_bits_to_float(h);
+  return NAN;
 }
 
 }  // namespace leanattn::reference

@@ -57,6 +57,24 @@ TEST(CpuBench, TimesAndChecksEveryStrategyAgainstInterleavedProbePasses) {
   }
 }
 
+// `leanattn bench --dtype fp8_e4m3 | int8`: 8-bit caches (f16 Q) are timed and checked too, and
+// their bytes count at 8 bits (plus the per-token scales).
+TEST(CpuBench, TimesAndChecksQuantizedCaches) {
+  for (DType kv : {DType::fp8_e4m3, DType::int8}) {
+    DecodeProblem p = small_problem();
+    p.kv_dtype = kv;
+    p.kv_scales = default_kv_scales(kv);
+    DecodeProblem f16 = small_problem();
+    const std::int64_t scale_bytes = p.kv_scales == KvScales::per_token_head ? 317 * 2 * 2 * 4 : 0;
+    EXPECT_EQ(p.kv_bytes(), f16.kv_bytes() / 2 + scale_bytes);
+    const CaseResult r = run_cpu_case(p, small_config(), nullptr);
+    ASSERT_EQ(r.results.size(), 3u);
+    for (const StrategyResult& s : r.results) {
+      EXPECT_TRUE(s.ok) << dtype_name(kv) << " " << s.strategy << " max_abs_err " << s.max_abs_err;
+    }
+  }
+}
+
 TEST(CpuBench, WithoutAProbeReportsNoFraction) {
   const CaseResult r = run_cpu_case(small_problem(), small_config(), nullptr);
   EXPECT_EQ(r.probe_passes, 0);

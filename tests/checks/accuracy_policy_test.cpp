@@ -47,6 +47,8 @@ void set_out(harness::HostCase& c, std::size_t i, double value) {
     case DType::bf16:
       reinterpret_cast<std::uint16_t*>(c.out.data())[i] = float_to_bf16_bits(f);
       return;
+    default:  // 8-bit types hold K and V only, never the output
+      FAIL() << "no output of type " << dtype_name(c.problem.q_dtype);
   }
 }
 

@@ -1,8 +1,9 @@
 // What the first GPU run should log besides pass/fail (scripts/device-check.sh runs these):
 //   KernelAttributes: per configuration, registers, local (spill) bytes, static and dynamic
 //     shared memory, and resident CTAs per SM from the occupancy API, as the engine launches it;
-//   TinyCasePerConfiguration: one tiny split plan per configuration against the reference (what
-//     compute-sanitizer memcheck / racecheck / synccheck run, in seconds);
+//   TinyCasePerConfiguration: per configuration, one tiny split plan against the reference, plain
+//     and with q_len 3, a window, a soft-cap, sinks and ALiBi (what compute-sanitizer memcheck /
+//     racecheck / synccheck run, in seconds);
 //   TracedRuns: per-CTA traces (SM id, start, end, merge time) of a few lean plans at the
 //     occupancy: the measured residency (most CTAs on one SM at once) and the merge tail.
 // With LEANATTN_DIAG_DIR set, kernels.csv and trace-<case>.csv are written there. Every test
@@ -43,6 +44,10 @@ DecodeProblem problem_for(const KernelHandle& k, std::vector<std::int32_t> lens,
   p.head_dim = k.head_dim;
   p.seq_lens = std::move(lens);
   p.q_dtype = p.kv_dtype = k.dtype;
+  if (k.kv_bits == 8) {  // an 8-bit configuration: an fp8 e4m3 cache, one scale per tensor
+    p.kv_dtype = DType::fp8_e4m3;
+    p.kv_scales = KvScales::per_tensor;
+  }
   return p;
 }
 
@@ -89,17 +94,29 @@ TEST_F(Diagnostics, KernelAttributes) {
 
 TEST_F(Diagnostics, TinyCasePerConfiguration) {
   for (const KernelHandle& k : compiled_kernels()) {
-    DecodeProblem p = problem_for(k, {70, 0, 33}, 2);
-    if (!engine_->can_run(p)) continue;
-    harness::HostCase c = harness::make_case(p, 3);
-    const auto ref = reference::naive_attention(c.problem, c.tensors());
-    // 5 workers over 3 tiles-per-pair of 16 tokens: split pairs, a merge, a direct pair.
-    const Plan plan =
-        make_plan(c.problem, {5}, {.order = LineOrder::head_major, .tile_tokens = 16});
-    run_host_case(*engine_, c, plan);
-    const harness::Accuracy a = harness::check_accuracy(c, ref, true);
-    std::printf("[tiny] %s: %s\n", k.name.c_str(), a.ok() ? "ok" : a.first_problem.c_str());
-    EXPECT_TRUE(a.ok()) << k.name << ": " << a.first_problem;
+    for (bool variants : {false, true}) {
+      DecodeProblem p = problem_for(k, {70, 0, 33}, 2);
+      if (variants) {  // 3 query tokens (4 warp rows: 72 rows, two passes) and every variant
+        p.q_len = 3;
+        p.variant = {.window_left = 40, .softcap = 2.5f, .sinks = true, .alibi = true};
+        if (k.kv_bits == 8) {  // and an int8 cache with per-token-head scales
+          p.kv_dtype = DType::int8;
+          p.kv_scales = KvScales::per_token_head;
+        }
+      }
+      if (!engine_->can_run(p)) continue;
+      harness::HostCase c = harness::make_case(p, 3);
+      const auto ref = reference::naive_attention(c.problem, c.tensors());
+      // 5 workers over 3 tiles-per-pair of 16 tokens: split pairs, a merge, a direct pair.
+      const Plan plan =
+          make_plan(c.problem, {5}, {.order = LineOrder::head_major, .tile_tokens = 16});
+      run_host_case(*engine_, c, plan);
+      const harness::Accuracy a = harness::check_accuracy(c, ref, true);
+      std::printf("[tiny] %s%s (%s KV): %s\n", k.name.c_str(), variants ? " variants" : "",
+                  std::string(dtype_name(p.kv_dtype)).c_str(),
+                  a.ok() ? "ok" : a.first_problem.c_str());
+      EXPECT_TRUE(a.ok()) << k.name << (variants ? " variants" : "") << ": " << a.first_problem;
+    }
   }
 }
 

@@ -1,14 +1,17 @@
 // The CUDA engine on a GPU against the fp64 reference (harness/accuracy.hpp's policy): every
-// compiled configuration (dtype x head_dim x warp rows) with GQA groups of one and several
-// passes; the lean, split and head strategies (the same kernel, different plans); worker counts
-// from 1 to many times the resident CTAs; ragged and empty lengths; paged caches with shuffled
-// block tables and pages of 1 to 256 tokens; strided outputs; bitwise-repeatable runs; one
+// compiled configuration (dtype x K/V width x head_dim x warp rows; the 8-bit ones on fp8 e4m3 /
+// e5m2 and int8 caches with per-tensor, per-KV-head and per-token-head scales) with GQA groups
+// of one and several passes; the lean, split and head strategies (the same kernel, different
+// plans); worker counts from 1 to many times the resident CTAs; ragged and empty lengths; paged
+// caches with shuffled block tables and pages of 1 to 256 tokens; the attention variants (several
+// query tokens, windows, soft-caps, sinks, ALiBi); strided outputs; bitwise-repeatable runs; one
 // workspace shared by different plans (the counters reset themselves); bad input rejected.
 // Every test skips when no CUDA device is present.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -93,7 +96,7 @@ class CudaEngineTest : public ::testing::Test {
   // trimmed with LEANATTN_CUDA_HEAD_DIMS / LEANATTN_CUDA_DTYPES).
   static bool compiled(DType dtype, std::int32_t head_dim) {
     for (const KernelHandle& k : compiled_kernels()) {
-      if (k.dtype == dtype && k.head_dim == head_dim) return true;
+      if (k.dtype == dtype && k.kv_bits == 16 && k.head_dim == head_dim) return true;
     }
     return false;
   }
@@ -102,16 +105,66 @@ class CudaEngineTest : public ::testing::Test {
 };
 
 TEST_F(CudaEngineTest, EveryConfigurationAgainstTheReference) {
+  const DType kv8[] = {DType::fp8_e4m3, DType::fp8_e5m2, DType::int8};
+  const KvScales scales[] = {KvScales::per_tensor, KvScales::per_kv_head, KvScales::per_token_head};
   for (const KernelHandle& k : compiled_kernels()) {
     const std::vector<std::int32_t> groups = k.warps_m == 1 ? std::vector<std::int32_t>{1, 4, 16}
                                                             : std::vector<std::int32_t>{24, 64, 80};
-    for (std::int32_t group : groups) {
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      const std::int32_t group = groups[g];
       DecodeProblem p = harness::test_problem({1000, 0, 1, 127, 128, 129, 3000, 17}, 2 * group, 2,
                                               k.head_dim, k.dtype);
+      if (k.kv_bits == 8) {  // each format once, each scale granularity once
+        p.kv_dtype = kv8[g % 3];
+        p.kv_scales = scales[(g + static_cast<std::size_t>(k.head_dim / 64)) % 3];
+      }
       EXPECT_EQ(find_kernel(p, engine().device().smem_per_block)->name, k.name);
       harness::HostCase c =
           harness::make_case(p, static_cast<std::uint64_t>(group * 1000 + k.head_dim));
-      check_all(c, {0, 1, 7}, k.name + " group " + std::to_string(group));
+      check_all(c, {0, 1, 7},
+                k.name + " " + std::string(dtype_name(p.kv_dtype)) + " " +
+                    std::string(kv_scales_name(p.kv_scales)) + " group " + std::to_string(group));
+    }
+  }
+}
+
+// The attention variants on every configuration: q_len up to 8 packed beside the group (one and
+// several passes of rows), causal and not, windows shorter and longer than the requests with an
+// edge on a tile edge (request 129, q_len 2, window 15: first planned key 112 = 7 x 16), soft-caps,
+// sinks far above every score, ALiBi, and combinations.
+TEST_F(CudaEngineTest, VariantsOnEveryConfiguration) {
+  struct Case {
+    const char* name;
+    std::int32_t q_len;
+    AttentionVariant variant;
+    float sink_value;  // > 0: every sink set to this
+  };
+  const Case cases[] = {
+      {"q_len 4 causal", 4, {}, 0.0f},
+      {"q_len 3 non-causal alibi", 3, {.causal = false, .alibi = true}, 0.0f},
+      {"q_len 2 window 15 softcap 30", 2, {.window_left = 15, .softcap = 30.0f}, 0.0f},
+      {"window 127 sinks 60", 1, {.window_left = 127, .sinks = true}, 60.0f},
+      {"q_len 8 everything",
+       8,
+       {.window_left = 100000, .softcap = 1.0f, .sinks = true, .alibi = true},
+       0.0f}};
+  for (const KernelHandle& k : compiled_kernels()) {
+    for (const Case& cs : cases) {
+      const std::int32_t group = k.warps_m == 1 ? std::max(1, 16 / cs.q_len) : 72 / cs.q_len;
+      DecodeProblem p =
+          harness::test_problem({1000, 0, 8, 127, 129, 3000}, 2 * group, 2, k.head_dim, k.dtype);
+      p.q_len = cs.q_len;
+      p.variant = cs.variant;
+      if (k.kv_bits == 8) {  // the 8-bit configurations on an int8 cache, per-token-head scales
+        p.kv_dtype = DType::int8;
+        p.kv_scales = KvScales::per_token_head;
+      }
+      if (find_kernel(p, engine().device().smem_per_block) != &k) continue;
+      harness::HostCase c = harness::make_case(p, static_cast<std::uint64_t>(cs.q_len) + 500);
+      if (cs.sink_value > 0.0f) {
+        for (float& x : c.sinks) x = cs.sink_value;
+      }
+      check_all(c, {0, 7}, k.name + " " + cs.name, 16);
     }
   }
 }
@@ -151,14 +204,14 @@ TEST_F(CudaEngineTest, AllEmptySequences) {
 TEST_F(CudaEngineTest, RandomProblems) {
   std::mt19937_64 rng(4242);
   harness::RandomLimits lim;
-  lim.variants = false;  // the CUDA kernel refuses the variants (why_unsupported)
   lim.max_len = 2000;
   lim.max_workers = 1000;
   lim.max_group = 40;
   int checked = 0;
   for (int trial = 0; trial < 400 && checked < 120; ++trial) {
     harness::RandomCase rc = harness::random_case(rng, lim);
-    rc.problem.q_dtype = rc.problem.kv_dtype = trial % 2 ? DType::bf16 : DType::f16;
+    rc.problem.q_dtype = trial % 2 ? DType::bf16 : DType::f16;
+    if (!is_quantized(rc.problem.kv_dtype)) rc.problem.kv_dtype = rc.problem.q_dtype;
     rc.problem.head_dim = std::array<std::int32_t, 3>{64, 128, 256}[trial % 3];
     if (!engine().can_run(rc.problem)) continue;
     harness::HostCase c = harness::make_case(rc.problem, static_cast<std::uint64_t>(trial));

@@ -13,6 +13,7 @@
 #endif
 
 #include "cuda/common/kernel_params.hpp"
+#include "cuda/common/kv8_format.hpp"
 #include "cuda/common/tile_math.hpp"
 #include "cuda/device/kernel_arguments.hpp"
 #include "cuda/device/plan_cache.hpp"
@@ -42,14 +43,13 @@ T read_at(const PlanImage& im, std::size_t at, std::size_t i) {
   return x;
 }
 
-TEST(PlanImage, HoldsTheScheduleTheKernelReads) {
-  const DecodeProblem p = problem(8, 2, 128, DType::bf16);
+void check_image(const DecodeProblem& p) {
   const Plan plan = make_plan(p, {5}, {.order = LineOrder::head_major, .tile_tokens = 32});
   ASSERT_FALSE(plan.reductions.empty());
   const PlanImage im = make_plan_image(plan);
   EXPECT_EQ(im.workers, 5);
   EXPECT_EQ(im.tile_tokens, 32);
-  EXPECT_EQ(im.group_size, 4);
+  EXPECT_EQ(im.group_size, 4 * p.q_len);
   for (std::size_t at : {im.worker_offsets_at, im.segments_at, im.reductions_at, im.seq_lens_at}) {
     EXPECT_EQ(at % 16, 0u);
   }
@@ -61,8 +61,7 @@ TEST(PlanImage, HoldsTheScheduleTheKernelReads) {
     const Segment& want = plan.segments[i];
     EXPECT_EQ(s.request, want.request);
     EXPECT_EQ(s.kv_head, want.kv_head);
-    const TokenRange t = segment_tokens(want.tile_begin, want.tile_end, plan.tile_tokens,
-                                        plan.seq_lens[static_cast<std::size_t>(want.request)]);
+    const KeyRange t = plan.tile_keys(want.request, want.tile_begin, want.tile_end);
     EXPECT_EQ(s.token_begin, t.begin);
     EXPECT_EQ(s.token_end, t.end);
     EXPECT_EQ(s.slot, want.kind == SegmentKind::direct ? -1 : want.slot);
@@ -75,6 +74,17 @@ TEST(PlanImage, HoldsTheScheduleTheKernelReads) {
   }
   for (std::size_t b = 0; b < p.seq_lens.size(); ++b) {
     EXPECT_EQ(read_at<std::int32_t>(im, im.seq_lens_at, b), p.seq_lens[b]);
+  }
+}
+
+// Plain, and with two query tokens and a window (the tiles start at the first planned key, not
+// at 0: a segment's token range must come from Plan::tile_keys).
+TEST(PlanImage, HoldsTheScheduleTheKernelReads) {
+  DecodeProblem windowed = problem(8, 2, 128, DType::bf16);
+  windowed.q_len = 2;
+  windowed.variant.window_left = 70;
+  for (const DecodeProblem& p : {problem(8, 2, 128, DType::bf16), windowed}) {
+    check_image(p);
   }
 }
 
@@ -118,6 +128,92 @@ TEST(KernelArguments, PointIntoTheWorkspaceLayoutAndCarryTheProblem) {
   EXPECT_EQ(k.k.token_stride, 2 * 64);
   EXPECT_EQ(k.k.outer_stride, 48 * 2 * 64);
   EXPECT_EQ(k.lse, nullptr);
+  EXPECT_EQ(k.heads, 4);
+  EXPECT_EQ(k.q_len, 1);
+  EXPECT_EQ(k.window_left, -1);
+  EXPECT_EQ(k.sinks, nullptr);
+  EXPECT_EQ(k.alibi_slopes, nullptr);
+}
+
+// The variant reaches the kernel: rows per pair = q_len x heads, token strides, the settings, and
+// the per-head arrays exactly when the variant uses them.
+TEST(KernelArguments, CarryTheVariant) {
+  DecodeProblem p = problem(8, 2, 64, DType::f16);
+  p.q_len = 3;
+  p.seq_lens = {300, 0, 77};
+  p.variant = {.causal = false, .window_left = 9, .softcap = 2.5f, .sinks = true, .alibi = true};
+  const Plan plan = make_plan(p, {7}, {.order = LineOrder::head_major, .tile_tokens = 16});
+  alignas(16) static std::byte ws[1 << 21];
+  ASSERT_LE(device_workspace_layout(plan).bytes, static_cast<std::int64_t>(sizeof ws));
+  float sinks[8] = {};
+  float slopes[8] = {};
+  DecodeTensors t = dense_tensors(p, ws, ws, ws, nullptr, ws, nullptr);
+  t.sinks = sinks;
+  t.alibi_slopes = slopes;
+  KernelParams k = make_kernel_params(p, t, plan, DevicePlan{}, ws);
+  EXPECT_EQ(k.group_size, 12);
+  EXPECT_EQ(k.heads, 4);
+  EXPECT_EQ(k.q_len, 3);
+  EXPECT_EQ(k.q_stride_token, 8 * 64);
+  EXPECT_EQ(k.q_stride_batch, 3 * 8 * 64);
+  EXPECT_EQ(k.out_stride_token, 8 * 64);
+  EXPECT_EQ(k.lse_stride_token, 8);
+  EXPECT_FALSE(k.causal);
+  EXPECT_EQ(k.window_left, 9);
+  EXPECT_FLOAT_EQ(k.softcap, 2.5f);
+  EXPECT_EQ(k.sinks, sinks);
+  EXPECT_EQ(k.alibi_slopes, slopes);
+  p.variant.sinks = p.variant.alibi = false;  // arrays present but unused: the kernel ignores them
+  k = make_kernel_params(p, t, plan, DevicePlan{}, ws);
+  EXPECT_EQ(k.sinks, nullptr);
+  EXPECT_EQ(k.alibi_slopes, nullptr);
+}
+
+// An 8-bit cache reaches the kernel with its format and its scales, addressed with the scales'
+// strides (per token-head: like the cache without head_dim; per KV head: head stride 1).
+TEST(KernelArguments, CarryAnEightBitCachesFormatAndScales) {
+  DecodeProblem p = problem(8, 2, 64, DType::bf16);
+  p.kv_dtype = DType::fp8_e5m2;
+  p.kv_scales = KvScales::per_kv_head;
+  const Plan plan = make_plan(p, {7}, {.order = LineOrder::head_major, .tile_tokens = 16});
+  alignas(16) static std::byte ws[1 << 21];
+  float ks[2] = {}, vs[2] = {};
+  DecodeTensors t = dense_tensors(p, ws, ws, ws, nullptr, ws, nullptr);
+  t.k_scale = ks;
+  t.v_scale = vs;
+  KernelParams k = make_kernel_params(p, t, plan, DevicePlan{}, ws);
+  EXPECT_EQ(k.kv_format, static_cast<std::int32_t>(Kv8Format::e5m2));
+  EXPECT_EQ(k.k_scale, ks);
+  EXPECT_EQ(k.v_scale, vs);
+  EXPECT_EQ(k.k_scale_at.row(1, 5, 1), 1);  // scale of KV head 1
+  EXPECT_EQ(k.v_scale_at.row(0, 9, 0), 0);
+  p.kv_dtype = DType::int8;
+  p.kv_scales = KvScales::per_token_head;
+  t = dense_tensors(p, ws, ws, ws, nullptr, ws, nullptr);
+  t.k_scale = ks;
+  t.v_scale = vs;
+  k = make_kernel_params(p, t, plan, DevicePlan{}, ws);
+  EXPECT_EQ(k.kv_format, static_cast<std::int32_t>(Kv8Format::int8));
+  EXPECT_EQ(k.k_scale_at.row(1, 5, 1), t.k_scale_strides.outer + 5 * 2 + 1);
+}
+
+// An 8-bit cache's rows are 16-byte aligned at strides of 16 elements (not 8).
+TEST(KernelArguments, RejectEightBitRowsThatAreNot16ByteAligned) {
+  DecodeProblem p = problem(8, 2, 64, DType::f16);
+  p.kv_dtype = DType::int8;
+  p.kv_scales = KvScales::per_token_head;
+  alignas(16) static std::byte buf[4096];
+  const DecodeTensors good = dense_tensors(p, buf, buf, buf, nullptr, buf, nullptr);
+  EXPECT_NO_THROW(check_kernel_alignment(p, good));
+  DecodeTensors t = good;
+  t.k_strides.token = 136;  // 8-element aligned, not 16
+  try {
+    check_kernel_alignment(p, t);
+    ADD_FAILURE() << "k_strides.token accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.argument(), "k_strides.token");
+    EXPECT_NE(std::string(e.what()).find("multiple of 16 elements"), std::string::npos) << e.what();
+  }
 }
 
 TEST(KernelArguments, RejectRowsThatAreNot16ByteAligned) {
@@ -140,6 +236,12 @@ TEST(KernelArguments, RejectRowsThatAreNot16ByteAligned) {
   t.out_stride_head = 68;
   expect_error(t, "out_stride_head");
   t = good;
+  t.q_stride_token = 516;
+  expect_error(t, "q_stride_token");
+  t = good;
+  t.out_stride_token = 4;
+  expect_error(t, "out_stride_token");
+  t = good;
   t.k_cache = buf + 8;
   expect_error(t, "k_cache");
   t = good;
@@ -156,9 +258,9 @@ TEST(KernelArguments, RejectRowsThatAreNot16ByteAligned) {
 }
 
 // The lookup tests assume the whole configuration table (a build trimmed with
-// LEANATTN_CUDA_HEAD_DIMS / LEANATTN_CUDA_DTYPES skips them).
+// LEANATTN_CUDA_HEAD_DIMS / LEANATTN_CUDA_DTYPES / LEANATTN_CUDA_KV_BITS skips them).
 bool whole_table() {
-  return compiled_kernels().size() == 12;
+  return compiled_kernels().size() == 24;
 }
 
 TEST(KernelLookup, PicksTheSmallestRowTileThatHoldsTheGroup) {
@@ -185,26 +287,47 @@ TEST(KernelLookup, ExplainsWhatIsUnsupported) {
   EXPECT_EQ(why_unsupported(problem(8, 2, 64, DType::f16)), "");
 }
 
-// The variants (issue 16) are not in the CUDA kernel yet: each is refused by name, and no
-// kernel is found for it, so nothing computes plain attention in its place.
-TEST(KernelLookup, RefusesTheVariantsByName) {
-  const DecodeProblem plain = problem(8, 2, 128, DType::f16);
-  const std::pair<const char*, void (*)(DecodeProblem&)> cases[] = {
-      {"q_len", [](DecodeProblem& p) { p.q_len = 2; }},
-      {"window_left", [](DecodeProblem& p) { p.variant.window_left = 64; }},
-      {"softcap", [](DecodeProblem& p) { p.variant.softcap = 30.0f; }},
-      {"sinks", [](DecodeProblem& p) { p.variant.sinks = true; }},
-      {"alibi_slopes", [](DecodeProblem& p) { p.variant.alibi = true; }}};
-  for (const auto& [setting, edit] : cases) {
-    DecodeProblem p = plain;
-    edit(p);
-    const std::string why = why_unsupported(p);
-    EXPECT_EQ(why.rfind(setting, 0), 0u) << why;
-    EXPECT_EQ(find_kernel(p), nullptr) << setting;
+// An 8-bit cache (any format, any scale granularity) runs on the kv_bits 8 row of Q's type;
+// f32 Q with it is refused naming q_dtype.
+TEST(KernelLookup, PicksTheEightBitRowsForAnEightBitCache) {
+  if (!whole_table()) GTEST_SKIP() << "partial kernel table build";
+  for (DType kv : {DType::fp8_e4m3, DType::fp8_e5m2, DType::int8}) {
+    for (DType q : {DType::f16, DType::bf16}) {
+      DecodeProblem p = problem(32, 8, 128, q);
+      p.kv_dtype = kv;
+      p.kv_scales = default_kv_scales(kv);
+      EXPECT_EQ(why_unsupported(p), "");
+      const KernelHandle* k = find_kernel(p);
+      ASSERT_NE(k, nullptr);
+      EXPECT_EQ(k->kv_bits, 8);
+      EXPECT_EQ(k->dtype, q);
+      EXPECT_EQ(k->name, std::string(dtype_name(q)) + "_kv8_d128_wm1");
+    }
+    DecodeProblem f32 = problem(8, 2, 128, DType::f32);
+    f32.kv_dtype = kv;
+    f32.kv_scales = default_kv_scales(kv);
+    EXPECT_EQ(find_kernel(f32), nullptr);
+    EXPECT_EQ(why_unsupported(f32).rfind("q_dtype", 0), 0u) << why_unsupported(f32);
   }
-  DecodeProblem non_causal = plain;  // with one query token, causal changes nothing
-  non_causal.variant.causal = false;
-  EXPECT_EQ(why_unsupported(non_causal), why_unsupported(plain));
+  EXPECT_EQ(find_kernel(problem(32, 8, 128, DType::f16))->kv_bits, 16);
+}
+
+// The variants run in the kernel: nothing refused by name, and the configuration is chosen for a
+// pair's rows, q_len x the GQA group (more rows than one tile: several passes).
+TEST(KernelLookup, RunsTheVariantsAndPacksTheQueryTokensInTheRows) {
+  if (!whole_table()) GTEST_SKIP() << "partial kernel table build";
+  DecodeProblem p = problem(8, 2, 128, DType::f16);
+  p.variant = {.causal = false, .window_left = 64, .softcap = 30.0f, .sinks = true, .alibi = true};
+  EXPECT_EQ(why_unsupported(p), "");
+  ASSERT_NE(find_kernel(p), nullptr);
+  EXPECT_EQ(find_kernel(p)->warps_m, 1);  // 4 rows
+  p.q_len = 4;                            // 16 rows: still one tile
+  EXPECT_EQ(find_kernel(p)->warps_m, 1);
+  p.q_len = 5;  // 20 rows: the 4-warp-row tile
+  EXPECT_EQ(find_kernel(p)->warps_m, 4);
+  p.q_len = 17;  // 68 rows: 4 warp rows, two passes
+  EXPECT_EQ(find_kernel(p)->warps_m, 4);
+  EXPECT_EQ(why_unsupported(p), "");
 }
 
 // can_run() and run() agree per device: both use the device's shared memory per CTA (opt-in).

@@ -1,6 +1,6 @@
 // emulate_kernel() (see kernel_emulator.hpp). Mirrors kernel/decode_kernel.cuh (the plan walk and
-// the token pipeline), collective/warp_attention.cuh (one warp's steps) and
-// collective/epilogue.cuh (warp-column merge, output or slot, last-arriver merge).
+// the token pipeline), collective/warp_attention.cuh (one warp's steps, the variants' per-row
+// rules) and collective/epilogue.cuh (warp-column merge, output or slot, last-arriver merge).
 #include "kernel_emulator.hpp"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include "cuda/common/kernel_params.hpp"
 #include "cuda/common/kv_rows.hpp"
 #include "cuda/common/ordered_merge.hpp"
+#include "cuda/common/row_rules.hpp"
 #include "cuda/common/tile_math.hpp"
 #include "leanattn/core/float16.hpp"
 #include "leanattn/core/softmax_state.hpp"
@@ -60,29 +61,36 @@ struct Emulator {
   std::uint32_t* counters;
   std::int64_t merges = 0;
 
-  // warp_attention.cuh step(): rows of warp tile `wm`, tokens [t0, t0 + 16), `valid` of them keys.
-  void step(WarpState& w, const TokenRange&, int request, int kv_head, int row_base,
+  // warp_attention.cuh step(): rows of warp tile `wm`, tokens [t0, t0 + 16), `valid` of them in
+  // the range; set_rows()' rules per row (row_rules.hpp), the keys a row does not see masked.
+  void step(WarpState& w, const TokenRange& range, int request, int kv_head, int row_base,
             std::int64_t t0, int valid) const {
     const float scale = p.softmax_scale();
+    const AttentionVariant& var = p.variant;
+    const std::int64_t len = p.seq_lens[static_cast<std::size_t>(request)];
     for (int r = 0; r < 16; ++r) {
       const int row = row_base + r;
+      const PairRow pr = pair_row(row < g ? row : 0, kv_head, p.group_size());
+      const RowKeys keys =
+          row < g ? row_keys(range, len, p.q_len, pr.token, var.causal, var.window_left)
+                  : RowKeys{0, 0};
+      const auto position = static_cast<std::int32_t>(query_position(len, p.q_len, pr.token));
+      const float slope = var.alibi ? t.alibi_slopes[pr.head] : 0.0f;
       float s[16];
       for (int j = 0; j < 16; ++j) {
-        if (j >= valid) {
+        const auto key = static_cast<std::int32_t>(t0 + j);
+        if (!keys.sees(key)) {
           s[j] = softmax_detail::neg_inf<float>();
           continue;
         }
         float dot = 0.0f;
-        if (row < g) {
-          const KvRowOffsets off =
-              kv_row_offsets(k, v, page, request, static_cast<std::int32_t>(t0 + j), kv_head);
-          const std::int64_t qb = request * t.q_stride_batch +
-                                  static_cast<std::int64_t>(kv_head * g + row) * t.q_stride_head;
-          for (int i = 0; i < d; ++i) {
-            dot += load16(t.q, p.q_dtype, qb + i) * load16(t.k_cache, p.kv_dtype, off.k + i);
-          }
+        const KvRowOffsets off = kv_row_offsets(k, v, page, request, key, kv_head);
+        const std::int64_t qb = request * t.q_stride_batch + pr.token * t.q_stride_token +
+                                static_cast<std::int64_t>(pr.head) * t.q_stride_head;
+        for (int i = 0; i < d; ++i) {
+          dot += load16(t.q, p.q_dtype, qb + i) * load16(t.k_cache, p.kv_dtype, off.k + i);
         }
-        s[j] = dot * scale;
+        s[j] = variant_score(dot * scale, var.softcap, slope, key, position);
       }
       float block_max = softmax_detail::neg_inf<float>();
       for (float x : s) block_max = score_max(block_max, x);
@@ -108,11 +116,17 @@ struct Emulator {
     }
   }
 
-  void write_output(int request, int q_head, int quad, const MergedColumns& mc) const {
-    const Finalized<float> f = finalize(mc.stats);
-    const std::int64_t base = request * t.out_stride_batch + q_head * t.out_stride_head + 4 * quad;
+  // epilogue.cuh write_output(): pair row `row`'s output and LSE, its sink joining here.
+  void write_output(int request, int kv_head, int row, int quad, const MergedColumns& mc) const {
+    const PairRow pr = pair_row(row, kv_head, p.group_size());
+    const Finalized<float> f =
+        p.variant.sinks ? finalize_with_sink(mc.stats, t.sinks[pr.head]) : finalize(mc.stats);
+    const std::int64_t base = request * t.out_stride_batch + pr.token * t.out_stride_token +
+                              pr.head * t.out_stride_head + 4 * quad;
     for (int i = 0; i < 4; ++i) store16(t.out, p.q_dtype, base + i, mc.o.v[i] * f.inv_l);
-    if (quad == 0 && t.lse != nullptr) t.lse[request * t.lse_stride_batch + q_head] = f.lse;
+    if (quad == 0 && t.lse != nullptr) {
+      t.lse[request * t.lse_stride_batch + pr.token * t.lse_stride_token + pr.head] = f.lse;
+    }
   }
 
   struct ScratchSource {
@@ -177,7 +191,7 @@ struct Emulator {
             warps_n, ScratchSource{&warps[static_cast<std::size_t>(wm)], l.data(), wr, quad, d});
         const int row = row0 + r;
         if (seg.slot < 0) {
-          write_output(seg.request, seg.kv_head * g + row, quad, mc);
+          write_output(seg.request, seg.kv_head, row, quad, mc);
           continue;
         }
         const std::size_t at =
@@ -208,7 +222,7 @@ struct Emulator {
         for (int quad = 0; quad < quads; ++quad) {
           const MergedColumns mc =
               merge_slots(r.num_slots, lanes, SlotSource{this, r.slot_begin, row, quad});
-          write_output(r.request, r.kv_head * g + row, quad, mc);
+          write_output(r.request, r.kv_head, row, quad, mc);
         }
       }
       row0 += rows;
@@ -268,9 +282,8 @@ EmulationResult emulate_kernel(const DecodeProblem& problem, const Plan& plan,
   for (std::int32_t w : arrival) {
     for (const Segment& s : plan.worker_segments(w)) {
       const bool split = s.kind != SegmentKind::direct;
-      const TokenRange range =
-          segment_tokens(s.tile_begin, s.tile_end, plan.tile_tokens,
-                         problem.seq_lens[static_cast<std::size_t>(s.request)]);
+      const KeyRange keys = plan.tile_keys(s.request, s.tile_begin, s.tile_end);
+      const TokenRange range{keys.begin, keys.end};
       const DeviceSegment seg{s.request,
                               s.kv_head,
                               static_cast<std::int32_t>(range.begin),

@@ -1,7 +1,8 @@
-// The decode kernel's host/device index math (src/cuda/common) compiled as host code: token
-// ranges and masks of segments, the warps' share of a pipeline block, the shared-memory swizzle
-// and load assignment, the fast division by page_size and the K/V row offsets it feeds, and the
-// sizes of every compiled configuration, the slot merge's fixed order. No GPU needed.
+// The decode kernel's host/device index math (src/cuda/common) compiled as host code: pair rows
+// and the keys each row sees (the variants' masks), token ranges and masks of segments, the warps'
+// share of a pipeline block, the shared-memory swizzle and load assignment, the fast division by
+// page_size and the K/V row offsets it feeds, and the sizes of every compiled configuration, the
+// slot merge's fixed order. No GPU needed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,22 +14,62 @@
 #include "cuda/common/kernel_shape.hpp"
 #include "cuda/common/kv_rows.hpp"
 #include "cuda/common/ordered_merge.hpp"
+#include "cuda/common/row_rules.hpp"
 #include "cuda/common/tile_math.hpp"
 #include "cuda/kernel_registry.hpp"
 
 namespace leanattn::cuda {
 namespace {
 
-TEST(SegmentTokens, CutsTheLastTileAtTheLengthAndKeepsEmptyPairsEmpty) {
-  EXPECT_EQ(segment_tokens(0, 3, 64, 150).begin, 0);
-  EXPECT_EQ(segment_tokens(0, 3, 64, 150).end, 150);    // ragged last tile
-  EXPECT_EQ(segment_tokens(1, 2, 64, 150).end, 128);    // a middle piece
-  EXPECT_EQ(segment_tokens(2, 3, 64, 150).size(), 22);  // the tail piece
-  EXPECT_TRUE(segment_tokens(0, 0, 64, 0).empty());     // an empty request
-  EXPECT_EQ(segment_tokens(0, 0, 64, 0).size(), 0);
-  // Tiles beyond a request's length never yield keys (and never a negative range).
-  EXPECT_TRUE(segment_tokens(5, 6, 64, 100).empty());
-  EXPECT_EQ(segment_tokens(40000, 40001, 65536, 2147483647).begin, 40000ll * 65536);
+// Pair rows are token-major with the GQA group's heads adjacent: every (query token, head of
+// the KV head) exactly once.
+TEST(RowRules, PairRowsCoverEveryTokenAndHeadOnce) {
+  for (int heads : {1, 3, 8}) {
+    for (int q_len : {1, 2, 5}) {
+      for (int kv_head : {0, 2}) {
+        std::set<std::pair<int, int>> seen;
+        for (int r = 0; r < q_len * heads; ++r) {
+          const PairRow pr = pair_row(r, kv_head, heads);
+          EXPECT_GE(pr.token, 0);
+          EXPECT_LT(pr.token, q_len);
+          EXPECT_EQ(pr.head / heads, kv_head);
+          EXPECT_EQ(pr.token * heads + pr.head % heads, r);
+          seen.insert({pr.token, pr.head});
+        }
+        EXPECT_EQ(seen.size(), static_cast<std::size_t>(q_len * heads));
+      }
+    }
+  }
+}
+
+// A row sees exactly the keys of the segment's range that visible_keys() gives its query token,
+// key by key, for causal and non-causal rows, windows shorter and longer than the request, and
+// ranges anywhere in it (lean pieces).
+TEST(RowRules, RowKeysAreTheVisibleKeysOfTheRange) {
+  for (std::int64_t len : {1, 5, 17, 40}) {
+    for (std::int32_t q_len : {1, 2, 5}) {
+      if (q_len > len) continue;
+      for (bool causal : {true, false}) {
+        for (std::int32_t window : {-1, 0, 1, 3, 16, 100}) {
+          for (std::int64_t b = 0; b <= len; b += 3) {
+            for (std::int64_t e = b; e <= len; e += 4) {
+              for (std::int32_t i = 0; i < q_len; ++i) {
+                const RowKeys rk = row_keys({b, e}, len, q_len, i, causal, window);
+                const KeyRange seen = visible_keys(len, q_len, i, causal, window);
+                EXPECT_LE(rk.lo, rk.hi);
+                for (std::int64_t k = b - 2; k < e + 2; ++k) {
+                  const bool want = k >= b && k < e && k >= seen.begin && k < seen.end;
+                  EXPECT_EQ(rk.sees(static_cast<std::int32_t>(k)), want)
+                      << "len " << len << " q_len " << q_len << " row " << i << " causal " << causal
+                      << " window " << window << " range " << b << ".." << e << " key " << k;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(SegmentTokens, BlocksAndStepsCoverTheRangeOnce) {
@@ -96,19 +137,20 @@ TEST(Swizzle, IsABijectionPerRowAndSpreadsEightRowsOverEightChunks) {
 
 template <class Shape>
 void expect_loads_cover_tiles() {
-  auto cover = [](int rows, int loads) {
-    std::vector<int> seen(static_cast<std::size_t>(rows) * Shape::kChunksPerRow, 0);
+  auto cover = [](int rows, int loads, int chunks_per_row) {
+    std::vector<int> seen(static_cast<std::size_t>(rows) * chunks_per_row, 0);
     for (int t = 0; t < Shape::kThreads; ++t) {
       for (int i = 0; i < loads; ++i) {
-        const ChunkCoord c = load_coord(t, i, Shape::kThreads, Shape::kChunksPerRow);
+        const ChunkCoord c = load_coord(t, i, Shape::kThreads, chunks_per_row);
         ASSERT_LT(c.row, rows);
-        ++seen[static_cast<std::size_t>(c.row * Shape::kChunksPerRow + c.chunk)];
+        ++seen[static_cast<std::size_t>(c.row * chunks_per_row + c.chunk)];
       }
     }
     EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int x) { return x == 1; }));
   };
-  cover(Shape::kBlockN, Shape::kStageLoadsPerThread);
-  cover(Shape::kRows, Shape::kQLoadsPerThread);
+  // K/V stages as loaded (8-bit: 16 elements per chunk; the conversion walks the same chunks).
+  cover(Shape::kBlockN, Shape::kStageLoadsPerThread, Shape::kLoadChunksPerRow);
+  cover(Shape::kRows, Shape::kQLoadsPerThread, Shape::kChunksPerRow);
   // The pipeline and the epilogue scratch fit; stages hold whole warp steps.
   EXPECT_LE(Shape::kSmemBytes, 227 * 1024);
   EXPECT_LE(Shape::kScratchEnd, Shape::kSmemBytes);
@@ -118,7 +160,8 @@ void expect_loads_cover_tiles() {
   // that stage, outside the stages the prologue fills (0 .. kStages - 2).
   if (Shape::kQOverlaysStage) {
     EXPECT_TRUE(Shape::kQInRegisters);
-    EXPECT_GE(Shape::kQOffset, Shape::kVOffset + (Shape::kStages - 1) * Shape::kStageTileBytes);
+    EXPECT_GE(Shape::kQOffset,
+              Shape::kVOffset + (Shape::kComputeTiles - 1) * Shape::kStageTileBytes);
     EXPECT_LE(Shape::kQOffset + Shape::kQBytes, Shape::kSmemBytes);
     EXPECT_LE(Shape::kSmemBytes, 99 * 1024 - 128) << "fits sm_86 / sm_89";
   } else {
@@ -129,6 +172,17 @@ void expect_loads_cover_tiles() {
   EXPECT_GE(Shape::kMergeCapacity, 4096);
   EXPECT_EQ(Shape::kKOffset % 128, 0);
   EXPECT_EQ(Shape::kVOffset % 128, 0);
+  // 8-bit: the loaded stages and their scales follow the converted tiles, without overlap.
+  EXPECT_EQ(Shape::kLoadKOffset % 128, 0);
+  EXPECT_EQ(Shape::kLoadVOffset % 128, 0);
+  EXPECT_EQ(Shape::kScalesOffset % 128, 0);
+  if constexpr (Shape::kKv8) {
+    EXPECT_GE(Shape::kLoadKOffset, Shape::kVOffset + Shape::kStageTileBytes);
+    EXPECT_GE(Shape::kLoadKOffset, Shape::kQOffset + Shape::kQBytes);
+    EXPECT_LE(Shape::kBlockN, Shape::kThreads);
+    EXPECT_EQ(Shape::kLoadTileBytes * 2, Shape::kStageTileBytes);
+  }
+  EXPECT_LE(Shape::kRowRulesOffset, Shape::kSmemBytes);
 }
 
 TEST(KernelShape, LoadsCoverEveryChunkOnceAndTheLayoutFits) {
@@ -139,6 +193,12 @@ TEST(KernelShape, LoadsCoverEveryChunkOnceAndTheLayoutFits) {
   expect_loads_cover_tiles<KernelShape<128, 4>>();
   expect_loads_cover_tiles<KernelShape<256, 1>>();
   expect_loads_cover_tiles<KernelShape<256, 4>>();
+  expect_loads_cover_tiles<KernelShape<64, 1, 8>>();
+  expect_loads_cover_tiles<KernelShape<64, 4, 8>>();
+  expect_loads_cover_tiles<KernelShape<128, 1, 8>>();
+  expect_loads_cover_tiles<KernelShape<128, 4, 8>>();
+  expect_loads_cover_tiles<KernelShape<256, 1, 8>>();
+  expect_loads_cover_tiles<KernelShape<256, 4, 8>>();
 }
 
 TEST(KernelShape, CompiledConfigurationsFitAnSmAndMatchTheirShape) {

@@ -17,9 +17,23 @@
 
 namespace leanattn::emulator {
 
+// The 8-bit cache number `index` of the 9 (format x scale granularity) an 8-bit configuration
+// reads: kv_dtype fp8_e4m3, fp8_e5m2, int8 in turn, and per tensor, per KV head, per token-head
+// scales every third.
+inline void use_8bit_cache(DecodeProblem& p, int index) {
+  const DType types[] = {DType::fp8_e4m3, DType::fp8_e5m2, DType::int8};
+  const KvScales scales[] = {KvScales::per_tensor, KvScales::per_kv_head, KvScales::per_token_head};
+  p.kv_dtype = types[index % 3];
+  p.kv_scales = scales[(index / 3) % 3];
+}
+
+// A problem for configuration `k`; for an 8-bit one, the 8-bit cache number `kv8_index`.
 inline DecodeProblem make_problem(std::vector<std::int32_t> lens, std::int32_t group,
-                                  std::int32_t kv_heads, const KernelInfo& k) {
-  return harness::test_problem(std::move(lens), group * kv_heads, kv_heads, k.head_dim, k.dtype);
+                                  std::int32_t kv_heads, const KernelInfo& k, int kv8_index = 0) {
+  DecodeProblem p =
+      harness::test_problem(std::move(lens), group * kv_heads, kv_heads, k.head_dim, k.dtype);
+  if (k.kv_bits == 8) use_8bit_cache(p, kv8_index);
+  return p;
 }
 
 inline KernelInfo kernel_named(const std::string& name) {

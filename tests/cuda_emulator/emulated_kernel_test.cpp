@@ -1,7 +1,9 @@
 // The unmodified CUDA decode kernel, run by the CPU emulator (tools/cuda_emulator), against the
 // fp64 reference with the project's accuracy policy: every configuration of the table (dtype x
-// head_dim x warp rows), the three strategies, contiguous and paged KV, ragged and empty lengths,
-// worker counts whose ranges cross head and request boundaries; outputs poisoned before each run.
+// K/V width x head_dim x warp rows; the 8-bit ones on fp8 e4m3 / e5m2 and int8 caches with
+// per-tensor, per-KV-head and per-token-head scales), the three strategies, contiguous and paged
+// KV, ragged and empty lengths, worker counts whose ranges cross head and request boundaries;
+// outputs poisoned before each run.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -16,13 +18,15 @@ namespace {
 
 // A fresh device per run: a new workspace (poisoned, counters zeroed), as for a first launch.
 TEST(EmulatedKernel, EveryConfigurationStrategyAndLayoutAgainstTheReference) {
+  int kv8_index = 0;  // the 8-bit caches in turn over the 8-bit configurations' runs
   for (const KernelInfo& k : emulated_kernels()) {
     // One pass with a partial tile; for 4 warp rows also two passes over the tokens.
     const std::vector<std::int32_t> groups =
         k.warps_m == 1 ? std::vector<std::int32_t>{5} : std::vector<std::int32_t>{17, 70};
     for (std::int32_t group : groups) {
       for (KvLayout layout : {KvLayout::contiguous, KvLayout::paged}) {
-        DecodeProblem p = make_problem({45, 0, 1, 17, 130}, group, 2, k);
+        DecodeProblem p = make_problem({45, 0, 1, 17, 130}, group, 2, k, kv8_index);
+        if (k.kv_bits == 8) ++kv8_index;
         if (layout == KvLayout::paged) {
           p.layout = KvLayout::paged;
           p.page_size = 3 + group % 7;
@@ -38,9 +42,9 @@ TEST(EmulatedKernel, EveryConfigurationStrategyAndLayoutAgainstTheReference) {
           RunOptions o;
           o.seed = static_cast<std::uint64_t>(group * 10 + static_cast<int>(s));
           EXPECT_EQ(run_and_check(device, c, plan, o), "")
-              << k.name << " group " << group << " "
-              << (layout == KvLayout::paged ? "paged" : "contiguous") << " " << strategy_name(s)
-              << " workers " << workers;
+              << k.name << " " << dtype_name(p.kv_dtype) << " " << kv_scales_name(p.kv_scales)
+              << " group " << group << " " << (layout == KvLayout::paged ? "paged" : "contiguous")
+              << " " << strategy_name(s) << " workers " << workers;
         }
       }
     }
@@ -48,8 +52,9 @@ TEST(EmulatedKernel, EveryConfigurationStrategyAndLayoutAgainstTheReference) {
 }
 
 // Random problems (GQA ratios, ragged and empty lengths around the tile, paged layouts, worker
-// counts) moved to a configuration the kernel has, as `leanattn check --backend cuda-emulated`
-// does; each strategy with a random scheduling seed.
+// counts, 8-bit caches of every format and scale granularity, variants) moved to a configuration
+// the kernel has, as `leanattn check --backend cuda-emulated` does; each strategy with a random
+// scheduling seed.
 TEST(EmulatedKernel, RandomProblemsAgainstTheReference) {
   std::mt19937_64 rng(2024);
   harness::RandomLimits limits;
@@ -58,11 +63,11 @@ TEST(EmulatedKernel, RandomProblemsAgainstTheReference) {
   limits.max_len = 300;
   limits.max_workers = 24;
   limits.any_head_dim = true;
-  limits.variants = false;  // the CUDA kernel has no variants yet (the engine refuses them)
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < 10; ++i) {
     harness::RandomCase rc = harness::random_case(rng, limits);
     DecodeProblem p = rc.problem;
-    p.q_dtype = p.kv_dtype = rng() % 2 == 0 ? DType::f16 : DType::bf16;
+    if (p.q_dtype == DType::f32) p.q_dtype = rng() % 2 == 0 ? DType::f16 : DType::bf16;
+    if (!is_quantized(p.kv_dtype)) p.kv_dtype = p.q_dtype;
     p.head_dim = p.head_dim <= 64 ? 64 : (p.head_dim <= 128 ? 128 : 256);
     Checked c = checked_case(p, rng());
     for (Strategy s : {Strategy::lean, Strategy::split, Strategy::head}) {
@@ -73,9 +78,24 @@ TEST(EmulatedKernel, RandomProblemsAgainstTheReference) {
       r.seed = rng();
       r.early_landing = i % 2 == 0 ? 0.0 : 0.2;
       EXPECT_EQ(run_and_check(device, c, plan, r), "")
-          << "case " << i << " " << kernel_for(c.c.problem).name << " " << strategy_name(s)
-          << " workers " << rc.hardware.workers << " tile " << o.tile_tokens;
+          << "case " << i << " " << kernel_for(c.c.problem).name << " " << dtype_name(p.kv_dtype)
+          << " " << kv_scales_name(p.kv_scales) << " " << strategy_name(s) << " workers "
+          << rc.hardware.workers << " tile " << o.tile_tokens;
     }
+  }
+}
+
+// An 8-bit cache needs f16 or bf16 Q: f32 Q is refused by name, by the lookup every entry point
+// uses.
+TEST(EmulatedKernel, RefusesF32QueriesWithAnEightBitCache) {
+  for (DType kv : {DType::fp8_e4m3, DType::fp8_e5m2, DType::int8}) {
+    DecodeProblem p = make_problem({45, 17}, 4, 2, emulated_kernels().front());
+    p.q_dtype = DType::f32;
+    p.kv_dtype = kv;
+    p.kv_scales = default_kv_scales(kv);
+    const std::string why = why_unsupported(p);
+    EXPECT_EQ(why.rfind("q_dtype: must be f16 or bf16 with an 8-bit cache", 0), 0u) << why;
+    EXPECT_THROW(kernel_for(p), Error) << why;
   }
 }
 

@@ -22,16 +22,16 @@ namespace {
 
 // Problems with several pipeline blocks per segment, split pairs merged by CTAs that then run
 // further segments, groups of one and two passes (and small groups, whose merge gives a row
-// several threads).
+// several threads), a 16-bit and an 8-bit cache (the conversion's barrier).
 struct Scene {
   Checked c;
   Plan plan;
   std::vector<std::byte> clean_out;
 };
 
-Scene scene(const char* kernel, std::int32_t group, std::int32_t workers) {
+Scene scene(const char* kernel, std::int32_t group, std::int32_t workers, int kv8_index = 0) {
   const KernelInfo k = kernel_named(kernel);
-  Checked c = checked_case(make_problem({300, 0, 17, 450, 33, 200}, group, 2, k), 3);
+  Checked c = checked_case(make_problem({300, 0, 17, 450, 33, 200}, group, 2, k, kv8_index), 3);
   Plan plan = EmulatedDevice::plan(c.c.problem, workers, {.tile_tokens = 32});
   EmulatedDevice device;
   EXPECT_EQ(run_and_check(device, c, plan), "");
@@ -45,6 +45,7 @@ std::vector<Scene> scenes(CallSites& sites) {
   std::vector<Scene> all;
   all.push_back(scene("bf16_d64_wm1", 3, 7));
   all.push_back(scene("f16_d128_wm4", 20, 9));
+  all.push_back(scene("bf16_kv8_d64_wm1", 3, 7, 8));  // int8, per-token-head scales
   sites = call_sites();
   return all;
 }

@@ -93,6 +93,20 @@ def test_scale(rng):
     check(case, "float32", out, lse, scale=0.3)
 
 
+def test_scale_zero_means_the_default_as_in_cpp(rng):
+    # DecodeProblem::scale's rule: 0 is 1/sqrt(head_dim), so scale=0 is scale=None.
+    case = make_case(rng, [50, 0, 7])
+    out, lse = leanattn.decode(*case.args(), scale=0.0, return_lse=True)
+    check(case, "float32", out, lse)
+    default, default_lse = leanattn.decode(*case.args(), return_lse=True)
+    assert np.array_equal(out, default) and np.array_equal(lse, default_lse)
+    p = leanattn.plan(case.seq_lens, q_heads=case.q.shape[1], kv_heads=case.k.shape[2],
+                      head_dim=case.q.shape[2])
+    assert np.array_equal(leanattn.decode(*case.args(), plan=p, scale=0), out)
+    assert np.array_equal(leanattn.reference(*case.args(), scale=0),
+                          leanattn.reference(*case.args()))
+
+
 def test_q_and_cache_dtypes_may_differ(rng):
     case = make_case(rng, [40, 0, 9], dtype="float32", kv_dtype="float16")
     out, lse = leanattn.decode(*case.args(), return_lse=True)

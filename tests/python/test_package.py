@@ -47,3 +47,27 @@ def test_import_does_not_load_torch_or_transformers():
             "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_dir_lists_the_api_only():
+    # Submodules appear once imported (by the caller, or torch_ops when torch is loaded).
+    submodules = {"distributed", "integrations", "torch_ops"}
+    public = {n for n in dir(leanattn) if not n.startswith("_")} - submodules
+    assert public == set(leanattn.__all__) - {"__version__"}
+
+
+def test_leanattn_command_is_installed_with_the_package():
+    import shutil
+    import subprocess
+    import sys
+
+    want = f"leanattn {leanattn.__version__}"
+    command = shutil.which("leanattn", path=str(pathlib.Path(sys.executable).parent))
+    assert command is not None, "pip install did not install the `leanattn` console script"
+    for argv in ([command, "--version"], [sys.executable, "-m", "leanattn", "--version"]):
+        out = subprocess.run(argv, capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == want
+    out = subprocess.run([command, "plan", "--seq-lens", "300,0,17", "--kv-heads", "2",
+                          "--workers", "2", "--format", "json"],
+                         capture_output=True, text=True, check=True)
+    assert '"order": "token_major"' in out.stdout

@@ -23,11 +23,15 @@ class BenchBackend {
   // What runs the cases, for the report's first line: "" for the host's CPU, else the device
   // ("NVIDIA H200, 132 SMs, sm_90, 50 MiB L2, 140 GiB").
   virtual std::string device() const = 0;
-  // What the probe's `threads` counts ("threads", "CTAs").
-  virtual std::string_view probe_workers() const = 0;
+  // What the probe's `count` threads are called ("1 thread", "2 threads", "CTAs").
+  virtual std::string_view probe_workers(std::int32_t count) const = 0;
 
   // The probe's size for cases of at most `largest_kv` bytes of K and V.
   virtual std::int64_t probe_bytes(std::int64_t largest_kv) const = 0;
+  // Of a probe of `bytes`, what it takes from the host's memory (0 for a device's probe).
+  virtual std::int64_t host_probe_bytes(std::int64_t bytes) const = 0;
+  // Throws Error naming the option when `config` breaks the executor's rules (before the probe).
+  virtual void check_config(const BenchConfig& config) const = 0;
   // Measures the probe over `bytes` (7 passes after a warm-up). The CPU keeps it for run_case,
   // which interleaves its own passes with the timed rounds.
   virtual cpu::ProbeResult probe(std::int64_t bytes, const BenchConfig& config) = 0;

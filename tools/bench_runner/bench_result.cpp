@@ -20,13 +20,16 @@ std::int32_t kv_copies(std::int64_t buffer_bytes, std::int64_t rotate_bytes) {
 
 StrategyResult strategy_result(const std::string& name, const Plan& plan,
                                const std::vector<double>& us, std::int64_t kv_bytes,
-                               double probe_gbps, const harness::Accuracy& accuracy) {
+                               double probe_gbps, double ceiling_gbps,
+                               const harness::Accuracy& accuracy) {
   StrategyResult r;
   r.strategy = name;
   r.median_us = median(us);
   r.min_us = *std::min_element(us.begin(), us.end());
   r.gbps = static_cast<double>(kv_bytes) / (r.median_us * 1e-6) / 1e9;
   r.probe_fraction = probe_gbps > 0 ? r.gbps / probe_gbps : 0.0;
+  const double roof = probe_gbps > 0 ? std::min(probe_gbps, ceiling_gbps) : ceiling_gbps;
+  r.roof_fraction = ceiling_gbps > 0 ? r.gbps / roof : 0.0;
   r.max_abs_err = accuracy.max_abs_err;
   r.tolerance = accuracy.tolerance;
   r.ok = accuracy.ok();

@@ -20,9 +20,11 @@ double median(std::vector<double> v);
 std::int32_t kv_copies(std::int64_t read_bytes, std::int64_t rotate_bytes);
 
 // One timed row: `plan`'s timings `us` (microseconds, non-empty) over `kv_bytes` of K and V,
-// against a probe of `probe_gbps` (0: no fraction), with its accuracy verdict.
+// against a probe of `probe_gbps` (0: no fraction) and the shape's compute ceiling of
+// `ceiling_gbps` (roofline.hpp; 0: no of_roof), with its accuracy verdict.
 StrategyResult strategy_result(const std::string& name, const Plan& plan,
                                const std::vector<double>& us, std::int64_t kv_bytes,
-                               double probe_gbps, const harness::Accuracy& accuracy);
+                               double probe_gbps, double ceiling_gbps,
+                               const harness::Accuracy& accuracy);
 
 }  // namespace leanattn::bench

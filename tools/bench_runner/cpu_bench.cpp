@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "bench_runner/bench_backend.hpp"
 #include "bench_runner/bench_result.hpp"
@@ -87,6 +88,9 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, cp
   result.simd = engine.simd_target();
   result.workers = engine.workers();
   result.kv_bytes = c.problem.kv_bytes();
+  result.ceiling = compute_ceiling(c.problem, simd_shape(result.simd), cfg.clock_ghz);
+  const auto cores = static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  result.ceiling_gbps = result.ceiling.gbps_per_core * std::min(result.workers, cores);
 
   // Rotated copies of K and V so that small caches are read from memory, not from the CPU caches.
   // A run reads only the planned keys (kv_bytes: a sliding window reads a small part of a large
@@ -157,8 +161,8 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, cp
     engine.run(c.problem, plans[i], c.tensors());
     const harness::Accuracy a =
         harness::check_accuracy(c, sample.ref, true, sample.naive, sample.rows);
-    result.results.push_back(
-        strategy_result(names[i], plans[i], us[i], result.kv_bytes, result.probe_gbps, a));
+    result.results.push_back(strategy_result(names[i], plans[i], us[i], result.kv_bytes,
+                                             result.probe_gbps, result.ceiling_gbps, a));
   }
   return result;
 }
@@ -170,9 +174,15 @@ namespace {
 class CpuBenchBackend final : public BenchBackend {
  public:
   std::string device() const override { return ""; }
-  std::string_view probe_workers() const override { return "threads"; }
+  std::string_view probe_workers(std::int32_t count) const override {
+    return count == 1 ? "thread" : "threads";
+  }
   std::int64_t probe_bytes(std::int64_t largest_kv) const override {
     return std::max<std::int64_t>(largest_kv + largest_kv / 4, 1ll << 30);
+  }
+  std::int64_t host_probe_bytes(std::int64_t bytes) const override { return bytes; }
+  void check_config(const BenchConfig& cfg) const override {
+    const cpu::Engine rules({.workers = cfg.workers, .simd = cfg.simd});  // throws Error
   }
   cpu::ProbeResult probe(std::int64_t bytes, const BenchConfig& cfg) override {
     const std::int32_t threads = cfg.workers > 0 ? cfg.workers : default_workers();

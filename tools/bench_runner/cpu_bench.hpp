@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench_runner/read_probe.hpp"
+#include "bench_runner/roofline.hpp"
 #include "harness/host_case.hpp"
 #include "harness/naive_baseline.hpp"
 #include "leanattn/planner.hpp"
@@ -38,6 +39,7 @@ struct BenchConfig {
   bool check_all_rows = false;   // check every row instead (slow on long contexts)
   bool pin_threads = true;
   std::int64_t rotate_bytes = 512ll << 20;  // rotate KV copies until at least this much is cycled
+  double clock_ghz = 0.0;  // measured core clock, for the compute ceiling (0: none)
 };
 
 // One timed row: its name ("lean", "split", "head", "lean-invariant", "lean-head-major",
@@ -66,6 +68,7 @@ struct StrategyResult {
   double min_us = 0.0;
   double gbps = 0.0;            // KV bytes / median time
   double probe_fraction = 0.0;  // gbps / probe
+  double roof_fraction = 0.0;   // gbps / min(probe, compute ceiling); 0 without a clock
   double max_abs_err = 0.0;
   double tolerance = 0.0;
   bool ok = false;  // within tolerance on the sample
@@ -85,6 +88,9 @@ struct CaseResult {
   // is the case's probe, which its fractions use (0 when the case ran without a probe).
   double probe_gbps = 0.0;
   std::int32_t probe_passes = 0;
+  // The shape's compute ceiling (roofline.hpp) on min(workers, cores) cores; 0 without a clock.
+  ComputeCeiling ceiling;
+  double ceiling_gbps = 0.0;
   std::vector<StrategyResult> results;
 };
 

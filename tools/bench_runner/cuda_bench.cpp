@@ -119,7 +119,7 @@ CaseResult run_cuda_case(const DecodeProblem& problem, const BenchConfig& cfg, d
     const harness::Accuracy a =
         harness::check_accuracy(c, sample.ref, true, sample.naive, sample.rows);
     result.results.push_back(
-        strategy_result(names[i], plans[i], us, result.kv_bytes, probe_gbps, a));
+        strategy_result(names[i], plans[i], us, result.kv_bytes, probe_gbps, 0.0, a));
   }
   return result;
 }
@@ -151,11 +151,13 @@ namespace {
 class CudaBenchBackend final : public BenchBackend {
  public:
   std::string device() const override { return cuda_device_description(); }
-  std::string_view probe_workers() const override { return "CTAs"; }
+  std::string_view probe_workers(std::int32_t) const override { return "CTAs"; }
   // At least 4 GiB (far beyond L2), as large as the largest case's K and V.
   std::int64_t probe_bytes(std::int64_t largest_kv) const override {
     return std::max<std::int64_t>(largest_kv, 4ll << 30);
   }
+  std::int64_t host_probe_bytes(std::int64_t) const override { return 0; }
+  void check_config(const BenchConfig&) const override {}
   cpu::ProbeResult probe(std::int64_t bytes, const BenchConfig&) override {
     const cpu::ProbeResult r = measure_cuda_read_bandwidth(bytes, 7);
     probe_gbps_ = r.median_gbps;

@@ -55,6 +55,27 @@ BadInput tensor_rule(std::string name, std::string argument, std::string rule,
           }};
 }
 
+// An int8 cache with per-(token, head) scales (contiguous or paged), valid until an entry breaks
+// it.
+DecodeProblem quantized_problem(bool paged) {
+  DecodeProblem p = paged ? paged_problem() : base_problem();
+  p.kv_dtype = DType::int8;
+  p.kv_scales = KvScales::per_token_head;
+  return p;
+}
+
+// An entry that edits the tensors of a quantized case before decode().
+BadInput quantized_rule(std::string name, std::string argument, std::string rule,
+                        std::function<void(harness::HostCase&, DecodeTensors&)> edit,
+                        DecodeProblem problem = quantized_problem(false)) {
+  return {std::move(name), std::move(argument), std::move(rule), [edit, problem](cpu::Engine& e) {
+            harness::HostCase c = harness::make_case(problem, 5);
+            DecodeTensors t = c.tensors();
+            edit(c, t);
+            e.decode(c.problem, t);
+          }};
+}
+
 // An entry that breaks a plan option.
 BadInput option_rule(std::string name, std::string argument, std::string rule, Hardware hw,
                      PlanOptions options) {
@@ -151,6 +172,52 @@ std::vector<BadInput> bad_inputs() {
         t.block_table = c.block_table.data();
       },
       true));
+  v.push_back(problem_rule("8-bit q_dtype", "q_dtype", "must be f32, f16 or bf16",
+                           [](auto& p) { p.q_dtype = DType::fp8_e4m3; }));
+  v.push_back(problem_rule("8-bit kv_dtype without scales", "kv_scales", "got none",
+                           [](auto& p) { p.kv_dtype = DType::int8; }));
+  v.push_back(problem_rule("scales on an f32 cache", "kv_scales", "must be none",
+                           [](auto& p) { p.kv_scales = KvScales::per_tensor; }));
+  v.push_back(quantized_rule("null k_scale", "k_scale", "must not be null",
+                             [](auto&, auto& t) { t.k_scale = nullptr; }));
+  v.push_back(quantized_rule("v_scale on an unquantized cache", "v_scale", "must be null",
+                             [](auto& c, auto& t) {
+                               c.problem.kv_dtype = DType::f16;
+                               c.problem.kv_scales = KvScales::none;
+                               t.k_scale = nullptr;
+                             }));
+  v.push_back(quantized_rule("per-tensor scale that moves", "k_scale_strides",
+                             "must be 0, 0, 0 for per_tensor",
+                             [](auto& c, auto&) { c.problem.kv_scales = KvScales::per_tensor; }));
+  v.push_back(quantized_rule("per-head scale that moves with the token", "v_scale_strides",
+                             "for per_kv_head", [](auto& c, auto& t) {
+                               c.problem.kv_scales = KvScales::per_kv_head;
+                               t.k_scale_strides = {0, 0, 1};
+                             }));
+  v.push_back(quantized_rule("negative scale stride", "k_scale_strides", ">= 0",
+                             [](auto&, auto& t) { t.k_scale_strides.token = -1; }));
+  v.push_back(quantized_rule("misaligned v_scale", "v_scale", "aligned", [](auto&, auto& t) {
+    t.v_scale = reinterpret_cast<const float*>(reinterpret_cast<const char*>(t.v_scale) + 1);
+  }));
+  v.push_back(quantized_rule("NaN k_scale", "k_scale", "finite and > 0", [](auto& c, auto&) {
+    c.k_scale[7] = std::numeric_limits<float>::quiet_NaN();
+  }));
+  v.push_back(quantized_rule("infinite v_scale", "v_scale", "finite and > 0", [](auto& c, auto&) {
+    c.v_scale[3] = std::numeric_limits<float>::infinity();
+  }));
+  v.push_back(quantized_rule("zero k_scale", "k_scale", "finite and > 0",
+                             [](auto& c, auto&) { c.k_scale[0] = 0.0f; }));
+  v.push_back(quantized_rule(
+      "negative v_scale, paged", "v_scale", "finite and > 0",
+      [](auto& c, auto&) {  // token 5 of request 2 (length 17): its page's row
+        const std::int32_t page = c.block_table[static_cast<std::size_t>(2 * c.problem.max_pages)];
+        c.v_scale[static_cast<std::size_t>((page * c.problem.page_size + 5) * c.problem.kv_heads +
+                                           1)] = -1.0f;
+      },
+      quantized_problem(true)));
+  // lse (12 floats) lies inside k_scale (240 floats), away from every other buffer.
+  v.push_back(quantized_rule("lse overlaps k_scale", "lse", "must not overlap k_scale",
+                             [](auto& c, auto& t) { t.lse = c.k_scale.data() + 8; }));
   v.push_back(option_rule("zero workers", "workers", "(got 0)", {0}, {}));
   v.push_back(option_rule("absurd workers", "workers", "must be in [1", {1 << 30}, {}));
   v.push_back(option_rule("negative tile", "tile", "(got -4)", {2}, {.tile_tokens = -4}));

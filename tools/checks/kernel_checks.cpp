@@ -49,10 +49,8 @@ CaseReport kernel_case(std::uint64_t seed, std::int64_t index, const harness::Ra
                        KernelBackend& backend) {
   harness::RandomCase rc = draw_case(seed, index, limits);
   DecodeProblem p = rc.problem;
-  // The CUDA kernel has no variants yet (it refuses them): plain attention, one query token.
-  p.q_len = 1;
-  p.variant = {};
-  if (p.q_dtype == DType::f32) p.q_dtype = p.kv_dtype = DType::bf16;
+  if (p.q_dtype == DType::f32) p.q_dtype = DType::bf16;   // the kernels' Q: f16 or bf16
+  if (!is_quantized(p.kv_dtype)) p.kv_dtype = p.q_dtype;  // 8-bit caches (a third) stay
   p.head_dim = p.head_dim <= 64 ? 64 : (p.head_dim <= 128 ? 128 : 256);
   harness::HostCase c = harness::make_case(p, seed ^ static_cast<std::uint64_t>(index));
   CaseReport report;

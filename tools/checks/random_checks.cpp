@@ -50,7 +50,11 @@ std::mt19937_64 case_rng(std::uint64_t seed, std::int64_t index) {
 std::string describe(const DecodeProblem& p, std::int32_t workers, std::int32_t tile) {
   std::ostringstream os;
   os << "heads " << p.q_heads << "/" << p.kv_heads << " d " << p.head_dim << " "
-     << dtype_name(p.kv_dtype) << " seq_lens";
+     << dtype_name(p.kv_dtype);
+  if (is_quantized(p.kv_dtype)) {  // an 8-bit cache: its scales and the query's type
+    os << " " << kv_scales_name(p.kv_scales) << " q " << dtype_name(p.q_dtype);
+  }
+  os << " seq_lens";
   for (std::size_t i = 0; i < p.seq_lens.size(); ++i) os << (i ? "," : " ") << p.seq_lens[i];
   if (p.layout == KvLayout::paged) os << " paged " << p.page_size;
   if (p.q_len != 1) os << " q_len " << p.q_len;
@@ -219,6 +223,16 @@ CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, EnginePo
         static_cast<std::size_t>(p.capacity) * p.kv_heads * p.head_dim * dtype_size(p.kv_dtype);
     std::memcpy(b.k.data() + kvrow * at, a.k.data(), kvrow);
     std::memcpy(b.v.data() + kvrow * at, a.v.data(), kvrow);
+    if (p.kv_scales == KvScales::per_token_head) {  // the request's scale rows too
+      const std::size_t srow = static_cast<std::size_t>(p.capacity) * p.kv_heads;
+      std::copy_n(a.k_scale.begin(), srow,
+                  b.k_scale.begin() + static_cast<std::ptrdiff_t>(srow * at));
+      std::copy_n(a.v_scale.begin(), srow,
+                  b.v_scale.begin() + static_cast<std::ptrdiff_t>(srow * at));
+    } else {  // per tensor or per KV head: the same scales for both batches
+      b.k_scale = a.k_scale;
+      b.v_scale = a.v_scale;
+    }
     PlanOptions inv = tile_only;
     inv.batch_invariant = true;
     inv.chunk_tiles = chunk;

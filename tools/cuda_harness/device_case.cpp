@@ -24,6 +24,10 @@ DeviceCase::DeviceCase(const harness::HostCase& c)
       table_(upload(c.block_table.data(), c.block_table.size() * sizeof(std::int32_t))),
       out_(c.out.size()),
       lse_(c.lse.size() * sizeof(float)),
+      sinks_(upload(c.sinks.data(), c.sinks.size() * sizeof(float))),
+      alibi_slopes_(upload(c.alibi_slopes.data(), c.alibi_slopes.size() * sizeof(float))),
+      k_scale_(upload(c.k_scale.data(), c.k_scale.size() * sizeof(float))),
+      v_scale_(upload(c.v_scale.data(), c.v_scale.size() * sizeof(float))),
       kv_bytes_(c.k.size()) {
   k_.push_back(upload(c.k.data(), c.k.size()));
   v_.push_back(upload(c.v.data(), c.v.size()));
@@ -32,9 +36,14 @@ DeviceCase::DeviceCase(const harness::HostCase& c)
 
 DecodeTensors DeviceCase::tensors(std::int32_t kv_copy) const {
   const auto i = static_cast<std::size_t>(kv_copy);
-  return dense_tensors(problem_, q_.data(), k_.at(i).data(), v_.at(i).data(),
-                       table_.size() > 0 ? table_.as<std::int32_t>() : nullptr, out_.data(),
-                       lse_.as<float>());
+  DecodeTensors t = dense_tensors(problem_, q_.data(), k_.at(i).data(), v_.at(i).data(),
+                                  table_.size() > 0 ? table_.as<std::int32_t>() : nullptr,
+                                  out_.data(), lse_.as<float>());
+  t.sinks = problem_.variant.sinks ? sinks_.as<float>() : nullptr;
+  t.alibi_slopes = problem_.variant.alibi ? alibi_slopes_.as<float>() : nullptr;
+  t.k_scale = k_scale_.size() > 0 ? k_scale_.as<float>() : nullptr;
+  t.v_scale = v_scale_.size() > 0 ? v_scale_.as<float>() : nullptr;
+  return t;
 }
 
 void DeviceCase::set_kv_copies(std::int32_t copies) {

@@ -16,7 +16,8 @@ namespace leanattn::cuda {
 
 class DeviceCase {
  public:
-  // Uploads c's q, k, v and block table; allocates the device output and LSE.
+  // Uploads c's q, k, v, block table, sinks and ALiBi slopes; allocates the device output and
+  // LSE.
   explicit DeviceCase(const harness::HostCase& c);
 
   const DecodeProblem& problem() const { return problem_; }
@@ -38,6 +39,8 @@ class DeviceCase {
  private:
   DecodeProblem problem_;
   DeviceBuffer q_, table_, out_, lse_;
+  DeviceBuffer sinks_, alibi_slopes_;  // [q_heads] float32 when the variant uses them
+  DeviceBuffer k_scale_, v_scale_;     // an 8-bit cache's scales (HostCase::k_scale, v_scale)
   std::vector<DeviceBuffer> k_, v_;
   std::size_t kv_bytes_ = 0;
 };

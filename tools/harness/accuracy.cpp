@@ -18,8 +18,9 @@ double unit_roundoff(DType type) {
       return std::ldexp(1.0, -11);
     case DType::bf16:
       return std::ldexp(1.0, -8);
+    default:  // 8-bit types hold K and V only; the output is never one of them
+      return std::ldexp(1.0, -24);
   }
-  return 0.0;
 }
 
 // Index of a row in [batch, q_len, q_heads] order (out and lse of a dense HostCase).

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "leanattn/core/float16.hpp"
+#include "leanattn/core/float8.hpp"
 #include "leanattn/hardware.hpp"
 
 namespace leanattn::harness {
@@ -34,18 +35,69 @@ float normal_at(std::uint64_t seed, std::uint64_t i) {
 }
 
 void fill_range(void* dst, DType type, std::int64_t begin, std::int64_t end, std::uint64_t seed) {
+  const float inv_nominal = 1.0f / nominal_kv_scale(type);
   for (std::int64_t i = begin; i < end; ++i) {
     const float f = normal_at(seed, static_cast<std::uint64_t>(i));
-    if (type == DType::f32) {
-      static_cast<float*>(dst)[i] = f;
-    } else {
-      static_cast<std::uint16_t*>(dst)[i] =
-          type == DType::f16 ? float_to_f16_bits(f) : float_to_bf16_bits(f);
+    switch (type) {
+      case DType::f32:
+        static_cast<float*>(dst)[i] = f;
+        break;
+      case DType::f16:
+        static_cast<std::uint16_t*>(dst)[i] = float_to_f16_bits(f);
+        break;
+      case DType::bf16:
+        static_cast<std::uint16_t*>(dst)[i] = float_to_bf16_bits(f);
+        break;
+      case DType::fp8_e4m3:
+        static_cast<std::uint8_t*>(dst)[i] = float_to_e4m3_bits(f * inv_nominal);
+        break;
+      case DType::fp8_e5m2:
+        static_cast<std::uint8_t*>(dst)[i] = float_to_e5m2_bits(f * inv_nominal);
+        break;
+      case DType::int8:
+        static_cast<std::int8_t*>(dst)[i] = float_to_int8(f * inv_nominal);
+        break;
     }
   }
 }
 
+// Scale entries of a problem's quantized K or V cache (tensors.hpp's layouts); 0 without scales.
+std::int64_t scale_count(const DecodeProblem& p) {
+  switch (p.kv_scales) {
+    case KvScales::none:
+      return 0;
+    case KvScales::per_tensor:
+      return 1;
+    case KvScales::per_kv_head:
+      return p.kv_heads;
+    case KvScales::per_token_head:
+      return p.kv_heads * (p.layout == KvLayout::contiguous ? p.batch() * p.capacity
+                                                            : p.num_pages * p.page_size);
+  }
+  return 0;
+}
+
 }  // namespace
+
+float nominal_kv_scale(DType type) {
+  switch (type) {
+    case DType::fp8_e4m3:
+      return 4.0f / kE4m3Max;
+    case DType::fp8_e5m2:
+      return 4.0f / kE5m2Max;
+    case DType::int8:
+      return 4.0f / kInt8Max;
+    default:
+      return 1.0f;
+  }
+}
+
+void fill_scales(float* dst, DType type, std::int64_t count, std::uint64_t seed) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    dst[i] =
+        nominal_kv_scale(type) * std::exp2(0.5f * normal_at(seed, static_cast<std::uint64_t>(i)));
+  }
+}
 
 void fill_normal(void* dst, DType type, std::int64_t count, std::uint64_t seed) {
   const std::int64_t threads = count < (1 << 22) ? 1 : std::int64_t{default_workers()};
@@ -61,6 +113,8 @@ DecodeTensors HostCase::tensors() {
   DecodeTensors t =
       dense_tensors(problem, q.data(), k.data(), v.data(),
                     block_table.empty() ? nullptr : block_table.data(), out.data(), lse.data());
+  t.k_scale = k_scale.empty() ? nullptr : k_scale.data();
+  t.v_scale = v_scale.empty() ? nullptr : v_scale.data();
   t.sinks = sinks.empty() ? nullptr : sinks.data();
   t.alibi_slopes = alibi_slopes.empty() ? nullptr : alibi_slopes.data();
   return t;
@@ -118,6 +172,11 @@ HostCase make_case(DecodeProblem p, std::uint64_t seed) {
           std::exp2(-8.0f * static_cast<float>(h + 1) / static_cast<float>(p.q_heads));
     }
   }
+  const std::int64_t scales = scale_count(p);
+  c.k_scale.resize(static_cast<std::size_t>(scales));
+  c.v_scale.resize(static_cast<std::size_t>(scales));
+  fill_scales(c.k_scale.data(), p.kv_dtype, scales, seed * 5 + 7);
+  fill_scales(c.v_scale.data(), p.kv_dtype, scales, seed * 5 + 8);
   fill_normal(c.q.data(), p.q_dtype, q_elems, seed * 3 + 1);
   fill_normal(c.k.data(), p.kv_dtype, kv_elems, seed * 3 + 2);
   fill_normal(c.v.data(), p.kv_dtype, kv_elems, seed * 3 + 3);

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "leanattn/core/float16.hpp"
+#include "leanattn/core/float8.hpp"
 #include "leanattn/core/variant_rules.hpp"
 
 namespace leanattn::harness {
@@ -14,26 +15,38 @@ namespace leanattn::harness {
 namespace {
 
 float read(const void* base, DType type, std::int64_t i) {
-  if (type == DType::f32) {
-    float f;
-    std::memcpy(&f, static_cast<const char*>(base) + i * 4, 4);
-    return f;
+  const char* at = static_cast<const char*>(base) + i * static_cast<std::int64_t>(dtype_size(type));
+  std::uint16_t h = 0;
+  switch (type) {
+    case DType::f32: {
+      float f;
+      std::memcpy(&f, at, 4);
+      return f;
+    }
+    case DType::f16:
+    case DType::bf16:
+      std::memcpy(&h, at, 2);
+      return type == DType::f16 ? f16_bits_to_float(h) : bf16_bits_to_float(h);
+    case DType::fp8_e4m3:
+      return e4m3_bits_to_float(static_cast<std::uint8_t>(*at));
+    case DType::fp8_e5m2:
+      return e5m2_bits_to_float(static_cast<std::uint8_t>(*at));
+    case DType::int8:
+      return static_cast<std::int8_t>(*at);
   }
-  std::uint16_t h;
-  std::memcpy(&h, static_cast<const char*>(base) + i * 2, 2);
-  return type == DType::f16 ? f16_bits_to_float(h) : bf16_bits_to_float(h);
+  return 0.0f;
 }
 
+// Q's precision (the output's and the naive arithmetic's): never an 8-bit type.
 float round_to(DType type, float f) {
   switch (type) {
-    case DType::f32:
-      return f;
     case DType::f16:
       return round_to_f16(f);
     case DType::bf16:
       return round_to_bf16(f);
+    default:
+      return f;
   }
-  return f;
 }
 
 // Element offset of K or V [b, token j, head h, 0], from the layout's definition.
@@ -84,8 +97,9 @@ NaiveBaseline naive_same_precision(const DecodeProblem& p, const DecodeTensors& 
     for (std::int64_t j = seen.begin; j < seen.end; ++j) {
       float dot = 0.0f, dot_abs = 0.0f;
       const std::int64_t kb = kv_offset(p, t, t.k_strides, b, j, h);
+      const float ks = t.k_scale ? t.k_scale[kv_offset(p, t, t.k_scale_strides, b, j, h)] : 1.0f;
       for (std::int32_t i = 0; i < d; ++i) {
-        const float x = read(t.q, qt, q_base + i) * read(t.k_cache, p.kv_dtype, kb + i);
+        const float x = read(t.q, qt, q_base + i) * (read(t.k_cache, p.kv_dtype, kb + i) * ks);
         dot += x;
         dot_abs += std::abs(x);
       }
@@ -106,8 +120,9 @@ NaiveBaseline naive_same_precision(const DecodeProblem& p, const DecodeTensors& 
     for (std::int64_t j = seen.begin; j < seen.end; ++j) {
       const float pj = round_to(qt, s[static_cast<std::size_t>(j - seen.begin)] / l);
       const std::int64_t vb = kv_offset(p, t, t.v_strides, b, j, h);
+      const float vs = t.v_scale ? t.v_scale[kv_offset(p, t, t.v_scale_strides, b, j, h)] : 1.0f;
       for (std::int32_t i = 0; i < d; ++i) {
-        const float v = read(t.v_cache, p.kv_dtype, vb + i);
+        const float v = read(t.v_cache, p.kv_dtype, vb + i) * vs;
         acc[static_cast<std::size_t>(i)] += pj * v;
         abs_acc[static_cast<std::size_t>(i)] += std::abs(pj * v);
       }

@@ -114,6 +114,12 @@ RandomCase random_case(std::mt19937_64& rng, const RandomLimits& lim) {
     c.options.batch_invariant = true;
     c.options.chunk_tiles = uniform(rng, 0, 5);
   }
+  // Drawn last, so the draws above stay those of earlier versions for a given seed.
+  if (lim.quantized_kv && uniform(rng, 0, 2) == 0) {  // an 8-bit cache, any scale granularity
+    p.kv_dtype = pick(rng, std::array{DType::fp8_e4m3, DType::fp8_e5m2, DType::int8});
+    p.kv_scales = pick(
+        rng, std::array{KvScales::per_tensor, KvScales::per_kv_head, KvScales::per_token_head});
+  }
   return c;
 }
 

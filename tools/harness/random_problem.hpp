@@ -22,6 +22,7 @@ struct RandomLimits {
   std::int32_t max_workers = 300;
   bool any_head_dim = false;  // false: 16..128 only (keeps fp64 checks fast)
   bool variants = true;       // draw q_len 1..8, causal or not, windows, soft-caps, sinks, ALiBi
+  bool quantized_kv = true;   // a third of the cases get an 8-bit K/V cache with scales
 };
 
 struct RandomCase {

@@ -2,7 +2,8 @@
 //   stash():      every warp puts its state (O, m, l of its 16 rows) in shared memory;
 //   write_rows(): the CTA merges the warp columns' states row by row in column order (the state
 //                 header's merge rule, common/ordered_merge.hpp) and writes either the output
-//                 rows (direct segment: O / l in Q's dtype, and LSE) or its workspace slot;
+//                 rows (direct segment: O / l in Q's dtype, and LSE; a sink joins here) or its
+//                 workspace slot;
 //   arrive():     for a split pair, the last-arriver merge. Each CTA that wrote a slot makes it
 //                 visible (__threadfence by every writer, then a barrier) and takes a ticket
 //                 (atom.add.acq_rel.gpu on the reduction's counter). The CTA that brings the
@@ -21,6 +22,7 @@
 #include "cuda/common/kernel_params.hpp"
 #include "cuda/common/mma_layout.hpp"
 #include "cuda/common/ordered_merge.hpp"
+#include "cuda/common/row_rules.hpp"
 #include "leanattn/core/softmax_state.hpp"
 
 namespace leanattn::cuda {
@@ -101,19 +103,25 @@ struct Epilogue {
     }
   };
 
-  // Output row q_head of `request`, columns [4 q, 4 q + 4): o / l in T, and the LSE once per row.
-  __device__ static void write_output(const KernelParams& p, int request, int q_head, int quad,
-                                      const MergedColumns& mc) {
-    const Finalized<float> f = finalize(mc.stats);
-    T* out = static_cast<T*>(p.out) + request * p.out_stride_batch + q_head * p.out_stride_head +
-             4 * quad;
+  // Output of pair row `row` of (request, kv_head) (its query token and head: pair_row), columns
+  // [4 q, 4 q + 4): o / l in T, and the LSE once per row. A row's sink joins here, once, where
+  // the row is finalised (variant_rules.hpp: finalize_with_sink); partial states never see it.
+  __device__ static void write_output(const KernelParams& p, int request, int kv_head, int row,
+                                      int quad, const MergedColumns& mc) {
+    const PairRow pr = pair_row(row, kv_head, p.heads);
+    const Finalized<float> f =
+        p.sinks != nullptr ? finalize_with_sink(mc.stats, p.sinks[pr.head]) : finalize(mc.stats);
+    T* out = static_cast<T*>(p.out) + request * p.out_stride_batch + pr.token * p.out_stride_token +
+             pr.head * p.out_stride_head + 4 * quad;
     const uint2 packed = make_uint2(ptx::pack2<T>(mc.o.v[0] * f.inv_l, mc.o.v[1] * f.inv_l),
                                     ptx::pack2<T>(mc.o.v[2] * f.inv_l, mc.o.v[3] * f.inv_l));
     *reinterpret_cast<uint2*>(out) = packed;
-    if (quad == 0 && p.lse != nullptr) p.lse[request * p.lse_stride_batch + q_head] = f.lse;
+    if (quad == 0 && p.lse != nullptr) {
+      p.lse[request * p.lse_stride_batch + pr.token * p.lse_stride_token + pr.head] = f.lse;
+    }
   }
 
-  // Rows [row0, row0 + rows) of the group: merge the warp columns, write output or slot.
+  // Rows [row0, row0 + rows) of the pair: merge the warp columns, write output or slot.
   __device__ static void write_rows(const unsigned char* smem, const KernelParams& p,
                                     const DeviceSegment& seg, int row0, int rows, int thread) {
     for (int i = thread; i < rows * kQuads; i += Shape::kThreads) {
@@ -122,7 +130,7 @@ struct Epilogue {
       const MergedColumns mc = merge_in_order(Shape::kWarpsN, ScratchSource{smem, r, quad});
       const int row = row0 + r;
       if (seg.slot < 0) {
-        write_output(p, seg.request, seg.kv_head * p.group_size + row, quad, mc);
+        write_output(p, seg.request, seg.kv_head, row, quad, mc);
         continue;
       }
       const std::int64_t at = static_cast<std::int64_t>(seg.slot) * p.group_size + row;
@@ -183,7 +191,7 @@ struct Epilogue {
         const int quad = i % kQuads;
         const MergedColumns mc = merge_slots(n, merge_lanes(kQuads, Shape::kThreads),
                                              SlotSource{&p, r.slot_begin, row, quad});
-        write_output(p, r.request, r.kv_head * g + row, quad, mc);
+        write_output(p, r.request, r.kv_head, row, quad, mc);
       }
       __syncthreads();
       return;
@@ -238,7 +246,7 @@ struct Epilogue {
           acc.w += wk * x.w;
         }
         if (lanes == 1) {
-          write_output(p, r.request, r.kv_head * g + row0 + rr, quad,
+          write_output(p, r.request, r.kv_head, row0 + rr, quad,
                        {{row_m[rr], row_l[rr]}, {{acc.x, acc.y, acc.z, acc.w}}});
         } else {
           part[it] = acc;
@@ -256,7 +264,7 @@ struct Epilogue {
             o.w += x.w;
           }
           const int rr = item / kQuads;
-          write_output(p, r.request, r.kv_head * g + row0 + rr, item % kQuads,
+          write_output(p, r.request, r.kv_head, row0 + rr, item % kQuads,
                        {{row_m[rr], row_l[rr]}, {{o.x, o.y, o.z, o.w}}});
         }
       }

@@ -1,8 +1,8 @@
 // Thin wrappers over the PTX instructions the decode kernel uses (sm_80 and later): cp.async
-// 16-byte copies into shared memory, ldmatrix, mma.sync m16n8k16 with fp32 accumulators, 16-bit
-// packing, the gpu-scope atomics and loads of the last-arriver merge, and the SM id and global
-// timer of the optional per-CTA trace. Device code only;
-// included by the other collective/ headers.
+// 16-byte (and the scales' 4-byte) copies into shared memory, fp8 pairs to floats, ldmatrix,
+// mma.sync m16n8k16 with fp32 accumulators, 16-bit packing, the gpu-scope atomics and loads of the
+// last-arriver merge, and the SM id and global timer of the optional per-CTA trace. Device code
+// only; included by the other collective/ headers.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -10,6 +10,9 @@
 
 #include <cstdint>
 #include <type_traits>
+
+#include "cuda/common/kv8_format.hpp"
+#include "leanattn/core/float8.hpp"
 
 namespace leanattn::cuda::ptx {
 
@@ -22,6 +25,14 @@ __device__ __forceinline__ std::uint32_t smem_address(const void* p) {
 __device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src, bool valid) {
   const int bytes = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
+               : "memory");
+}
+
+// 4-byte asynchronous copy global -> shared (.ca: 4-byte copies cannot bypass L1); with
+// valid == false nothing is read and the 4 bytes are zero-filled.
+__device__ __forceinline__ void cp_async_4(std::uint32_t dst, const void* src, bool valid) {
+  const int bytes = valid ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
                : "memory");
 }
 
@@ -86,6 +97,35 @@ __device__ __forceinline__ T from_float(float x) {
   } else {
     return __float2bfloat16_rn(x);
   }
+}
+
+// Two fp8 values (`two`: the first in the low byte) as floats, exactly (the e4m3 NaN encoding
+// S.1111.111 decodes to NaN with the native conversion, to +-480 with the shifts). sm_89 and
+// later: cvt.rn.f16x2.e4m3x2 / e5m2x2. sm_80: the bits shifted into a half pair: an e5m2 is a
+// half's top byte; an e4m3's 7 low bits under a half's exponent and mantissa give its value / 2^8
+// (subnormals included), scaled back exactly in fp32.
+template <Kv8Format Format>
+__device__ __forceinline__ float2 fp8x2_to_float2(std::uint16_t two) {
+  static_assert(Format == Kv8Format::e4m3 || Format == Kv8Format::e5m2, "fp8 formats only");
+  std::uint32_t h;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  if constexpr (Format == Kv8Format::e4m3) {
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h) : "h"(two));
+  } else {
+    asm("cvt.rn.f16x2.e5m2x2 %0, %1;\n" : "=r"(h) : "h"(two));
+  }
+  return __half22float2(*reinterpret_cast<const __half2*>(&h));
+#else
+  const std::uint32_t spread = (two & 0xffu) | ((two & 0xff00u) << 8);  // bytes 0 and 2
+  if constexpr (Format == Kv8Format::e5m2) {
+    h = spread << 8;
+    return __half22float2(*reinterpret_cast<const __half2*>(&h));
+  } else {
+    h = e4m3x2_to_f16x2_bits_over_256(spread);
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
+    return make_float2(f.x * 256.0f, f.y * 256.0f);
+  }
+#endif
 }
 
 // Arrival on a reduction's counter: acq_rel at gpu scope, so the slot this CTA wrote (made

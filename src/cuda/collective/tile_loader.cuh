@@ -1,23 +1,27 @@
 // The producer half of the decode kernel: cp.async 16-byte copies of the query rows of a GQA group
-// and of K and V pipeline stages into swizzled shared-memory tiles. Keys outside the segment's
+// and of K and V pipeline stages into swizzled shared-memory tiles (16-bit caches), or into
+// row-major 8-bit stages with the tokens' K and V scales (4-byte copies; 8-bit caches, converted
+// by collective/kv8_convert.cuh). Keys outside the segment's
 // token range (the tail of the last block) are zero-filled and never read from memory, so a
 // block table's unused entries (-1) and the bytes past a request's cache are never touched.
 // Used by kernel/decode_kernel.cuh.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/collective/ptx.cuh"
 #include "cuda/common/kernel_params.hpp"
 #include "cuda/common/kv_rows.hpp"
+#include "cuda/common/row_rules.hpp"
 #include "cuda/common/tile_math.hpp"
 
 namespace leanattn::cuda {
 
 template <class T, class Shape>
 struct TileLoader {
-  // q_tile [kRows][head_dim] <- Q rows kv_head * group + row0 + r of `request`; rows at or past
-  // the group's end are zero-filled.
+  // q_tile [kRows][head_dim] <- the Q rows of pair rows row0 + r of (request, kv_head) (query
+  // token and head: pair_row); rows at or past the pair's end are zero-filled.
   __device__ static void load_q(T* q_tile, const KernelParams& p, int request, int kv_head,
                                 int row0, int thread) {
     const T* q = static_cast<const T*>(p.q);
@@ -26,24 +30,39 @@ struct TileLoader {
       const ChunkCoord c = load_coord(thread, i, Shape::kThreads, Shape::kChunksPerRow);
       const int row = row0 + c.row;
       const bool valid = row < p.group_size;
-      const T* src =
-          valid ? q + request * p.q_stride_batch +
-                      static_cast<std::int64_t>(kv_head * p.group_size + row) * p.q_stride_head +
-                      c.chunk * Shape::kChunkElems
-                : q;
+      const PairRow pr = pair_row(valid ? row : 0, kv_head, p.heads);
+      const T* src = valid ? q + request * p.q_stride_batch + pr.token * p.q_stride_token +
+                                 pr.head * p.q_stride_head + c.chunk * Shape::kChunkElems
+                           : q;
       ptx::cp_async_16(
           ptx::smem_address(q_tile + swizzled_offset(c.row, c.chunk * 8, Shape::kChunksPerRow)),
           src, valid);
     }
   }
 
+  // Element type of K and V in memory (8-bit caches: their bytes).
+  using KvT = std::conditional_t<Shape::kKv8, std::uint8_t, T>;
+
   // k_tile, v_tile [kBlockN][head_dim] <- K and V of tokens block_begin + row, for the rows inside
-  // `range`; the others are zero-filled.
-  __device__ static void load_kv(T* k_tile, T* v_tile, const KernelParams& p, int request,
-                                 int kv_head, std::int64_t block_begin, TokenRange range,
-                                 int thread) {
-    const T* k = static_cast<const T*>(p.k_cache);
-    const T* v = static_cast<const T*>(p.v_cache);
+  // `range`; the others are zero-filled. 16-bit: swizzled; 8-bit: row-major, and scales
+  // [2][kBlockN] <- the K and V scales of the same tokens (zero outside the range).
+  __device__ static void load_kv(KvT* k_tile, KvT* v_tile, float* scales, const KernelParams& p,
+                                 int request, int kv_head, std::int64_t block_begin,
+                                 TokenRange range, int thread) {
+    if constexpr (Shape::kKv8) {
+      if (thread < Shape::kBlockN) {
+        const std::int64_t token = block_begin + thread;
+        const bool valid = key_in_range(token, range);
+        const KvRowOffsets off = valid ? kv_row_offsets(p.k_scale_at, p.v_scale_at, p.page, request,
+                                                        static_cast<std::int32_t>(token), kv_head)
+                                       : KvRowOffsets{0, 0};
+        ptx::cp_async_4(ptx::smem_address(scales + thread), p.k_scale + off.k, valid);
+        ptx::cp_async_4(ptx::smem_address(scales + Shape::kBlockN + thread), p.v_scale + off.v,
+                        valid);
+      }
+    }
+    const KvT* k = static_cast<const KvT*>(p.k_cache);
+    const KvT* v = static_cast<const KvT*>(p.v_cache);
     // kKvLoadBatch loads at a time: their row offsets (the block-table reads of a paged cache)
     // first, all independent, then their copies; the batches stay in a rolled loop (registers).
     constexpr int kBatch = Shape::kKvLoadBatch;
@@ -53,7 +72,7 @@ struct TileLoader {
       bool valid[kBatch];
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
-        const ChunkCoord c = load_coord(thread, i0 + u, Shape::kThreads, Shape::kChunksPerRow);
+        const ChunkCoord c = load_coord(thread, i0 + u, Shape::kThreads, Shape::kLoadChunksPerRow);
         const std::int64_t token = block_begin + c.row;
         valid[u] = key_in_range(token, range);
         off[u] = valid[u] ? kv_row_offsets(p.k, p.v, p.page, request,
@@ -62,9 +81,10 @@ struct TileLoader {
       }
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
-        const ChunkCoord c = load_coord(thread, i0 + u, Shape::kThreads, Shape::kChunksPerRow);
-        const int at = swizzled_offset(c.row, c.chunk * 8, Shape::kChunksPerRow);
-        const std::int64_t chunk = c.chunk * Shape::kChunkElems;
+        const ChunkCoord c = load_coord(thread, i0 + u, Shape::kThreads, Shape::kLoadChunksPerRow);
+        const int at = Shape::kKv8 ? c.row * Shape::kHeadDim + c.chunk * Shape::kLoadChunkElems
+                                   : swizzled_offset(c.row, c.chunk * 8, Shape::kChunksPerRow);
+        const std::int64_t chunk = c.chunk * Shape::kLoadChunkElems;
         ptx::cp_async_16(ptx::smem_address(k_tile + at), valid[u] ? k + off[u].k + chunk : k,
                          valid[u]);
         ptx::cp_async_16(ptx::smem_address(v_tile + at), valid[u] ? v + off[u].v + chunk : v,

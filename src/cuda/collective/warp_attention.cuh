@@ -1,9 +1,12 @@
 // The consumer half of the decode kernel: one warp's online-softmax attention over 16-token steps
 // of the shared-memory K and V tiles, on tensor cores (mma.sync m16n8k16, fp32 accumulators).
-// The warp owns a 16-row tile of the GQA group's query rows and keeps, in registers, the
-// unnormalised output O [16][head_dim], the running max m and its lanes' share of the running
-// sum l of each row. Per step:
-//   S = Q K^T (scaled in fp32, keys outside the segment masked to -inf)
+// The warp owns a 16-row tile of the pair's rows (q_len tokens x the GQA group) and keeps, in
+// registers, the unnormalised output O [16][head_dim], the running max m and its lanes' share of
+// the running sum l of each row. The variants' per-row rules of the pass (the keys each row sees,
+// its query position and ALiBi slope: row_rules.hpp) are read from shared memory. Per step:
+//   S = Q K^T (scaled in fp32, and by the keys' K scales for an 8-bit cache; keys a row does not
+//   see, outside the segment, past its causal end or before its window, masked to -inf; the
+//   soft-cap and ALiBi on the others: row_rules.hpp)
 //   m_new, shift, rescale from the state header's rules (common/ordered_merge.hpp: row_step)
 //   P = exp(S - shift), rounded to the 16-bit type in place as the A operand of P V
 //   O = O * rescale + P V,  l = l * rescale + sum(P)
@@ -13,8 +16,10 @@
 #include <cstdint>
 
 #include "cuda/collective/ptx.cuh"
+#include "cuda/common/kernel_params.hpp"
 #include "cuda/common/mma_layout.hpp"
 #include "cuda/common/ordered_merge.hpp"
+#include "cuda/common/row_rules.hpp"
 #include "cuda/common/tile_math.hpp"
 
 namespace leanattn::cuda {
@@ -60,11 +65,13 @@ struct WarpAttention {
     }
   }
 
-  // One step over tile rows [tile_row, tile_row + 16), of which the first `valid` (1..16) are
-  // keys of the segment (step_valid_keys); the others are masked.
+  // One step over tile rows [tile_row, tile_row + 16), keys key0 .. key0 + 15; the keys a row
+  // does not see (`rules`: the pass's [kRows] row rules in shared memory) are masked. An 8-bit
+  // cache: k_scales [kBlockN] are the K scales of the tile's rows (shared memory; else unused).
   __device__ __forceinline__ void step(std::uint32_t q_tile, std::uint32_t k_tile,
-                                       std::uint32_t v_tile, int tile_row, int valid, float scale,
-                                       int warp_m, int lane) {
+                                       std::uint32_t v_tile, int tile_row, std::int32_t key0,
+                                       const RowRule* rules, const float* k_scales,
+                                       const KernelParams& p, int warp_m, int lane) {
     // S = Q K^T: two n8 tiles of 8 tokens.
     float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
     const RowCol qrc = q_ldmatrix_row(lane);
@@ -86,13 +93,23 @@ struct WarpAttention {
       ptx::mma_16816<T>(s[1], a, b[2], b[3]);
     }
 
-    // Scale, and mask keys outside the segment.
+    // Scale, mask the keys a row does not see, and the soft-cap and ALiBi (warp-uniform branch:
+    // plain attention never evaluates them).
+    const bool transform = p.softcap > 0.0f || p.alibi_slopes != nullptr;
 #pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
+    for (int i = 0; i < 2; ++i) {
+      const RowRule& rule = rules[warp_m * 16 + acc_row(lane, 2 * i)];
+      const RowKeys keys = rule.keys;
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        s[nt][c] =
-            nt * 8 + acc_col(lane, c) < valid ? s[nt][c] * scale : softmax_detail::neg_inf<float>();
+      for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const std::int32_t key = key0 + nt * 8 + acc_col(lane, 2 * i + j);
+          float x = s[nt][2 * i + j] * p.scale;
+          if constexpr (Shape::kKv8) x *= k_scales[tile_row + nt * 8 + acc_col(lane, 2 * i + j)];
+          if (transform) x = variant_score(x, p.softcap, rule.slope, key, rule.position);
+          s[nt][2 * i + j] = keys.sees(key) ? x : softmax_detail::neg_inf<float>();
+        }
       }
     }
 

@@ -11,9 +11,10 @@
 
 namespace leanattn::cuda {
 
-// A Segment (plan.hpp) as the kernel reads it: its tiles as the token range
-// segment_tokens(tile_begin, tile_end, tile_tokens, seq_len) (tile_math.hpp), computed on the host
-// so that the first copies of a segment wait for one load, not three. slot < 0: a direct segment
+// A Segment (plan.hpp) as the kernel reads it: its tiles as the key positions
+// Plan::tile_keys(request, tile_begin, tile_end) (from the request's first planned key: a sliding
+// window starts after 0), computed on the host so that the first copies of a segment wait for one
+// load, not three. slot < 0: a direct segment
 // (writes the output); otherwise the piece's state goes to workspace slot `slot` and `reduction`
 // names the pair's Reduction.
 struct DeviceSegment {
@@ -43,23 +44,44 @@ struct KernelParams {
   const DeviceReduction* reductions;   // [reductions]
   const std::int32_t* seq_lens;        // [batch]
   std::int32_t tile_tokens;
-  std::int32_t group_size;  // query heads per KV head (rows per pair)
+  std::int32_t group_size;  // rows per pair = q_len x heads (Plan::group_size); row r is query
+                            //   token r / heads, query head kv_head * heads + r % heads (pair_row)
+  std::int32_t heads;       // query heads per KV head (the GQA group)
   float scale;              // softmax scale, applied to q.k in fp32
 
+  // The attention variant (AttentionVariant; per-row rules in core/variant_rules.hpp).
+  std::int32_t q_len;        // query tokens per request (the last q_len positions)
+  std::int32_t window_left;  // -1: no window
+  bool causal;
+  float softcap;              // 0: off
+  const float* sinks;         // [q_heads] sink logit per query head, or null
+  const float* alibi_slopes;  // [q_heads] ALiBi slope per query head, or null
+
   // Tensors (device memory; layouts in tensors.hpp; element strides).
-  const void* q;  // [batch, q_heads, head_dim]
+  const void* q;  // [batch, q_len, q_heads, head_dim]
   std::int64_t q_stride_batch;
+  std::int64_t q_stride_token;
   std::int64_t q_stride_head;
   const void* k_cache;  // contiguous [batch, capacity, kv_heads, head_dim] or paged
   const void* v_cache;  //   [num_pages, page_size, kv_heads, head_dim]; see KvAddressing
   KvAddressing k;
   KvAddressing v;
   FastDivider page;  // paged: division by page_size (shared by K and V)
-  void* out;         // [batch, q_heads, head_dim], Q's dtype
+  // An 8-bit cache (the kernels of kv_bits 8; unused by the others): its format and float32
+  // scales (value = stored x scale), addressed like the cache with the scales' strides
+  // (DecodeTensors::k_scale_strides: all 0 per tensor, head 1 per KV head).
+  std::int32_t kv_format;  // Kv8Format
+  const float* k_scale;
+  const float* v_scale;
+  KvAddressing k_scale_at;
+  KvAddressing v_scale_at;
+  void* out;  // [batch, q_len, q_heads, head_dim], Q's dtype
   std::int64_t out_stride_batch;
+  std::int64_t out_stride_token;
   std::int64_t out_stride_head;
-  float* lse;  // optional [batch, q_heads]
+  float* lse;  // optional [batch, q_len, q_heads]
   std::int64_t lse_stride_batch;
+  std::int64_t lse_stride_token;
 
   // Workspace (workspace_layout(plan)).
   float* slot_o;            // [num_slots, group_size, head_dim] unnormalised partial outputs

@@ -1,8 +1,8 @@
-// KernelShape<HeadDim, WarpsM>: every compile-time size of one decode-kernel configuration (warp
-// grid, tokens per pipeline stage, stages, shared-memory layout), as constexpr host/device code.
-// Read by the kernel (src/cuda/kernel), by the host registry (shared-memory bytes for the launch
-// and the occupancy query) and by the CPU tests (tests/cuda), which check that the layout fits
-// and that the kernel's blocking gives the right answer when emulated on the CPU.
+// KernelShape<HeadDim, WarpsM, KvBits>: every compile-time size of one decode-kernel configuration
+// (warp grid, tokens per pipeline stage, stages, shared-memory layout), as constexpr host/device
+// code. Read by the kernel (src/cuda/kernel), by the host registry (shared-memory bytes for the
+// launch and the occupancy query) and by the CPU tests (tests/cuda), which check that the layout
+// fits and that the kernel's blocking gives the right answer when emulated on the CPU.
 #pragma once
 
 #include <cstdint>
@@ -14,12 +14,20 @@ namespace leanattn::cuda {
 // out the tokens of each stage (WarpsN 16-token steps side by side). So WarpsM = 1 suits groups
 // of up to 16 rows (MHA, most GQA), WarpsM = 4 groups of up to 64 (MQA-like); larger groups take
 // several passes over the segment's tokens.
-template <int HeadDim, int WarpsM>
+//
+// KvBits 8 (an 8-bit cache): the pipeline stages hold K and V as loaded, 8 bits (half the bytes of
+// a 16-bit stage), with the tokens' K and V scales; before its block is computed, the CTA converts
+// a stage into one 16-bit K tile and one 16-bit V tile (collective/kv8_convert.cuh) that the warps
+// read exactly as they read a 16-bit stage.
+template <int HeadDim, int WarpsM, int KvBits = 16>
 struct KernelShape {
   static_assert(HeadDim == 64 || HeadDim == 128 || HeadDim == 256, "head_dim 64, 128 or 256");
   static_assert(WarpsM == 1 || WarpsM == 2 || WarpsM == 4, "4 warps in a WarpsM x WarpsN grid");
+  static_assert(KvBits == 16 || KvBits == 8, "16-bit or 8-bit K and V");
 
   static constexpr int kHeadDim = HeadDim;
+  static constexpr int kKvBits = KvBits;
+  static constexpr bool kKv8 = KvBits == 8;
   static constexpr int kThreads = 128;
   static constexpr int kWarps = kThreads / 32;
   static constexpr int kWarpsM = WarpsM;
@@ -30,9 +38,12 @@ struct KernelShape {
   static constexpr int kMinBlocksPerSm = 2;
   static constexpr int kStepTokens = 16;  // tokens per MMA step (one k16 of P.V)
 
-  // 16-byte chunks per K/V/Q row, and 16-bit elements per chunk.
+  // 16-byte chunks per 16-bit K/V/Q row, and 16-bit elements per chunk.
   static constexpr int kChunkElems = 8;
   static constexpr int kChunksPerRow = HeadDim / kChunkElems;
+  // The same for K and V rows as loaded (8-bit: 16 elements per chunk).
+  static constexpr int kLoadChunkElems = 16 / (KvBits / 8);
+  static constexpr int kLoadChunksPerRow = HeadDim / kLoadChunkElems;
 
   // Tokens per pipeline stage: about 32 KiB of K and V (16-bit), and at least one step per warp
   // column. head_dim 64: 128 tokens; 128: 64; 256: 64 (WarpsN 4: 64 KiB) or 32.
@@ -41,15 +52,17 @@ struct KernelShape {
   static constexpr int kStepsPerWarp = kBlockN / kRoundTokens;
   static_assert(kBlockN % kRoundTokens == 0, "stage must split evenly over warps");
 
-  static constexpr int kStageTileBytes = kBlockN * HeadDim * 2;  // K (or V) of one stage
+  static constexpr int kStageTileBytes = kBlockN * HeadDim * 2;  // K (or V) of one stage, 16-bit
+  static constexpr int kLoadTileBytes = kBlockN * HeadDim * (KvBits / 8);  // ... as loaded
   // Three stages everywhere: with cp.async.wait_group(kStages - 2), two stages would leave nothing
   // in flight between one stage landing and the next being issued.
   static constexpr int kStages = 3;
 
   // 16-byte loads per thread for one K (or V) stage tile, and for the Q tile.
-  static constexpr int kStageLoadsPerThread = kBlockN * kChunksPerRow / kThreads;
+  static constexpr int kStageLoadsPerThread = kBlockN * kLoadChunksPerRow / kThreads;
   static constexpr int kQLoadsPerThread = kRows * kChunksPerRow / kThreads;
-  static_assert(kBlockN * kChunksPerRow % kThreads == 0, "stage loads split evenly");
+  static_assert(kBlockN * kLoadChunksPerRow % kThreads == 0, "stage loads split evenly");
+  static_assert(kBlockN <= kThreads, "one thread per token loads an 8-bit stage's scales");
   // Stage loads whose row offsets (block-table reads) are computed together before their copies
   // are issued: 4 where the registers allow (head_dim <= 128), else 1.
   static constexpr int kKvLoadBatch = HeadDim <= 128 ? 4 : 1;
@@ -62,23 +75,40 @@ struct KernelShape {
   static constexpr int kQBytes = kRows * HeadDim * 2;
   // When Q lives in registers its tile is dead after the first block's fragments are read, so it
   // overlays V's last stage (first written by the copies issued after that read and a barrier):
-  // 96 KiB for every head_dim <= 128 configuration, which fits the 99 KiB a CTA may have on
-  // sm_86 / sm_89 and leaves 2 CTAs per SM on sm_90.
+  // 96 KiB of stages (and at most 1 KiB of row rules) for every head_dim <= 128 configuration,
+  // which fits the 99 KiB a CTA may have on sm_86 / sm_89 and leaves 2 CTAs per SM on sm_90.
   static constexpr bool kQOverlaysStage = kQInRegisters;
   static_assert(!kQOverlaysStage || kQBytes <= kStageTileBytes, "Q must fit in one stage tile");
 
   // Shared memory, in bytes from the dynamic base (128-byte aligned pieces):
-  //   k:  [kStages][kBlockN][HeadDim] 16-bit, swizzled
+  //   k:  [kComputeTiles][kBlockN][HeadDim] 16-bit, swizzled: the tiles the warps read (16-bit
+  //       caches: the kStages pipeline stages themselves; 8-bit: one converted tile)
   //   v:  same
-  //   q:  [kRows][HeadDim] 16-bit, swizzled: V's last stage (kQOverlaysStage), else before k
+  //   q:  [kRows][HeadDim] 16-bit, swizzled: V's last tile (kQOverlaysStage), else before k
+  //   8-bit only: k8, v8 [kStages][kBlockN][HeadDim] bytes (the stages as loaded, row-major),
+  //       then scales [kStages][2][kBlockN] float (K's, then V's, of each stage's tokens)
+  //   row rules: [kRows] RowRule, last
   // After a pass over the tokens the k/v region is reused by the epilogue:
   //   o:  [kWarpsN][kRows][kScratchRowFloats] float (per-warp-column partial outputs)
   //   m, l: [kWarpsN][kRows] float
   // and after a split piece by the last arriver's slot merge (epilogue.cuh, from offset 0).
+  static constexpr int kComputeTiles = kKv8 ? 1 : kStages;
   static constexpr int kKOffset = kQOverlaysStage ? 0 : kQBytes;
-  static constexpr int kVOffset = kKOffset + kStages * kStageTileBytes;
-  static constexpr int kSmemBytes = kVOffset + kStages * kStageTileBytes;
-  static constexpr int kQOffset = kQOverlaysStage ? kVOffset + (kStages - 1) * kStageTileBytes : 0;
+  static constexpr int kVOffset = kKOffset + kComputeTiles * kStageTileBytes;
+  static constexpr int kQOffset =
+      kQOverlaysStage ? kVOffset + (kComputeTiles - 1) * kStageTileBytes : 0;
+  // Where the copies land: the stages as loaded (16-bit: the k and v tiles above).
+  static constexpr int kLoadKOffset = kKv8 ? kVOffset + kStageTileBytes : kKOffset;
+  static constexpr int kLoadVOffset = kKv8 ? kLoadKOffset + kStages * kLoadTileBytes : kVOffset;
+  static constexpr int kScalesOffset = kLoadVOffset + kStages * kLoadTileBytes;
+  static constexpr int kScalesBytes = kKv8 ? kStages * 2 * kBlockN * 4 : 0;
+  // The pass's row rules (row_rules.hpp: RowRule, 16 bytes per row: the keys the row sees, its
+  // query position and ALiBi slope), written once per pass and read by every step: in shared
+  // memory rather than registers, which head_dim 256 does not have to spare.
+  static constexpr int kRowRuleBytes = 16;
+  static constexpr int kRowRulesOffset = kScalesOffset + kScalesBytes;
+  static constexpr int kSmemBytes = kRowRulesOffset + kRows * kRowRuleBytes;
+  static_assert(kRows <= kThreads, "one thread per row writes the row rules");
 
   static constexpr int kScratchRowFloats = HeadDim + 4;  // padded against bank conflicts
   static constexpr int kScratchOOffset = kKOffset;

@@ -1,7 +1,8 @@
-// The index arithmetic of the decode kernel that does not touch memory: a segment's token range,
-// its pipeline blocks, which tokens a warp computes, the key mask, the shared-memory swizzle and
-// which 16-byte chunk each thread loads. Host/device (LEANATTN_HOST_DEVICE), so the kernel
-// (src/cuda/kernel, src/cuda/collective) and the CPU tests (tests/cuda) run the same code.
+// The index arithmetic of the decode kernel that does not touch memory: a segment's token range
+// (its key positions come from the host: Plan::tile_keys), its pipeline blocks, which tokens a warp
+// computes, the key mask, the shared-memory swizzle and which 16-byte chunk each thread loads.
+// Host/device (LEANATTN_HOST_DEVICE), so the kernel (src/cuda/kernel, src/cuda/collective) and the
+// CPU tests (tests/cuda) run the same code.
 #pragma once
 
 #include <cstdint>
@@ -17,19 +18,6 @@ struct TokenRange {
   LEANATTN_HOST_DEVICE constexpr bool empty() const { return end <= begin; }
   LEANATTN_HOST_DEVICE constexpr std::int64_t size() const { return end > begin ? end - begin : 0; }
 };
-
-// The tokens of tiles [tile_begin, tile_end) of a request of seq_len tokens: the last tile of a
-// request is cut at seq_len (ragged lengths); an empty pair (tile_begin == tile_end) has none.
-LEANATTN_HOST_DEVICE constexpr TokenRange segment_tokens(std::int32_t tile_begin,
-                                                         std::int32_t tile_end,
-                                                         std::int32_t tile_tokens,
-                                                         std::int32_t seq_len) {
-  const std::int64_t begin = static_cast<std::int64_t>(tile_begin) * tile_tokens;
-  std::int64_t end = static_cast<std::int64_t>(tile_end) * tile_tokens;
-  if (end > seq_len) end = seq_len;
-  if (end < begin) end = begin;
-  return {begin, end};
-}
 
 // Pipeline blocks of block_n tokens covering a range (the last one may be partial).
 LEANATTN_HOST_DEVICE constexpr std::int32_t block_count(TokenRange r, std::int32_t block_n) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cuda/common/kv8_format.hpp"
 #include "cuda/device/workspace.hpp"
 #include "leanattn/error.hpp"
 
@@ -16,10 +17,12 @@ void require_16_bytes(const void* p, const char* argument) {
           [] { return "must be 16-byte aligned for the CUDA engine (its 16-byte row copies)"; });
 }
 
-void require_stride(std::int64_t stride, const char* argument) {
-  require(stride % 8 == 0, argument, [&] {
-    return "must be a multiple of 8 elements for the CUDA engine (16-byte aligned rows) (got " +
-           std::to_string(stride) + ")";
+// `elems`: elements per 16 bytes (8 for 16-bit tensors, 16 for an 8-bit cache).
+void require_stride(std::int64_t stride, const char* argument, int elems = 8) {
+  require(stride % elems == 0, argument, [&] {
+    return "must be a multiple of " + std::to_string(elems) +
+           " elements for the CUDA engine (16-byte aligned rows) (got " + std::to_string(stride) +
+           ")";
   });
 }
 
@@ -28,19 +31,22 @@ void require_stride(std::int64_t stride, const char* argument) {
 void check_kernel_alignment(const DecodeProblem& p, const DecodeTensors& t) {
   require_16_bytes(t.q, "q");
   require_stride(t.q_stride_batch, "q_stride_batch");
+  require_stride(t.q_stride_token, "q_stride_token");
   require_stride(t.q_stride_head, "q_stride_head");
   require_16_bytes(t.out, "out");
   require_stride(t.out_stride_batch, "out_stride_batch");
+  require_stride(t.out_stride_token, "out_stride_token");
   require_stride(t.out_stride_head, "out_stride_head");
   if (p.total_tokens() == 0) return;  // K and V are never read
   require_16_bytes(t.k_cache, "k_cache");
   require_16_bytes(t.v_cache, "v_cache");
-  require_stride(t.k_strides.outer, "k_strides.outer");
-  require_stride(t.k_strides.token, "k_strides.token");
-  require_stride(t.k_strides.head, "k_strides.head");
-  require_stride(t.v_strides.outer, "v_strides.outer");
-  require_stride(t.v_strides.token, "v_strides.token");
-  require_stride(t.v_strides.head, "v_strides.head");
+  const int elems = static_cast<int>(16 / dtype_size(p.kv_dtype));
+  require_stride(t.k_strides.outer, "k_strides.outer", elems);
+  require_stride(t.k_strides.token, "k_strides.token", elems);
+  require_stride(t.k_strides.head, "k_strides.head", elems);
+  require_stride(t.v_strides.outer, "v_strides.outer", elems);
+  require_stride(t.v_strides.token, "v_strides.token", elems);
+  require_stride(t.v_strides.head, "v_strides.head", elems);
 }
 
 void check_workspace(const Plan& plan, const void* workspace) {
@@ -68,20 +74,37 @@ KernelParams make_kernel_params(const DecodeProblem& p, const DecodeTensors& t, 
   k.seq_lens = dp.seq_lens;
   k.tile_tokens = plan.tile_tokens;
   k.group_size = plan.group_size;
+  k.heads = p.group_size();
   k.scale = p.softmax_scale();
+  k.q_len = p.q_len;
+  k.window_left = p.variant.window_left;
+  k.causal = p.variant.causal;
+  k.softcap = p.variant.softcap;
+  k.sinks = p.variant.sinks ? t.sinks : nullptr;
+  k.alibi_slopes = p.variant.alibi ? t.alibi_slopes : nullptr;
   k.q = t.q;
   k.q_stride_batch = t.q_stride_batch;
+  k.q_stride_token = t.q_stride_token;
   k.q_stride_head = t.q_stride_head;
   k.k_cache = t.k_cache;
   k.v_cache = t.v_cache;
   k.k = kv_addressing(p, t, t.k_strides);
   k.v = kv_addressing(p, t, t.v_strides);
   k.page = FastDivider::make(static_cast<std::uint32_t>(k.k.page_size > 0 ? k.k.page_size : 1));
+  if (is_quantized(p.kv_dtype)) {
+    k.kv_format = static_cast<std::int32_t>(kv8_format(p.kv_dtype));
+    k.k_scale = t.k_scale;
+    k.v_scale = t.v_scale;
+    k.k_scale_at = kv_addressing(p, t, t.k_scale_strides);
+    k.v_scale_at = kv_addressing(p, t, t.v_scale_strides);
+  }
   k.out = t.out;
   k.out_stride_batch = t.out_stride_batch;
+  k.out_stride_token = t.out_stride_token;
   k.out_stride_head = t.out_stride_head;
   k.lse = t.lse;
   k.lse_stride_batch = t.lse_stride_batch;
+  k.lse_stride_token = t.lse_stride_token;
   k.slot_o = w.slot_o;
   k.slot_m = w.slot_m;
   k.slot_l = w.slot_l;

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "cuda/common/kernel_params.hpp"
-#include "cuda/common/tile_math.hpp"
 #include "leanattn/error.hpp"
 
 namespace leanattn::cuda {
@@ -56,8 +55,7 @@ PlanImage make_plan_image(const Plan& plan) {
   segments.reserve(plan.segments.size());
   for (const Segment& s : plan.segments) {
     const bool split = s.kind != SegmentKind::direct;
-    const TokenRange t = segment_tokens(s.tile_begin, s.tile_end, plan.tile_tokens,
-                                        plan.seq_lens[static_cast<std::size_t>(s.request)]);
+    const KeyRange t = plan.tile_keys(s.request, s.tile_begin, s.tile_end);
     segments.push_back({s.request, s.kv_head, static_cast<std::int32_t>(t.begin),
                         static_cast<std::int32_t>(t.end), split ? s.slot : -1,
                         split ? s.reduction : -1});

@@ -1,13 +1,18 @@
 // The persistent decode kernel: CTA w runs worker w's segments of the plan, in order. For each
 // segment (one (request, KV head) pair and a range of its lean tiles) and each pass of up to
-// kRows query rows of the GQA group:
+// kRows of the pair's rows (q_len query tokens x the GQA group, common/row_rules.hpp: pair_row):
 //   1. Q rows and the first K/V stages go into shared memory (cp.async, 16-byte, swizzled); the
 //      segment's token range comes precomputed in the plan (no seq_len lookup before the copies);
 //   2. a kStages-deep pipeline streams the segment's tokens in blocks of kBlockN: while the warps
-//      compute block b, the copies of blocks b + 1 .. b + kStages - 1 are in flight;
-//   3. each warp runs its 16-token steps of the block (collective/warp_attention.cuh);
+//      compute block b, the copies of blocks b + 1 .. b + kStages - 1 are in flight (an 8-bit
+//      cache: its stages land at 8 bits with their tokens' scales, and the CTA converts block b
+//      into 16-bit K and V tiles before the warps read it: collective/kv8_convert.cuh);
+//   3. each warp runs its 16-token steps of the block (collective/warp_attention.cuh), masking
+//      per row the keys its query does not see (causal rows, windows) and applying the soft-cap
+//      and ALiBi;
 //   4. the epilogue merges the warps' states and writes the output rows or the workspace slot
-//      (collective/epilogue.cuh); a split pair's last piece to arrive merges all its slots.
+//      (collective/epilogue.cuh; a row's sink joins there, where its output is written); a split
+//      pair's last piece to arrive merges all its slots.
 // One launch = one plan; the lean, split and head strategies are only different plans.
 // Instantiated once per row of the configuration table (src/cuda/kernel_configs.cmake).
 #pragma once
@@ -15,6 +20,7 @@
 #include <cstdint>
 
 #include "cuda/collective/epilogue.cuh"
+#include "cuda/collective/kv8_convert.cuh"
 #include "cuda/collective/ptx.cuh"
 #include "cuda/collective/tile_loader.cuh"
 #include "cuda/collective/warp_attention.cuh"
@@ -23,7 +29,7 @@
 
 namespace leanattn::cuda {
 
-// The token pipeline of one pass: rows [row0, row0 + kRows) of the group over `range`.
+// The token pipeline of one pass: rows [row0, row0 + kRows) of the pair over `range`.
 // Returns with every copy landed and a barrier passed (the stages may be reused).
 template <class T, class Shape>
 __device__ __forceinline__ void attend_range(WarpAttention<T, Shape>& acc, unsigned char* smem,
@@ -31,26 +37,40 @@ __device__ __forceinline__ void attend_range(WarpAttention<T, Shape>& acc, unsig
                                              TokenRange range, int row0, bool warp_active,
                                              int warp_m, int warp_n, int lane, int thread) {
   using Loader = TileLoader<T, Shape>;
+  using KvT = typename Loader::KvT;
   constexpr int kStageElems = Shape::kBlockN * Shape::kHeadDim;
+  constexpr int kStageScales = Shape::kKv8 ? 2 * Shape::kBlockN : 0;
   T* q_tile = reinterpret_cast<T*>(smem + Shape::kQOffset);
   T* k_tiles = reinterpret_cast<T*>(smem + Shape::kKOffset);
   T* v_tiles = reinterpret_cast<T*>(smem + Shape::kVOffset);
+  KvT* k_loads = reinterpret_cast<KvT*>(smem + Shape::kLoadKOffset);  // 16-bit: = k_tiles
+  KvT* v_loads = reinterpret_cast<KvT*>(smem + Shape::kLoadVOffset);
+  float* scales = reinterpret_cast<float*>(smem + Shape::kScalesOffset);  // 8-bit only
   const std::uint32_t q_addr = ptx::smem_address(q_tile);
   const std::uint32_t k_addr = ptx::smem_address(k_tiles);
   const std::uint32_t v_addr = ptx::smem_address(v_tiles);
   const int blocks = block_count(range, Shape::kBlockN);
+  // The copies of block `block` into its stage (block % kStages).
+  auto load_block = [&](int block) {
+    const int st = block % Shape::kStages;
+    Loader::load_kv(k_loads + st * kStageElems, v_loads + st * kStageElems,
+                    scales + st * kStageScales, p, seg.request, seg.kv_head,
+                    range.begin + static_cast<std::int64_t>(block) * Shape::kBlockN, range, thread);
+  };
 
   // Prologue: Q with the first stage, then the other stages but one (one commit group each,
   // empty groups included, so that group b always holds block b).
   Loader::load_q(q_tile, p, seg.request, seg.kv_head, row0, thread);
 #pragma unroll
   for (int st = 0; st < Shape::kStages - 1; ++st) {
-    if (st < blocks) {
-      Loader::load_kv(k_tiles + st * kStageElems, v_tiles + st * kStageElems, p, seg.request,
-                      seg.kv_head, range.begin + static_cast<std::int64_t>(st) * Shape::kBlockN,
-                      range, thread);
-    }
+    if (st < blocks) load_block(st);
     ptx::cp_async_commit();
+  }
+  // The pass's row rules, while the first copies are in flight (seq_len: one load); every step
+  // reads them after the first block's barrier below.
+  RowRule* rules = reinterpret_cast<RowRule*>(smem + Shape::kRowRulesOffset);
+  if (thread < Shape::kRows) {
+    rules[thread] = row_rule(p, seg.kv_head, range, p.seq_lens[seg.request], row0 + thread);
   }
 
   for (int b = 0; b < blocks; ++b) {
@@ -58,32 +78,36 @@ __device__ __forceinline__ void attend_range(WarpAttention<T, Shape>& acc, unsig
     __syncthreads();                           // ... for every thread; stage b - 1 is free
     if (b == 0) {
       if (warp_active) acc.load_q(q_addr, warp_m, lane);
-      // Q overlays V's last stage, which the copies below may now overwrite: every warp must
-      // have its Q fragments first (once per pass).
+      // Q overlays V's last tile, which the copies (or the conversion) below may now overwrite:
+      // every warp must have its Q fragments first (once per pass).
       if constexpr (Shape::kQOverlaysStage) __syncthreads();
     }
     const int next = b + Shape::kStages - 1;
-    if (next < blocks) {
-      const int st = next % Shape::kStages;
-      Loader::load_kv(k_tiles + st * kStageElems, v_tiles + st * kStageElems, p, seg.request,
-                      seg.kv_head, range.begin + static_cast<std::int64_t>(next) * Shape::kBlockN,
-                      range, thread);
-    }
+    if (next < blocks) load_block(next);
     ptx::cp_async_commit();
 
+    const int st = b % Shape::kStages;
+    const float* k_scales = nullptr;  // 8-bit: block b's K scales [kBlockN]
+    if constexpr (Shape::kKv8) {
+      Kv8Converter<T, Shape>::convert(k_tiles, v_tiles, k_loads + st * kStageElems,
+                                      v_loads + st * kStageElems, scales + st * kStageScales, p,
+                                      thread);
+      k_scales = scales + st * kStageScales;
+      __syncthreads();  // the 16-bit tiles are complete (the next conversion waits for the top
+                        // barrier: every warp is done with them)
+    }
     if (warp_active) {
-      const int st = b % Shape::kStages;
       const std::int64_t block_begin = range.begin + static_cast<std::int64_t>(b) * Shape::kBlockN;
-      const std::uint32_t k_stage = k_addr + 2u * st * kStageElems;
-      const std::uint32_t v_stage = v_addr + 2u * st * kStageElems;
+      const int tile = Shape::kKv8 ? 0 : st;
+      const std::uint32_t k_stage = k_addr + 2u * tile * kStageElems;
+      const std::uint32_t v_stage = v_addr + 2u * tile * kStageElems;
 #pragma unroll 1
       for (int step = 0; step < Shape::kStepsPerWarp; ++step) {
         const std::int64_t token0 =
             warp_step_begin(block_begin, warp_n, step, Shape::kWarpsN, Shape::kStepTokens);
-        const int valid = step_valid_keys(token0, range, Shape::kStepTokens);
-        if (valid == 0) break;  // this warp's remaining steps are past the range
-        acc.step(q_addr, k_stage, v_stage, static_cast<int>(token0 - block_begin), valid, p.scale,
-                 warp_m, lane);
+        if (step_valid_keys(token0, range, Shape::kStepTokens) == 0) break;  // past the range
+        acc.step(q_addr, k_stage, v_stage, static_cast<int>(token0 - block_begin),
+                 static_cast<std::int32_t>(token0), rules, k_scales, p, warp_m, lane);
       }
     }
   }

@@ -27,9 +27,10 @@ struct ElementOf<DType::bf16> {
 template <class Config>
 KernelHandle kernel_handle() {
   using T = typename ElementOf<Config::kDType>::type;
-  using Shape = KernelShape<Config::kHeadDim, Config::kWarpsM>;
+  using Shape = KernelShape<Config::kHeadDim, Config::kWarpsM, Config::kKvBits>;
   KernelHandle h;
   h.dtype = Config::kDType;
+  h.kv_bits = Shape::kKvBits;
   h.head_dim = Shape::kHeadDim;
   h.warps_m = Shape::kWarpsM;
   h.rows = Shape::kRows;
@@ -40,8 +41,8 @@ KernelHandle kernel_handle() {
   h.merge_capacity = Shape::kMergeCapacity;
   h.merge_max_rows = Shape::kMergeMaxRows;
   h.kernel = reinterpret_cast<const void*>(&decode_kernel<T, Shape>);
-  h.name = std::string(dtype_name(Config::kDType)) + "_d" + std::to_string(Shape::kHeadDim) +
-           "_wm" + std::to_string(Shape::kWarpsM);
+  h.name = std::string(dtype_name(Config::kDType)) + (Shape::kKv8 ? "_kv8" : "") + "_d" +
+           std::to_string(Shape::kHeadDim) + "_wm" + std::to_string(Shape::kWarpsM);
   return h;
 }
 

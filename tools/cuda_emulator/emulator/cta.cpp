@@ -150,10 +150,10 @@ void Cta::land_early(Thread& t) {
 }
 
 void land(const Cta::Thread::Copy& copy) {
-  if (copy.bytes == 16) {
-    std::memcpy(copy.dst, copy.src, 16);
+  if (copy.src_bytes == copy.size) {
+    std::memcpy(copy.dst, copy.src, static_cast<std::size_t>(copy.size));
   } else {
-    std::memset(copy.dst, 0, 16);
+    std::memset(copy.dst, 0, static_cast<std::size_t>(copy.size));
   }
 }
 
@@ -262,9 +262,10 @@ unsigned char* shared_pointer(std::uint32_t address, int bytes) {
   return cta().shared_pointer(address, bytes);
 }
 
-void cp_async(std::uint32_t dst, const void* src, int bytes) {
+void cp_async(std::uint32_t dst, const void* src, int size, int src_bytes) {
   Cta& c = cta();
-  c.current().copies.push_back({c.shared_pointer(dst, 16), src, bytes, c.current().committed});
+  c.current().copies.push_back(
+      {c.shared_pointer(dst, size), src, size, src_bytes, c.current().committed});
 }
 
 void cp_async_commit() {

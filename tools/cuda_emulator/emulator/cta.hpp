@@ -82,7 +82,8 @@ struct Cta::Thread {
   struct Copy {
     unsigned char* dst;
     const void* src;
-    int bytes;
+    int size;       // 16 or 4 bytes
+    int src_bytes;  // size, or 0: zero-fill
     int group;
   };
   Cta* cta = nullptr;

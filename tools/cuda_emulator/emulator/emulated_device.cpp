@@ -19,8 +19,8 @@ namespace leanattn::emulator {
 namespace {
 
 KernelInfo info_of(const cuda::KernelHandle& k) {
-  return {k.name,    k.dtype,  k.head_dim, k.warps_m,   k.rows,
-          k.block_n, k.stages, k.threads,  k.smem_bytes};
+  return {k.name, k.dtype,   k.kv_bits, k.head_dim, k.warps_m,
+          k.rows, k.block_n, k.stages,  k.threads,  k.smem_bytes};
 }
 
 const cuda::KernelHandle& handle_for(const DecodeProblem& problem) {

@@ -24,8 +24,9 @@ namespace leanattn::emulator {
 
 // One row of the configuration table, as built into the emulator.
 struct KernelInfo {
-  std::string name;  // e.g. "bf16_d128_wm1"
-  DType dtype = DType::f16;
+  std::string name;           // e.g. "bf16_d128_wm1", "f16_kv8_d64_wm4"
+  DType dtype = DType::f16;   // Q, the output and the MMA operands
+  std::int32_t kv_bits = 16;  // 16: K and V in `dtype`; 8: an 8-bit cache
   std::int32_t head_dim = 0;
   std::int32_t warps_m = 0;
   std::int32_t rows = 0;

@@ -39,9 +39,10 @@ void global_point();
 std::uint32_t shared_address(const void* p);
 unsigned char* shared_pointer(std::uint32_t address, int bytes);
 
-// cp.async: a 16-byte copy (bytes = 16) or zero fill (bytes = 0) queued in this thread's current
+// cp.async: a copy of `size` bytes (16, or 4 for the scales; src_bytes = size) or a zero fill
+// (src_bytes = 0) queued in this thread's current
 // group; it lands in shared memory only at the cp.async.wait_group that retires its group.
-void cp_async(std::uint32_t dst, const void* src, int bytes);
+void cp_async(std::uint32_t dst, const void* src, int size, int src_bytes);
 void cp_async_commit();
 void cp_async_wait(int pending, std::source_location where);
 

@@ -12,9 +12,11 @@
 #include <source_location>
 #include <type_traits>
 
+#include "cuda/common/kv8_format.hpp"
 #include "emulator/device_types.hpp"
 #include "emulator/fragment_tables.hpp"
 #include "emulator/runtime.hpp"
+#include "leanattn/core/float8.hpp"
 
 #define LEANATTN_EMULATED_PTX 1
 
@@ -25,7 +27,11 @@ inline std::uint32_t smem_address(const void* p) {
 }
 
 inline void cp_async_16(std::uint32_t dst, const void* src, bool valid) {
-  ::leanattn::emulator::cp_async(dst, src, valid ? 16 : 0);
+  ::leanattn::emulator::cp_async(dst, src, 16, valid ? 16 : 0);
+}
+
+inline void cp_async_4(std::uint32_t dst, const void* src, bool valid) {
+  ::leanattn::emulator::cp_async(dst, src, 4, valid ? 4 : 0);
 }
 
 inline void cp_async_commit() {
@@ -155,6 +161,21 @@ inline T from_float(float x) {
     return __float2half_rn(x);
   } else {
     return __float2bfloat16_rn(x);
+  }
+}
+
+// cvt.rn.f16x2.e4m3x2 / e5m2x2 (or the shifts before sm_89): each byte's exact value, from the
+// project's scalar decoders (core/float8.hpp); the e4m3 NaN encoding decodes to NaN, as cvt does.
+template <::leanattn::cuda::Kv8Format Format>
+inline float2 fp8x2_to_float2(std::uint16_t two) {
+  using ::leanattn::cuda::Kv8Format;
+  static_assert(Format == Kv8Format::e4m3 || Format == Kv8Format::e5m2, "fp8 formats only");
+  const auto lo = static_cast<std::uint8_t>(two & 0xffu);
+  const auto hi = static_cast<std::uint8_t>(two >> 8);
+  if constexpr (Format == Kv8Format::e4m3) {
+    return {::leanattn::e4m3_bits_to_float(lo), ::leanattn::e4m3_bits_to_float(hi)};
+  } else {
+    return {::leanattn::e5m2_bits_to_float(lo), ::leanattn::e5m2_bits_to_float(hi)};
   }
 }
 

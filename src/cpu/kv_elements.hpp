@@ -1,0 +1,66 @@
+// The element types the CPU kernel reads K and V in, as C++ types (one instantiation of the
+// kernel per KV dtype), and what is target-independent about reading them: the scalar decode of
+// the portable fallback, whether a type carries scales, and the factor a SIMD loader leaves out
+// of the value (folded into the scales). The SIMD loaders are in kv_row_load-inl.hpp.
+#pragma once
+
+#include <hwy/base.h>
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "leanattn/core/float16.hpp"
+#include "leanattn/core/float8.hpp"
+#include "leanattn/core/kv_addressing.hpp"
+
+namespace leanattn::cpu {
+
+// 8-bit floats as distinct types (int8 is std::int8_t).
+struct Fp8E4m3 {
+  std::uint8_t bits;
+};
+struct Fp8E5m2 {
+  std::uint8_t bits;
+};
+
+// K and V of this type are read with a float scale per block (DecodeTensors::k_scale, v_scale).
+template <class KvT>
+inline constexpr bool kScaledKv = std::is_same_v<KvT, Fp8E4m3> || std::is_same_v<KvT, Fp8E5m2> ||
+                                  std::is_same_v<KvT, std::int8_t>;
+
+// What a SIMD loader returns is value / kLoadFactor: E4M3 is widened through the half format with
+// its exponent bias 8 short, an exact 2^-8 (kv_row_load-inl.hpp). The kernel multiplies the
+// scales by it, so the data path pays nothing for it.
+template <class KvT>
+inline constexpr float kLoadFactor = std::is_same_v<KvT, Fp8E4m3> ? 256.0f : 1.0f;
+
+// One stored element as float (the full value, without the scale): the portable fallback's read.
+template <class KvT>
+inline float element_to_float(KvT x) {
+  if constexpr (std::is_same_v<KvT, float>) {
+    return x;
+  } else if constexpr (std::is_same_v<KvT, Fp8E4m3>) {
+    return e4m3_bits_to_float(x.bits);
+  } else if constexpr (std::is_same_v<KvT, Fp8E5m2>) {
+    return e5m2_bits_to_float(x.bits);
+  } else if constexpr (std::is_same_v<KvT, std::int8_t>) {
+    return static_cast<float>(x);
+  } else {
+    std::uint16_t bits;
+    std::memcpy(&bits, &x, 2);
+    return std::is_same_v<KvT, hwy::float16_t> ? f16_bits_to_float(bits) : bf16_bits_to_float(bits);
+  }
+}
+
+// out[j] = kLoadFactor<KvT> x the scale of (request, t0 + j, kv_head) for j < count: the factors
+// a block's scores (K) or weights (V) are multiplied by (scales addressed like the cache).
+template <class KvT>
+inline void block_scales(const float* scales, const KvAddressing& at, std::int32_t request,
+                         std::int64_t t0, std::int32_t kv_head, std::int32_t count, float* out) {
+  for (std::int32_t j = 0; j < count; ++j) {
+    out[j] = kLoadFactor<KvT> * scales[at.row(request, t0 + j, kv_head)];
+  }
+}
+
+}  // namespace leanattn::cpu

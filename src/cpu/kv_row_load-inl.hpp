@@ -1,0 +1,115 @@
+// Turning a run of stored K or V elements into f32 vectors, one loader per KV dtype, compiled for
+// every Highway target (segment_kernel.cpp includes it after foreach_target.h; Highway's per-target
+// include guard below). Everything widens in registers: no widened copy of the cache exists.
+//   f32          a load
+//   f16          F16C (AVX2 and up); the exact bit conversion below on SSE4
+//   bf16         a shift (Highway's PromoteTo)
+//   fp8_e5m2     the top byte of a half: zero-extend, shift left 8, then as f16 (exact)
+//   fp8_e4m3     sign-extend to 16 bits, shift left 7 and clear bit 14: the half whose value is
+//                the E4M3 value / 2^8 (exact, subnormals included; kLoadFactor puts the 2^8 into
+//                the scale), its NaN pattern S.1111.111 replaced by a half NaN; then as f16
+//   int8         sign-extend to 32 bits, convert to float (exact)
+// Operations per vector of floats, each with one load: f16 1, bf16 2, e5m2 3, int8 2, e4m3 8 (its
+// NaN compare and blend included); measured costs in docs/cpu-engine.md, "Quantized caches".
+#if defined(LEANATTN_CPU_KV_ROW_LOAD_INL_HPP_) == defined(HWY_TARGET_TOGGLE)
+#ifdef LEANATTN_CPU_KV_ROW_LOAD_INL_HPP_
+#undef LEANATTN_CPU_KV_ROW_LOAD_INL_HPP_
+#else
+#define LEANATTN_CPU_KV_ROW_LOAD_INL_HPP_
+#endif
+
+#include <hwy/highway.h>
+
+#include <type_traits>
+
+#include "cpu/kv_elements.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace leanattn::cpu::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if HWY_TARGET != HWY_SCALAR
+
+// IEEE half -> float from the bits, exact for every input (NaN, infinities, subnormals). Used on
+// targets without a native conversion instruction, where Highway 1.0's emulation turns NaN and
+// infinity into large finite values.
+template <class DF>
+HWY_INLINE hn::Vec<DF> f16_bits_to_f32(DF df, hn::Vec<hn::Rebind<uint16_t, DF>> h16) {
+  const hn::RebindToUnsigned<DF> du;
+  const auto h = hn::PromoteTo(du, h16);
+  const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u)));
+  const auto exp = hn::And(hn::ShiftRight<10>(h), hn::Set(du, 0x1fu));
+  const auto man = hn::And(h, hn::Set(du, 0x3ffu));
+  const auto normal =
+      hn::Or(hn::ShiftLeft<23>(hn::Add(exp, hn::Set(du, 112u))), hn::ShiftLeft<13>(man));
+  const auto special = hn::Or(hn::Set(du, 0x7f800000u), hn::ShiftLeft<13>(man));
+  const auto subnormal = hn::Mul(hn::ConvertTo(df, hn::BitCast(hn::RebindToSigned<DF>(), man)),
+                                 hn::Set(df, 5.9604644775390625e-08f));  // man x 2^-24
+  auto mag = hn::BitCast(df, hn::IfThenElse(hn::Eq(exp, hn::Set(du, 0x1fu)), special, normal));
+  mag = hn::IfThenElse(hn::RebindMask(df, hn::Eq(exp, hn::Zero(du))), subnormal, mag);
+  return hn::BitCast(df, hn::Or(hn::BitCast(du, mag), sign));
+}
+
+// Half bits (one per float lane) -> float: F16C where the target has it.
+template <class DF>
+HWY_INLINE hn::Vec<DF> half_bits_to_f32(DF df, hn::Vec<hn::Rebind<uint16_t, DF>> h16) {
+  if constexpr (HWY_TARGET >= HWY_SSE4) {
+    return f16_bits_to_f32(df, h16);
+  } else {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    return hn::PromoteTo(df, hn::BitCast(dh, h16));
+  }
+}
+
+// Lanes(df) elements from p as floats: the stored value / kLoadFactor<KvT> (1 but for E4M3).
+template <class DF, class KvT>
+HWY_INLINE hn::Vec<DF> load_row(DF df, const KvT* HWY_RESTRICT p) {
+  const hn::Rebind<uint16_t, DF> du16;
+  if constexpr (std::is_same_v<KvT, float>) {
+    return hn::LoadU(df, p);
+  } else if constexpr (std::is_same_v<KvT, hwy::float16_t> && HWY_TARGET >= HWY_SSE4) {
+    return f16_bits_to_f32(df, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
+  } else if constexpr (std::is_same_v<KvT, Fp8E5m2>) {
+    const hn::Rebind<uint8_t, DF> du8;
+    const auto bytes = hn::LoadU(du8, reinterpret_cast<const uint8_t*>(p));
+    return half_bits_to_f32(df, hn::ShiftLeft<8>(hn::PromoteTo(du16, bytes)));
+  } else if constexpr (std::is_same_v<KvT, Fp8E4m3>) {
+    const hn::Rebind<int8_t, DF> di8;
+    const hn::Rebind<int16_t, DF> di16;
+    const auto wide =
+        hn::BitCast(du16, hn::PromoteTo(di16, hn::LoadU(di8, reinterpret_cast<const int8_t*>(p))));
+    // Sign-extended S.EEEE.MMM shifted left 7: sign in bits 15 and 14, EEEE.MMM in 13..7.
+    const auto shifted = hn::ShiftLeft<7>(wide);
+    const auto half = hn::And(shifted, hn::Set(du16, 0xbfffu));
+    const auto magnitude = hn::And(shifted, hn::Set(du16, 0x3f80u));
+    const auto nan = hn::Or(half, hn::Set(du16, 0x7e00u));  // keeps the sign
+    return half_bits_to_f32(df,
+                            hn::IfThenElse(hn::Eq(magnitude, hn::Set(du16, 0x3f80u)), nan, half));
+  } else if constexpr (std::is_same_v<KvT, std::int8_t>) {
+    const hn::Rebind<int8_t, DF> di8;
+    const hn::RebindToSigned<DF> di32;
+    return hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, p)));
+  } else {
+    const hn::Rebind<KvT, DF> dh;
+    return hn::PromoteTo(df, hn::LoadU(dh, p));
+  }
+}
+
+#endif  // HWY_TARGET != HWY_SCALAR
+
+// The other half of reading a quantized cache: s[t * R + r] *= scales[t] for t < tokens, on a
+// block's scores (K's scales, before the variants' rules) or its softmax weights (V's scales,
+// after l took them unscaled). A scale per token costs R multiplies per token, not one per
+// element.
+template <int R>
+HWY_INLINE void scale_token_rows(float* HWY_RESTRICT s, const float* HWY_RESTRICT scales,
+                                 std::int32_t tokens) {
+  for (std::int32_t t = 0; t < tokens; ++t) {
+    for (int r = 0; r < R; ++r) s[t * R + r] *= scales[t];
+  }
+}
+
+}  // namespace leanattn::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // LEANATTN_CPU_KV_ROW_LOAD_INL_HPP_

@@ -1,0 +1,44 @@
+// The compute ceiling of the CPU kernel for a decode shape: what this machine's vector units
+// allow per token x KV head, before any memory traffic, and the GB/s of K and V that this means.
+// Per token x KV head the kernel must do, in vectors of `lanes` floats:
+//   FMAs     2 x rows x head_dim / lanes   (q.k for every query row, then p x v), rows = q_len x
+//                                          the GQA group;
+//   widening 2 x head_dim / lanes x ops    (K and V to f32 once each: 1 op for f16 with an
+//                                          instruction (F16C, AVX-512) and for bf16 (a shift),
+//                                          kEmulatedF16Ops for f16 without one, 0 for f32);
+// on kVectorOpsPerCycle pipes (the two FMA pipes of Zen 3 and of the Xeon server cores, which also
+// run the conversions). The softmax (one exp per score), the reductions and the loads are left
+// out: the ceiling is an ideal no kernel reaches. Used by `leanattn bench` (of_roof).
+#pragma once
+
+#include <cstdint>
+
+#include "leanattn/problem.hpp"
+
+namespace leanattn::bench {
+
+inline constexpr double kVectorOpsPerCycle = 2.0;
+// f16 -> f32 from the bits with integer operations (about 19 of them over three vector ports):
+// counted as 6 slots of an FMA pipe.
+inline constexpr double kEmulatedF16Ops = 6.0;
+
+struct SimdShape {
+  std::int32_t f32_lanes = 1;
+  bool f16_instruction = false;
+};
+
+struct ComputeCeiling {
+  double fma = 0.0;                  // vector FMAs per token x KV head
+  double widen = 0.0;                // vector widening ops per token x KV head
+  double cycles_per_token_head = 0;  // (fma + widen) / kVectorOpsPerCycle
+  double bytes_per_token_head = 0;   // K and V: 2 x head_dim x element size
+  double gbps_per_core = 0.0;        // bytes / cycles x clock (0 without a clock)
+};
+
+// clock_ghz: the measured core clock (0: cycles only).
+ComputeCeiling compute_ceiling(const DecodeProblem& problem, SimdShape simd, double clock_ghz);
+
+// The SIMD shape of a CPU kernel target by name ("AVX3", "AVX2", ...).
+SimdShape simd_shape(const std::string& target);
+
+}  // namespace leanattn::bench
