@@ -4,13 +4,13 @@
 # targets (CUDA::cudart_static), and leanattn_cuda_warnings (the nvcc counterpart of
 # leanattn_warnings).
 # Included by the top-level CMakeLists.txt; src/cuda and tests/cuda are added when
-# LEANATTN_HAVE_CUDA is ON.
-set(LEANATTN_HAVE_CUDA OFF)
+# LEANATTN_WITH_CUDA is ON.
+set(LEANATTN_WITH_CUDA OFF)
 if(LEANATTN_CUDA STREQUAL "ON" OR LEANATTN_CUDA STREQUAL "AUTO")
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
-    set(LEANATTN_HAVE_CUDA ON)
+    set(LEANATTN_WITH_CUDA ON)
   elseif(LEANATTN_CUDA STREQUAL "ON")
     message(FATAL_ERROR "LEANATTN_CUDA=ON but no CUDA compiler was found")
   endif()
@@ -18,7 +18,7 @@ elseif(NOT LEANATTN_CUDA STREQUAL "OFF")
   message(FATAL_ERROR "LEANATTN_CUDA must be ON, OFF or AUTO (got '${LEANATTN_CUDA}')")
 endif()
 
-if(LEANATTN_HAVE_CUDA)
+if(LEANATTN_WITH_CUDA)
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
     set(CMAKE_CUDA_ARCHITECTURES "80;90")
   endif()
@@ -36,6 +36,8 @@ if(LEANATTN_HAVE_CUDA)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   set(CMAKE_CUDA_EXTENSIONS OFF)
   find_package(CUDAToolkit REQUIRED)
+  # nvcc flags of every .cu file of the project (the engine's kernels, the tools' probes).
+  set(LEANATTN_CUDA_FLAGS --expt-relaxed-constexpr -lineinfo)
 
   # Warnings of the host half of .cu files (the device half has no -W flags; ptxas spills are
   # checked by scripts/check-ptxas.sh). The CUDA headers come in as system headers.
@@ -47,7 +49,7 @@ if(LEANATTN_HAVE_CUDA)
       $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Werror>)
   endif()
 endif()
-if(LEANATTN_HAVE_CUDA)
+if(LEANATTN_WITH_CUDA)
   message(STATUS "leanattn: CUDA engine ON (architectures ${CMAKE_CUDA_ARCHITECTURES})")
 else()
   message(STATUS "leanattn: CUDA engine OFF")

@@ -1,8 +1,10 @@
 # `cmake --install`: what a C++ user links. Installs
 #   include/leanattn/         the public headers, with the generated version.hpp (not
-#                             cuda_engine.hpp: the CUDA engine's library is not installed yet)
+#                             cuda_engine.hpp: the CUDA engine's library is not installed yet;
+#                             in CUDA builds not executor.hpp either, its registry needing it)
 #   lib/libleanattn.a         one static library: the objects of leanattn_core, leanattn_planner,
-#                             leanattn_reference and leanattn_cpu
+#                             leanattn_reference, leanattn_cpu and (without CUDA)
+#                             leanattn_executors
 #   lib/cmake/leanattn/       leanattnConfig.cmake, its version file and the exported target
 #   bin/leanattn              the command-line tool, when built
 # so that a consumer writes find_package(leanattn), target_link_libraries(app PRIVATE
@@ -16,10 +18,18 @@ include(CMakePackageConfigHelpers)
 set(leanattn_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/leanattn)
 find_package(HWY 1.0 REQUIRED)  # hwy::hwy is local to src/, where the CPU engine finds it
 
-# The library's objects, compiled once for the component libraries, archived again as one.
-add_library(leanattn STATIC
+# The library's objects, compiled once for the component libraries, archived again as one. The
+# executor registry of a CUDA build refers to the CUDA engine, which is not installed yet.
+set(leanattn_installed_objects
   $<TARGET_OBJECTS:leanattn_core> $<TARGET_OBJECTS:leanattn_planner>
   $<TARGET_OBJECTS:leanattn_reference> $<TARGET_OBJECTS:leanattn_cpu>)
+set(leanattn_not_installed_headers PATTERN cuda_engine.hpp EXCLUDE)
+if(TARGET leanattn_cuda)
+  list(APPEND leanattn_not_installed_headers PATTERN executor.hpp EXCLUDE)
+else()
+  list(APPEND leanattn_installed_objects $<TARGET_OBJECTS:leanattn_executors>)
+endif()
+add_library(leanattn STATIC ${leanattn_installed_objects})
 add_library(leanattn::leanattn ALIAS leanattn)
 set_target_properties(leanattn PROPERTIES LINKER_LANGUAGE CXX EXPORT_NAME leanattn)
 target_include_directories(leanattn INTERFACE
@@ -34,7 +44,7 @@ install(TARGETS leanattn EXPORT leanattnTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/leanattn ${LEANATTN_GENERATED_INCLUDE_DIR}/leanattn
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development
-        FILES_MATCHING PATTERN *.hpp PATTERN cuda_engine.hpp EXCLUDE)
+        FILES_MATCHING PATTERN *.hpp ${leanattn_not_installed_headers})
 install(EXPORT leanattnTargets NAMESPACE leanattn:: DESTINATION ${leanattn_cmake_dir}
         COMPONENT development)
 

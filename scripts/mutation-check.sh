@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The mutation check: proves the suite fails when the code is wrong. Builds the `mutation` preset
-# (the release build with the deliberate bugs of src/core/mutation.hpp compiled in, selected at
+# (the release build with the deliberate bugs of src/problem/mutation.hpp compiled in, selected at
 # run time by LEANATTN_MUTATION), then for the correct code and for each mutation runs a focused
 # part of the suite: the CPU engine tests, the random strategy checks and a short `leanattn check`.
 # The correct code must pass; every mutation must fail, and must fail the Sensitivity batches in

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/cpu_bench.hpp"
-#include "leanattn/bandwidth_probe.hpp"
+#include "bench_runner/cpu_bench.hpp"
+#include "bench_runner/read_probe.hpp"
 #include "machine_info.hpp"
 
 namespace leanattn::cli {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/cache_bench.hpp"
+#include "bench_runner/cache_bench.hpp"
 #include "machine_info.hpp"
 
 namespace leanattn::cli {

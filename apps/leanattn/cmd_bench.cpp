@@ -7,20 +7,15 @@
 #include <fstream>
 #include <memory>
 #include <string_view>
-#include <thread>
 
-#include "bench/cycle_counter.hpp"
 #include "bench_report.hpp"
+#include "bench_runner/bench_backend.hpp"
+#include "bench_runner/cycle_counter.hpp"
 #include "cache_report.hpp"
 #include "commands.hpp"
 #include "default_sweep.hpp"
-#include "leanattn/bandwidth_probe.hpp"
-#include "leanattn/cpu_engine.hpp"
 #include "leanattn/error.hpp"
 #include "problem_args.hpp"
-#if defined(LEANATTN_WITH_CUDA)
-#include "bench/cuda_bench.hpp"
-#endif
 
 namespace leanattn::cli {
 
@@ -104,15 +99,7 @@ int run_from_cache(const BenchArgs& a, bool sweep, double clock_ghz) {
 int run_bench(const BenchArgs& a, bool sweep) {
   const double clock_ghz = bench::measure_core_clock_ghz();
   if (a.from_cache) return run_from_cache(a, sweep, clock_ghz);
-#if defined(LEANATTN_WITH_CUDA)
-  require(a.backend == "cpu" || a.backend == "cuda", "backend",
-          [&] { return "must be cpu or cuda (got '" + a.backend + "')"; });
-#else
-  require(a.backend == "cpu", "backend", [&] {
-    return "must be cpu in this build (CUDA engine not built) (got '" + a.backend + "')";
-  });
-#endif
-  const bool gpu = a.backend == "cuda";
+  const std::unique_ptr<bench::BenchBackend> backend = bench::make_bench_backend(a.backend);
   bench::BenchConfig cfg;
   cfg.strategies.clear();
   for (const auto& s : a.strategies) cfg.strategies.push_back(parse_strategy(s, "strategy"));
@@ -146,65 +133,35 @@ int run_bench(const BenchArgs& a, bool sweep) {
   BenchRun run;
   run.machine = machine_info();
   run.backend = a.backend;
-  const std::int32_t threads =
-      cfg.workers > 0
-          ? cfg.workers
-          : static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
-  const std::int64_t probe_bytes = a.probe_mib > 0
-                                       ? (a.probe_mib << 20)
-                                       : std::max<std::int64_t>(largest + largest / 4, 1ll << 30);
-  // Before the probe runs: a custom case that cannot fit, and the engine's --simd and --workers
-  // rules (the sweep keeps only the cases that fit).
+  const std::int64_t probe_bytes =
+      a.probe_mib > 0 ? (a.probe_mib << 20) : backend->probe_bytes(largest);
+  // Before the probe runs: a custom case that cannot fit, and the executor's rules on the
+  // configuration (the CPU engine's --simd and --workers; the sweep keeps only the cases that fit).
   if (!sweep) {
-    require_bench_fits(cases.front().problem, gpu ? 0 : probe_bytes, available_memory(),
-                       a.problem.seq_lens.empty() ? "seq_len" : "seq_lens");
+    require_bench_fits(cases.front().problem, backend->host_probe_bytes(probe_bytes),
+                       available_memory(), a.problem.seq_lens.empty() ? "seq_len" : "seq_lens");
   }
-  if (!gpu) {
-    const cpu::Engine rules({.workers = cfg.workers, .simd = cfg.simd});  // throws Error
-  }
-#if defined(LEANATTN_WITH_CUDA)
-  if (gpu) {
-    // Device probe: at least 4 GiB (far beyond L2), as large as the largest case's KV.
-    const std::int64_t gpu_probe =
-        a.probe_mib > 0 ? (a.probe_mib << 20) : std::max<std::int64_t>(largest, 4ll << 30);
-    fmt::print(stderr, "probe: reading {} MiB on the GPU...\n", gpu_probe >> 20);
-    run.probe = bench::measure_cuda_read_bandwidth(gpu_probe, 7);
-    fmt::print("leanattn bench (cuda): {}; host {}, commit {}, {}\n",
-               bench::cuda_device_description(), run.machine.cpu, run.machine.commit,
-               run.machine.date);
-    fmt::print("probe: {:.1f} GB/s read (median of 7 passes over {} MiB, {} CTAs; best {:.1f})\n\n",
-               run.probe.median_gbps, run.probe.bytes >> 20, run.probe.threads,
-               run.probe.best_gbps);
-  }
-#endif
-  // CPU: the probe stays allocated, and each case interleaves its own passes with its runs.
-  std::unique_ptr<cpu::ReadProbe> probe;
-  if (!gpu) {
-    fmt::print(stderr, "probe: reading {} MiB with {} thread{}...\n", probe_bytes >> 20, threads,
-               threads == 1 ? "" : "s");
-    probe = std::make_unique<cpu::ReadProbe>(probe_bytes, threads, cfg.pin_threads);
-    run.probe = cpu::measure_read_bandwidth(*probe, 7);
+  backend->check_config(cfg);  // throws Error
+  // The CPU keeps its probe allocated, and each case interleaves its own passes with its runs.
+  fmt::print(stderr, "probe: reading {} MiB...\n", probe_bytes >> 20);
+  run.probe = backend->probe(probe_bytes, cfg);
+  const std::string device = backend->device();
+  if (device.empty()) {
     fmt::print("leanattn bench: {} ({} cores), commit {}, {}\n", run.machine.cpu, run.machine.cores,
                run.machine.commit, run.machine.date);
-    fmt::print(
-        "probe: {:.1f} GB/s read (median of 7 passes over {} MiB, {} thread{}; best {:.1f})\n\n",
-        run.probe.median_gbps, run.probe.bytes >> 20, threads, threads == 1 ? "" : "s",
-        run.probe.best_gbps);
+  } else {
+    fmt::print("leanattn bench ({}): {}; host {}, commit {}, {}\n", a.backend, device,
+               run.machine.cpu, run.machine.commit, run.machine.date);
   }
+  fmt::print("probe: {:.1f} GB/s read (median of 7 passes over {} MiB, {} {}; best {:.1f})\n\n",
+             run.probe.median_gbps, run.probe.bytes >> 20, run.probe.threads,
+             backend->probe_workers(run.probe.threads), run.probe.best_gbps);
 
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const auto progress = [&](const std::string& what) {
       fmt::print(stderr, "[{}/{}] {}: {}\n", i + 1, cases.size(), cases[i].label, what);
     };
-#if defined(LEANATTN_WITH_CUDA)
-    LabelledCase lc{
-        cases[i].label,
-        gpu ? bench::run_cuda_case(cases[i].problem, cfg, run.probe.median_gbps, progress)
-            : bench::run_cpu_case(cases[i].problem, cfg, probe.get(), progress)};
-#else
-    LabelledCase lc{cases[i].label,
-                    bench::run_cpu_case(cases[i].problem, cfg, probe.get(), progress)};
-#endif
+    LabelledCase lc{cases[i].label, backend->run_case(cases[i].problem, cfg, progress)};
     fmt::print("{}\n", format_case(lc, run.probe.median_gbps));
     std::fflush(stdout);
     run.cases.push_back(std::move(lc));

@@ -5,20 +5,14 @@
 // failure.
 #include <fmt/core.h>
 
-#include <functional>
+#include <memory>
 
 #include "checks/bad_inputs.hpp"
+#include "checks/kernel_checks.hpp"
 #include "checks/random_checks.hpp"
 #include "commands.hpp"
-#include "emulator/emulated_device.hpp"
-#include "harness/host_case.hpp"
 #include "leanattn/error.hpp"
-#include "leanattn/reference.hpp"
 #include "problem_args.hpp"
-#if LEANATTN_WITH_CUDA
-#include "cuda/harness/device_case.hpp"
-#include "leanattn/cuda_engine.hpp"
-#endif
 
 namespace leanattn::cli {
 
@@ -37,92 +31,12 @@ struct CheckArgs {
   bool verbose = false;
 };
 
-// Runs a plan with `options` on a case's tensors (a GPU engine or the emulator).
-using KernelRunner = std::function<void(harness::HostCase&, const PlanOptions&)>;
-
-// The CUDA kernels' case `index`: the drawn problem moved to a configuration the GPU kernels
-// cover (f16 or bf16 Q; K/V of the same type or 8-bit; head_dim 64, 128 or 256), every strategy,
-// checked like the CPU's. `name` prefixes the variants ("cuda", "cuda-emulated").
-checks::CaseReport kernel_case(std::uint64_t seed, std::int64_t index,
-                               const harness::RandomLimits& limits, const std::string& name,
-                               const KernelRunner& run) {
-  harness::RandomCase rc = checks::draw_case(seed, index, limits);
-  DecodeProblem p = rc.problem;
-  if (p.q_dtype == DType::f32) p.q_dtype = DType::bf16;   // the kernels' Q: f16 or bf16
-  if (!is_quantized(p.kv_dtype)) p.kv_dtype = p.q_dtype;  // 8-bit caches (a third) stay
-  p.head_dim = p.head_dim <= 64 ? 64 : (p.head_dim <= 128 ? 128 : 256);
-  harness::HostCase c = harness::make_case(p, seed ^ static_cast<std::uint64_t>(index));
-  checks::CaseReport report;
-  report.problem = checks::describe(c.problem, rc.hardware.workers, rc.options.tile_tokens);
-  const auto ref = reference::naive_attention(c.problem, c.tensors());
-  const auto naive = harness::naive_same_precision(c.problem, c.tensors());
-  const std::int32_t tile = rc.options.tile_tokens;
-  const std::pair<const char*, PlanOptions> variants[] = {
-      {"lean", {.strategy = Strategy::lean, .tile_tokens = tile}},
-      {"lean/batch_invariant",
-       {.strategy = Strategy::lean,
-        .tile_tokens = tile,
-        .batch_invariant = true,
-        .chunk_tiles = 2}},
-      {"split", {.strategy = Strategy::split, .tile_tokens = tile}},
-      {"head", {.strategy = Strategy::head, .tile_tokens = tile}},
-  };
-  for (const auto& [variant, options] : variants) {
-    checks::Outcome o{name + " " + variant, false, ""};
-    try {
-      harness::poison_outputs(c);
-      run(c, options);
-      const harness::Accuracy acc = harness::check_accuracy(c, ref, true, &naive);
-      o.ok = acc.ok();
-      o.detail = checks::accuracy_text(acc);
-    } catch (const std::exception& e) {
-      o.detail = std::string("threw: ") + e.what();
-    }
-    report.outcomes.push_back(o);
-  }
-  return report;
-}
-
-// The CUDA kernel's source on the CPU emulator (tools/cuda_emulator): the same cases as
-// --backend cuda, with a.workers CTAs when given (a GPU's plan has its occupancy's count).
-checks::CaseReport emulated_case(const CheckArgs& a, std::int64_t index,
-                                 const harness::RandomLimits& limits) {
-  const std::int32_t drawn = checks::draw_case(a.seed, index, limits).hardware.workers;
-  const std::int32_t workers = a.workers > 0 ? a.workers : drawn;
-  return kernel_case(a.seed, index, limits, "cuda-emulated",
-                     [&](harness::HostCase& c, const PlanOptions& options) {
-                       emulator::EmulatedDevice device;
-                       emulator::RunOptions o;
-                       o.seed = a.schedule_seed;
-                       device.run(c.problem,
-                                  emulator::EmulatedDevice::plan(c.problem, workers, options),
-                                  c.tensors(), o);
-                     });
-}
-
-#if LEANATTN_WITH_CUDA
-// The CUDA engine on case `index` (kernel_case).
-checks::CaseReport cuda_case(std::uint64_t seed, std::int64_t index,
-                             const harness::RandomLimits& limits, cuda::Engine& engine) {
-  return kernel_case(seed, index, limits, "cuda",
-                     [&](harness::HostCase& c, const PlanOptions& options) {
-                       cuda::run_host_case(engine, c, engine.plan(c.problem, options));
-                     });
-}
-#endif
-
 int run_check(const CheckArgs& a) {
-#if LEANATTN_WITH_CUDA
-  require(a.backend == "cpu" || a.backend == "cuda" || a.backend == "cuda-emulated", "backend",
-          [&] { return "must be cpu, cuda or cuda-emulated (got '" + a.backend + "')"; });
-  require(a.backend != "cuda" || cuda::device_available(), "backend",
-          [] { return "cuda: no CUDA device is available on this machine"; });
-#else
-  require(a.backend == "cpu" || a.backend == "cuda-emulated", "backend", [&] {
-    return "must be cpu or cuda-emulated in this build (CUDA engine not built) (got '" + a.backend +
-           "')";
-  });
-#endif
+  // cpu: the CPU engine's checks below; any other name: a kernel backend (kernel_checks.hpp).
+  std::unique_ptr<checks::KernelBackend> kernel;
+  if (a.backend != "cpu") {
+    kernel = checks::make_kernel_backend(a.backend, {a.workers, a.schedule_seed});
+  }
   require(a.count >= 1, "count",
           [&] { return "must be >= 1 (got " + std::to_string(a.count) + ")"; });
   require(a.max_len >= 1, "max_len",
@@ -165,21 +79,11 @@ int run_check(const CheckArgs& a) {
   };
   const std::int64_t first = a.only >= 0 ? a.only : 0;
   const std::int64_t last = a.only >= 0 ? a.only + 1 : a.count;
-#if LEANATTN_WITH_CUDA
-  std::unique_ptr<cuda::Engine> gpu;
-  if (a.backend == "cuda") gpu = std::make_unique<cuda::Engine>();
-#endif
   for (std::int64_t i = first; i < last; ++i) {
-    if (a.backend == "cuda-emulated") {
-      tally(emulated_case(a, i, limits), i, "cuda-emulated");
+    if (kernel) {
+      tally(checks::kernel_case(a.seed, i, limits, *kernel), i, a.backend.c_str());
       continue;
     }
-#if LEANATTN_WITH_CUDA
-    if (gpu) {
-      tally(cuda_case(a.seed, i, limits, *gpu), i, "cuda");
-      continue;
-    }
-#endif
     engines.select(i);
     tally(checks::random_strategies_case(a.seed, i, limits_of(i), engines), i, "random");
     if (i % 10 == 0 || a.only >= 0)
@@ -188,7 +92,7 @@ int run_check(const CheckArgs& a) {
       fmt::print(stderr, "  {} / {} cases ({} failed so far)\n", i + 1, a.count, failed);
     }
   }
-  if (a.only < 0 && a.backend != "cuda-emulated") {
+  if (a.only < 0 && !kernel) {
     cpu::Engine& engine = engines.get(2);
     for (const auto& b : checks::bad_inputs()) {
       const std::string problem = checks::run_bad_input(b, engine);

@@ -68,7 +68,7 @@ std::vector<SweepCase> from_cache_sweep(std::int64_t kv_bytes, DType kv_dtype,
     if (page_size > 0) {  // one request: its own pages, in a table of exactly those
       p.layout = KvLayout::paged;
       p.page_size = page_size;
-      p.max_pages = (tokens + page_size - 1) / page_size;
+      p.max_pages = static_cast<std::int32_t>(pages_for(tokens, page_size));
       p.num_pages = p.max_pages;
     }
     cases.push_back({s.label, p});

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "build_info.hpp"
+#include "leanattn/hardware.hpp"
 
 namespace leanattn::cli {
 
@@ -20,7 +21,7 @@ MachineInfo machine_info() {
     }
   }
   if (m.cpu.empty()) m.cpu = "unknown";
-  m.cores = static_cast<int>(std::thread::hardware_concurrency());
+  m.cores = default_workers();
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));

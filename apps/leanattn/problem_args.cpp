@@ -99,8 +99,8 @@ DecodeProblem ProblemArgs::problem() const {
   } else {
     p.layout = KvLayout::paged;
     p.page_size = page_size;
-    for (std::int32_t len : p.seq_lens) pages += (len + page_size - 1) / page_size;
-    p.max_pages = std::max(1, (longest + page_size - 1) / page_size);
+    for (std::int32_t len : p.seq_lens) pages += pages_for(len, page_size);
+    p.max_pages = std::max(1, static_cast<std::int32_t>(pages_for(longest, page_size)));
     p.num_pages = std::max<std::int64_t>(1, pages);
   }
   validate(p);

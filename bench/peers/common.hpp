@@ -159,7 +159,7 @@ inline void fill_16bit(std::uint16_t* dst, std::int64_t count, std::uint64_t see
 // ---- huge pages ---------------------------------------------------------------------------------
 
 // An allocator for the KV copies: 2 MiB-aligned blocks advised as transparent huge pages, as
-// leanattn's own buffers are (src/core/large_buffer.cpp), so that no implementation pays TLB
+// leanattn's own buffers are (tools/harness/large_buffer.cpp), so that no implementation pays TLB
 // misses the others do not.
 template <typename T>
 struct HugePageAllocator {

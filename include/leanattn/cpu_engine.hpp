@@ -67,10 +67,9 @@ class Engine {
   std::unique_ptr<Impl> impl_;
 };
 
-// The plan options cpu::Engine::plan() uses for `options`: LineOrder::automatic becomes
-// LineOrder::token_major for every strategy (whole token rows per worker, contiguous pairs for
-// head and split; docs/cpu-engine.md), and split's SplitRule::automatic becomes
-// SplitRule::even_workers (heuristics.hpp, cpu_num_splits); the rest unchanged.
+// The plan options cpu::Engine::plan() uses for `options`: resolve_plan_options(options,
+// PlanTarget::cpu) (LineOrder::automatic becomes token_major for every strategy, split's
+// SplitRule::automatic becomes even_workers; docs/cpu-engine.md, heuristics.hpp).
 PlanOptions cpu_plan_options(const PlanOptions& options);
 
 // SIMD targets compiled into the engine that this CPU supports, best first.

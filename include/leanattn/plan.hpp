@@ -64,6 +64,7 @@ struct Segment {
   SegmentKind kind = SegmentKind::direct;
   std::int32_t slot = -1;       // workspace slot (finalise and partial), -1 for direct
   std::int32_t reduction = -1;  // index in Plan::reductions (finalise and partial), else -1
+  bool operator==(const Segment&) const = default;
 };
 
 // A pair whose tiles are spread over several segments.
@@ -73,6 +74,7 @@ struct Reduction {
   std::int32_t finaliser = 0;   // worker holding the pair's first tile (its finalise segment)
   std::int32_t slot_begin = 0;  // its slots are [slot_begin, slot_begin + num_slots), merged in
   std::int32_t num_slots = 0;   // this order: slot_begin + i holds the i-th piece in tile order
+  bool operator==(const Reduction&) const = default;
 };
 
 struct Plan {
@@ -98,6 +100,9 @@ struct Plan {
   std::int32_t num_slots = 0;
   std::int64_t total_tiles = 0;
 
+  // Every field equal (executors recognise a plan they made or checked before).
+  bool operator==(const Plan&) const = default;
+
   std::int32_t batch() const { return static_cast<std::int32_t>(seq_lens.size()); }
   // First key planned for `request`: keys before it are seen by no query row (window).
   std::int64_t first_key(std::int32_t request) const {
@@ -105,7 +110,7 @@ struct Plan {
   }
   std::int32_t tiles_of(std::int32_t request) const {
     const std::int64_t keys = seq_lens[request] - first_key(request);
-    return static_cast<std::int32_t>((keys + tile_tokens - 1) / tile_tokens);
+    return static_cast<std::int32_t>(ceil_div<std::int64_t>(keys, tile_tokens));
   }
   // Key positions [begin, end) of tiles [tile_begin, tile_end) of `request`.
   KeyRange tile_keys(std::int32_t request, std::int32_t tile_begin, std::int32_t tile_end) const {

@@ -13,16 +13,16 @@ namespace leanattn {
 
 // How the split strategy picks its split count when PlanOptions::splits is 0 (heuristics.hpp).
 enum class SplitRule : std::uint8_t {
-  automatic,     // the executor's choice: fa2_waves for make_plan, even_workers for the CPU engine
+  automatic,     // the executor's choice (resolve_plan_options)
   fa2_waves,     // FlashAttention-2's wave-efficiency rule (fa2_num_splits), for GPUs
   even_workers,  // the fewest splits that share the units evenly over the workers (cpu_num_splits)
 };
 
 struct PlanOptions {
   Strategy strategy = Strategy::lean;
-  // How the tiles are walked (automatic = head_major here). lean: the order of the line cut into
-  // ranges; split, head: head_major deals the units in pair order to the first free worker (a
-  // GPU's block scheduler), token_major deals them contiguously in token-row order.
+  // How the tiles are walked (automatic: the executor's, resolve_plan_options). lean: the order of
+  // the line cut into ranges; split, head: head_major deals the units in pair order to the first
+  // free worker (a GPU's block scheduler), token_major deals them contiguously in token-row order.
   LineOrder order = LineOrder::automatic;
   std::int32_t tile_tokens = 0;  // lean-tile size in tokens; 0: default_tile_tokens(head_dim)
   std::int32_t splits = 0;       // split only: splits per pair; 0: FA2 wave-efficiency heuristic
@@ -39,7 +39,19 @@ inline constexpr std::int32_t kMaxTileTokens = 1 << 16;
 inline constexpr std::int32_t kMaxSplits = 128;
 inline constexpr std::int32_t kDefaultChunkTiles = 16;
 
-// Validates `problem`, `hardware` and `options` (throws Error) and returns the plan.
+// The kinds of executor a plan is made for: each has its preferred line order and split rule.
+enum class PlanTarget : std::uint8_t {
+  gpu,  // head_major (a CTA works on one pair at a time), SplitRule::fa2_waves
+  cpu,  // token_major (whole token rows per core, contiguous pairs), SplitRule::even_workers
+};
+
+// `options` with LineOrder::automatic and SplitRule::automatic (split only) resolved for
+// `target`, the rest unchanged: the one place `automatic` is decided. Every executor plans with
+// it (cpu::Engine, cuda::Engine, the emulator); make_plan() resolves for PlanTarget::gpu.
+PlanOptions resolve_plan_options(const PlanOptions& options, PlanTarget target);
+
+// Validates `problem`, `hardware` and `options` (throws Error) and returns the plan
+// (`automatic` resolved for PlanTarget::gpu).
 Plan make_plan(const DecodeProblem& problem, const Hardware& hardware,
                const PlanOptions& options = {});
 

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "leanattn/core/ceil_div.hpp"
 #include "leanattn/dtype.hpp"
 
 namespace leanattn {
@@ -99,5 +100,10 @@ inline constexpr std::int32_t kMaxQLen = 256;
 // >= 0, window_left >= -1, softcap finite and >= 0, q_dtype not 8-bit, kv_scales none exactly
 // when kv_dtype is not 8-bit.
 void validate(const DecodeProblem& problem);
+
+// Pages of `page_size` tokens that `tokens` tokens occupy (the paged layout's block-table row).
+inline std::int64_t pages_for(std::int64_t tokens, std::int32_t page_size) {
+  return ceil_div<std::int64_t>(tokens, page_size);
+}
 
 }  // namespace leanattn

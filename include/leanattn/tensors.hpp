@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "leanattn/core/kv_addressing.hpp"
 #include "leanattn/problem.hpp"
 
 namespace leanattn {
@@ -58,6 +59,16 @@ struct DecodeTensors {
   const float* sinks = nullptr;         // sink logit per query head (same scale as the scores)
   const float* alibi_slopes = nullptr;  // ALiBi slope per query head
 };
+
+// Where the rows of K (strides = tensors.k_strides) or V (tensors.v_strides) live: the one place
+// a KvAddressing (core/kv_addressing.hpp) is made from a problem and its tensors.
+inline KvAddressing kv_addressing(const DecodeProblem& problem, const DecodeTensors& tensors,
+                                  const KvStrides& strides) {
+  return KvAddressing{
+      strides.outer,       strides.token,
+      strides.head,        problem.layout == KvLayout::paged ? problem.page_size : 0,
+      tensors.block_table, tensors.block_table_stride};
+}
 
 // Dense (packed, row-major) strides for every tensor of `problem`, the scales' included (their
 // pointers stay null: set k_scale and v_scale for a quantized cache).

@@ -100,6 +100,7 @@ def _make_plan(
     softcap: float = ...,
     sinks: bool = ...,
     alibi: bool = ...,
+    backend: str = ...,
 ) -> Plan: ...
 def _reference(
     q: Any,

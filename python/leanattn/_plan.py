@@ -184,6 +184,7 @@ def plan(
     softcap: Optional[float] = None,
     sinks: bool = False,
     alibi: bool = False,
+    backend: str = "cpu",
 ) -> Plan:
     """Makes the schedule :func:`leanattn.decode` would use, to inspect it or run it many times.
 
@@ -192,14 +193,15 @@ def plan(
         q_heads, kv_heads, head_dim: the shapes of q and the cache (q_heads a multiple of
             kv_heads; head_dim a multiple of 16 up to 256).
         strategy: ``"lean"``, ``"split"`` or ``"head"``.
-        workers: workers to plan for (default: one per core).
+        workers: workers to plan for (default: the backend's: one per core on the CPU, the
+            kernel's occupancy on a GPU).
         tile: tokens per lean tile (default: by head_dim).
-        order: ``"auto"`` (the CPU engine's ``"token_major"``: whole token rows, and for head
-            and split contiguous pairs), ``"token_major"`` or ``"head_major"`` (the paper's
-            order, and pairs to the first free worker; what the CUDA engine picks: pass it, and
-            workers = resident thread blocks, when planning for CUDA arrays).
-        splits: split only: splits per pair (default: the CPU engine's rule, the fewest splits
-            that share the pairs evenly over the workers; heuristics.hpp).
+        order: ``"auto"`` (the backend's: the CPU engine's ``"token_major"``, whole token rows
+            and for head and split contiguous pairs; the CUDA engine's ``"head_major"``),
+            ``"token_major"`` or ``"head_major"`` (the paper's order, and pairs to the first
+            free worker).
+        splits: split only: splits per pair (default: the backend's rule; on the CPU the fewest
+            splits that share the token rows evenly over the workers; heuristics.hpp).
         batch_invariant: lean only: cut each request into fixed chunks so its output does not
             depend on the rest of the batch or the worker count.
         chunk_tiles: batch_invariant only: tiles per chunk (default 16).
@@ -207,6 +209,9 @@ def plan(
             calls will use (:func:`leanattn.decode`); a window plans only the tiles some query
             sees. sinks, alibi: whether the calls pass sinks / alibi_slopes. A plan runs only
             with the settings it was made for.
+        backend: the executor the plan is for, one of :data:`leanattn.backends` (``"cuda"``
+            plans as the CUDA engine does for arrays on the current device: its order, split
+            rule, tile size and occupancy).
 
     Raises:
         ValueError: naming the argument that breaks a rule. TypeError: a wrong argument type.
@@ -232,5 +237,6 @@ def plan(
         *variant_args(causal, window_left, softcap, None, None, ints["q_heads"])[:3],
         bool(sinks),
         bool(alibi),
+        _arrays.require_str(backend, "backend"),
     )
     return Plan(impl)

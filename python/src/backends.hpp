@@ -1,10 +1,10 @@
-// The executors decode() can run on, chosen by the device of q. The CPU backend is always built
-// (engine_cache.cpp); the CUDA backend (cuda_backend.cpp) is compiled in when the CUDA engine is
-// built (python/CMakeLists.txt then defines LEANATTN_PY_HAVE_CUDA), and bind_decode.cpp
-// dispatches CUDA arrays to it.
+// The executors decode() runs on, chosen by the device of q through the executor seam
+// (leanattn/executor.hpp): every executor this build of the library has ("cpu", and "cuda" when
+// the CUDA engine is built), kept in one cache (engine_cache.cpp). No backend is named here.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "leanattn/plan.hpp"
@@ -21,26 +21,25 @@ struct DecodeCall {
   const DecodeTensors* tensors = nullptr;
   const Plan* plan = nullptr;  // null: plan with `options` for `workers`
   PlanOptions options;
-  std::int32_t workers = 0;  // persistent workers; 0 = the backend's default
+  std::int32_t workers = 0;  // persistent workers; 0 = the executor's default
   int device_id = 0;         // DLPack device id of the arrays
-  void* stream = nullptr;    // CUDA: the cudaStream_t to launch on (nullptr = default stream)
+  void* stream = nullptr;    // device executors: the cudaStream_t to launch on (nullptr: default)
 };
 
-// Names of the backends built into the module, "cpu" first.
-std::vector<const char*> backend_names();
+// Names of the executors built into the module, "cpu" first.
+std::vector<std::string> backend_names();
 
-// Runs `call` on the CPU engine with `call.workers` threads (one engine kept per thread count).
-// Releases the GIL while the engine runs. Throws leanattn::Error for bad input.
-void run_cpu(const DecodeCall& call);
+// Runs `call` on executor `backend` (a name of backend_names()): one executor is kept per
+// (backend, device, worker count, stream), so that threads are created and plans uploaded once.
+// Host executors return when the output is written; device executors launch asynchronously on
+// call.stream. Releases the GIL while the executor runs. Throws leanattn::Error for bad input; a
+// device that cannot be used raises ValueError naming q.
+void run_on(const std::string& backend, const DecodeCall& call);
 
-// The worker count the CPU backend uses when none is given: one per core.
-std::int32_t default_cpu_workers();
-
-#ifdef LEANATTN_PY_HAVE_CUDA
-// Launches `call` on the CUDA engine of device `call.device_id` on `call.stream` (asynchronous;
-// one engine kept per device, worker count and stream). Throws leanattn::Error for bad input;
-// a device that cannot be used raises ValueError naming q. Defined in cuda_backend.cpp.
-void run_cuda(const DecodeCall& call);
-#endif
+// The plan executor `backend` makes for `problem` (its line order, split rule and, on a GPU, tile
+// size; workers 0: its default count, a GPU's occupancy on device `device_id`). Host executors
+// plan without starting threads.
+Plan plan_on(const std::string& backend, const DecodeProblem& problem, const PlanOptions& options,
+             std::int32_t workers, int device_id);
 
 }  // namespace leanattn::python

@@ -18,13 +18,16 @@ namespace {
 
 using namespace nb::literals;
 
+// The executor of the arrays' DLPack device type (the executor seam names them).
 void run_on_device(const DecodeCall& call, const Device& device) {
-  if (device.type == nb::device::cpu::value) return run_cpu(call);
-#ifdef LEANATTN_PY_HAVE_CUDA
-  if (device.type == nb::device::cuda::value) return run_cuda(call);
-#endif
+  const char* backend = device.type == nb::device::cpu::value    ? "cpu"
+                        : device.type == nb::device::cuda::value ? "cuda"
+                                                                 : "";
   std::string built;
-  for (const char* name : backend_names()) built += std::string(built.empty() ? "" : ", ") + name;
+  for (const std::string& name : backend_names()) {
+    if (name == backend) return run_on(name, call);
+    built += (built.empty() ? "" : ", ") + name;
+  }
   value_error("q", "lives on DLPack device type " + std::to_string(device.type) +
                        ", but this leanattn was built with the backends (" + built + ") only");
 }

@@ -11,7 +11,7 @@
 #include "backends.hpp"
 #include "bindings.hpp"
 #include "errors.hpp"
-#include "leanattn/cpu_engine.hpp"
+#include "leanattn/error.hpp"
 #include "leanattn/plan_format.hpp"
 #include "leanattn/planner.hpp"
 
@@ -22,14 +22,14 @@ namespace {
 using namespace nb::literals;
 
 // seq_lens [batch] int32; workers 0 = one per core; tile, splits, chunk_tiles 0 = default. The
-// order "auto" and split's split count resolve as the CPU engine does (cpu::cpu_plan_options).
+// order "auto" and split's split count resolve as the backend's executor does (plan_on).
 // q_len and the variant (window_left -1 = none, softcap 0 = off; sinks, alibi: whether the calls
 // pass them).
 Plan make_plan(const SeqLensArray& seq_lens, std::int32_t q_heads, std::int32_t kv_heads,
                std::int32_t head_dim, std::string_view strategy, std::int32_t workers,
                std::int32_t tile, std::string_view order, std::int32_t splits, bool batch_invariant,
                std::int32_t chunk_tiles, std::int32_t q_len, bool causal, std::int32_t window_left,
-               float softcap, bool sinks, bool alibi) {
+               float softcap, bool sinks, bool alibi, const std::string& backend) {
   return translate_errors(Entry::plan, [&] {
     DecodeProblem p;
     p.q_len = q_len;
@@ -51,8 +51,12 @@ Plan make_plan(const SeqLensArray& seq_lens, std::int32_t q_heads, std::int32_t 
     o.splits = splits;
     o.batch_invariant = batch_invariant;
     o.chunk_tiles = chunk_tiles;
-    const Hardware hw{workers > 0 ? workers : default_cpu_workers()};
-    return leanattn::make_plan(p, hw, cpu::cpu_plan_options(o));
+    std::string built;
+    for (const std::string& name : backend_names()) {
+      if (name == backend) return plan_on(name, p, o, workers, -1);  // the current device
+      built += (built.empty() ? "" : ", ") + name;
+    }
+    throw Error("backend", "must be one of " + built + " in this build (got '" + backend + "')");
   });
 }
 
@@ -136,7 +140,7 @@ void bind_plan(nb::module_& m) {
   m.def("_make_plan", &make_plan, "seq_lens"_a.noconvert(), "q_heads"_a, "kv_heads"_a, "head_dim"_a,
         "strategy"_a, "workers"_a, "tile"_a, "order"_a, "splits"_a, "batch_invariant"_a,
         "chunk_tiles"_a, "q_len"_a = 1, "causal"_a = true, "window_left"_a = -1, "softcap"_a = 0.0f,
-        "sinks"_a = false, "alibi"_a = false, "Private: use leanattn.plan.");
+        "sinks"_a = false, "alibi"_a = false, "backend"_a = "cpu", "Private: use leanattn.plan.");
 }
 
 }  // namespace leanattn::python

@@ -16,12 +16,12 @@ NB_MODULE(_leanattn, m) {
   m.doc() = "Compiled core of leanattn (private: use the `leanattn` package).";
   m.attr("__version__") = std::string(leanattn::version());
   nb::list backends;
-  for (const char* name : leanattn::python::backend_names()) backends.append(name);
+  for (const std::string& name : leanattn::python::backend_names()) backends.append(name);
   m.attr("backends") = nb::tuple(backends);
   m.attr("MAX_WORKERS") = leanattn::kMaxWorkers;
   m.def("simd_targets", &leanattn::cpu::simd_targets,
         "SIMD targets of the CPU engine that this CPU supports, best first.");
-  m.def("default_cpu_workers", &leanattn::python::default_cpu_workers,
+  m.def("default_cpu_workers", &leanattn::default_workers,
         "Worker threads the CPU backend uses when none is given (one per core).");
   leanattn::python::bind_decode(m);
   leanattn::python::bind_plan(m);

@@ -13,14 +13,14 @@
 #include <thread>
 #include <vector>
 
-#include "core/mutation.hpp"
-#include "cpu/row_walk.hpp"
+#include "cpu/prefetch_plan.hpp"
 #include "cpu/segment_kernel.hpp"
 #include "cpu/tensor_io.hpp"
 #include "cpu/thread_pool.hpp"
 #include "leanattn/core/softmax_state.hpp"
 #include "leanattn/core/variant_rules.hpp"
 #include "leanattn/error.hpp"
+#include "problem/mutation.hpp"
 
 namespace leanattn::cpu {
 
@@ -203,80 +203,35 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
   }
   prepare_rules(cx, group, sc);
   // The calls run block by block, head by head within a block. Each call prefetches part of what
-  // comes next (docs/cpu-engine.md, "Prefetch"): when the group's heads are adjacent in the token
-  // rows, the next block's rows split into n equal runs of lines in address order (DRAM then
-  // sees sequential streams); otherwise the next call's rows.
+  // comes next (plan_prefetch, docs/cpu-engine.md, "Prefetch").
   const auto n = static_cast<std::int64_t>(group.size());
-  const std::int32_t h0 = first.kv_head;
   const std::int64_t elt = dtype_size(cx.problem.kv_dtype);
-  const std::int64_t row_bytes = d * elt;  // one head's row
-  const bool adjacent =
-      group.back().kv_head - h0 + 1 == n && cx.k.head_stride == d && cx.v.head_stride == d;
-  const char* kb = static_cast<const char*>(cx.tensors.k_cache);
-  const char* vb = static_cast<const char*>(cx.tensors.v_cache);
-  auto k_row = [&](std::int64_t u, std::int32_t h) {
-    return kb + cx.k.row(first.request, u, h) * elt;
-  };
-  auto v_row = [&](std::int64_t u, std::int32_t h) {
-    return vb + cx.v.row(first.request, u, h) * elt;
-  };
-  const std::int64_t row_lines = (n * row_bytes + 63) / 64;  // a token's row, all n heads
+  const PrefetchGroup pg{static_cast<const char*>(cx.tensors.k_cache),
+                         static_cast<const char*>(cx.tensors.v_cache),
+                         cx.k,
+                         cx.v,
+                         elt,
+                         first.request,
+                         first.kv_head,
+                         n,
+                         d * elt,
+                         group.back().kv_head - first.kv_head + 1 == n && cx.k.head_stride == d &&
+                             cx.v.head_stride == d};
   const char** pk = sc.prefetch.data();
   const char** pv = pk + kKernelRowsPadded;
   for (std::int64_t t = tb; t < te; t += kKernelBlockTokens) {
     const std::int64_t next = std::min<std::int64_t>(t + kKernelBlockTokens, te);
-    // The next block: tokens [next, next + after).
-    const std::int64_t after = std::min<std::int64_t>(next + kKernelBlockTokens, te) - next;
-    // Adjacent heads: the next block is `after` rows of `row_lines` lines (all n heads); call i
-    // takes the i-th run of kKernelBlockTokens x per_token lines, per_token with each token.
-    const std::int64_t per_token =
-        (after * row_lines + n * kKernelBlockTokens - 1) / (n * kKernelBlockTokens);
+    const PrefetchBlock block = prefetch_block(pg, next, te, kKernelBlockTokens);
     for (std::int64_t i = 0; i < n; ++i) {
       SegmentJob& job = sc.jobs[static_cast<std::size_t>(i)];
       job.token_begin = t;
       job.token_end = next;
       job.prefetch_k = pk;
       job.prefetch_v = pv;
-      job.prefetch_lines = 0;
-      if (adjacent && per_token > 0) {
-        job.prefetch_lines = static_cast<std::int32_t>(per_token);
-        // Token u's lines [line, line + per_token) of its row, walked without divisions.
-        const std::int64_t start =
-            std::min(i * kKernelBlockTokens * per_token, after * row_lines - 1);
-        std::int64_t u = next + start / row_lines, line = start % row_lines;
-        RowWalk k_walk(cx.k, first.request, u, h0), v_walk(cx.v, first.request, u, h0);
-        const char* krow_u = kb + k_walk.offset() * elt;
-        const char* vrow_u = vb + v_walk.offset() * elt;
-        for (std::int32_t j = 0; j < kKernelBlockTokens; ++j) {
-          pk[j] = krow_u + line * 64;
-          pv[j] = vrow_u + line * 64;
-          line += per_token;
-          while (line >= row_lines && u + 1 < next + after) {
-            line -= row_lines;
-            ++u;
-            k_walk.next();
-            v_walk.next();
-            krow_u = kb + k_walk.offset() * elt;
-            vrow_u = vb + v_walk.offset() * elt;
-          }
-          line = std::min(line, row_lines - 1);
-        }
-      } else if (!adjacent) {
-        // The next call: the next head, or after the last head the first head's next block.
-        const bool wrap = i + 1 == n;
-        const std::int64_t u0 = wrap ? next : t, count = wrap ? after : next - t;
-        const std::int32_t h = sc.jobs[static_cast<std::size_t>(wrap ? 0 : i + 1)].kv_head;
-        job.prefetch_lines = count > 0 ? static_cast<std::int32_t>((row_bytes + 63) / 64) : 0;
-        for (std::int32_t j = 0; j < kKernelBlockTokens && count > 0; ++j) {
-          const std::int64_t u = u0 + std::min<std::int64_t>(j, count - 1);
-          pk[j] = k_row(u, h);
-          pv[j] = v_row(u, h);
-        }
-      }
-      if (job.prefetch_lines > 0) {  // the kernel's padded tokens repeat the last row
-        std::fill(pk + kKernelBlockTokens, pk + kKernelRowsPadded, pk[kKernelBlockTokens - 1]);
-        std::fill(pv + kKernelBlockTokens, pv + kKernelRowsPadded, pv[kKernelBlockTokens - 1]);
-      }
+      const std::int32_t next_head =
+          sc.jobs[static_cast<std::size_t>(i + 1 == n ? 0 : i + 1)].kv_head;
+      job.prefetch_lines =
+          plan_prefetch(pg, block, i, t, next_head, kKernelBlockTokens, kKernelRowsPadded, pk, pv);
       cx.kernel(job);
     }
   }
@@ -321,29 +276,28 @@ struct Engine::Impl {
   AlignedBuffer workspace;
   std::size_t workspace_bytes = 0;
   std::vector<Scratch> scratch;
-  PlanCheckBuffers plan_check;  // check_plan's memory, kept: a reused plan allocates nothing
+  PlanCheckBuffers plan_check;  // check_plan's memory, kept
+  // Plans this engine made or checked, newest last: a run of one of them skips check_plan (it
+  // sorts the segments), so a plan reused from call to call is checked once.
+  std::vector<Plan> known_plans;
+  static constexpr std::size_t kKnownPlans = 4;
+
+  bool known(const Plan& plan) const {
+    return std::find(known_plans.begin(), known_plans.end(), plan) != known_plans.end();
+  }
+  void remember(const Plan& plan) {
+    if (known_plans.size() == kKnownPlans) known_plans.erase(known_plans.begin());
+    known_plans.push_back(plan);
+  }
   std::int64_t inline_kv_bytes = 0;
 
   Impl(const SimdKernel& k, std::int32_t threads, bool spin, bool pin)
       : kernel(k), pool(threads, spin, pin), scratch(static_cast<std::size_t>(threads)) {}
 };
 
-namespace {
-
-std::int32_t resolve_workers(std::int32_t requested) {
-  require(requested >= 0 && requested <= kMaxWorkers, "workers", [&] {
-    return "must be in [0, " + std::to_string(kMaxWorkers) + "] (0 = one per core) (got " +
-           std::to_string(requested) + ")";
-  });
-  if (requested > 0) return requested;
-  return static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
-}  // namespace
-
 Engine::Engine(const EngineOptions& options) {
   const std::int32_t threads = resolve_workers(options.workers);
-  const auto cores = static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::int32_t cores = default_workers();
   require(options.inline_kv_bytes >= 0, "inline_kv_bytes",
           [&] { return "must be >= 0 (got " + std::to_string(options.inline_kv_bytes) + ")"; });
   impl_ = std::make_unique<Impl>(find_simd_kernel(options.simd), threads, threads <= cores,
@@ -362,19 +316,13 @@ const std::string& Engine::simd_target() const {
 }
 
 PlanOptions cpu_plan_options(const PlanOptions& options) {
-  PlanOptions o = options;
-  // Whole token rows per worker, for every strategy: the CPU's prefetchers stream them
-  // (docs/cpu-engine.md); head and split deal their pairs contiguously in that order.
-  if (o.order == LineOrder::automatic) o.order = LineOrder::token_major;
-  // Split counts for a few equal cores, not for GPU waves (heuristics.hpp, cpu_num_splits).
-  if (o.strategy == Strategy::split && o.split_rule == SplitRule::automatic) {
-    o.split_rule = SplitRule::even_workers;
-  }
-  return o;
+  return resolve_plan_options(options, PlanTarget::cpu);
 }
 
 Plan Engine::plan(const DecodeProblem& problem, const PlanOptions& options) const {
-  return make_plan(problem, hardware(), cpu_plan_options(options));
+  Plan plan = make_plan(problem, hardware(), cpu_plan_options(options));
+  if (!impl_->known(plan)) impl_->remember(plan);  // made by the planner: valid
+  return plan;
 }
 
 void Engine::decode(const DecodeProblem& problem, const DecodeTensors& tensors,
@@ -397,7 +345,10 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
   validate(problem);
   validate(problem, tensors);
   check_plan_matches(plan, problem);
-  check_plan(plan, impl_->plan_check);
+  if (!impl_->known(plan)) {
+    check_plan(plan, impl_->plan_check);
+    impl_->remember(plan);
+  }
   const WorkspaceLayout layout = workspace_layout(plan);
   require(static_cast<std::int64_t>(workspace.size()) >= layout.bytes, "workspace", [&] {
     return "must hold at least " + std::to_string(layout.bytes) + " bytes for this plan (got " +
@@ -415,12 +366,9 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
     for (std::int32_t& e : shifted) e = static_cast<std::int32_t>((e + 1) % problem.num_pages);
   }
   auto kv = [&](const KvStrides& st) {
-    return KvAddressing{st.outer,
-                        st.token,
-                        st.head,
-                        problem.layout == KvLayout::paged ? problem.page_size : 0,
-                        shifted.empty() ? tensors.block_table : shifted.data(),
-                        tensors.block_table_stride};
+    KvAddressing a = kv_addressing(problem, tensors, st);
+    if (!shifted.empty()) a.block_table = shifted.data();
+    return a;
   };
   const RunContext cx{problem,
                       plan,

@@ -5,10 +5,10 @@
 
 #include <cstring>
 
-#include "core/mutation.hpp"
 #include "leanattn/core/float16.hpp"
 #include "leanattn/core/softmax_state.hpp"
 #include "leanattn/core/variant_rules.hpp"
+#include "problem/mutation.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

@@ -4,6 +4,8 @@
 
 #include <sched.h>
 
+#include "leanattn/hardware.hpp"
+
 namespace leanattn::cpu {
 
 namespace {
@@ -11,7 +13,7 @@ namespace {
 constexpr int kSpinIterations = 20000;
 
 void pin_to_cpu(std::int32_t thread) {
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const auto cores = static_cast<unsigned>(default_workers());
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(static_cast<int>(static_cast<unsigned>(thread) % cores), &set);

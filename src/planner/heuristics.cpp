@@ -6,6 +6,8 @@
 #include <numeric>
 #include <vector>
 
+#include "leanattn/core/ceil_div.hpp"
+
 namespace leanattn {
 
 std::int32_t default_tile_tokens(std::int32_t head_dim) {
@@ -19,7 +21,7 @@ std::int32_t gpu_tile_tokens(std::int32_t head_dim, std::int64_t kv_heads,
                              std::int32_t min_tokens) {
   auto tiles = [&](std::int32_t t) {
     std::int64_t n = 0;
-    for (std::int32_t len : seq_lens) n += (static_cast<std::int64_t>(len) + t - 1) / t;
+    for (std::int32_t len : seq_lens) n += ceil_div<std::int64_t>(len, t);
     return n * kv_heads;
   };
   std::int32_t t = default_tile_tokens(head_dim);
@@ -32,7 +34,6 @@ std::int32_t fa2_num_splits(std::int64_t units, std::int32_t workers, std::int64
   if (static_cast<double>(units) >= 0.8 * workers) return 1;
   const std::int64_t limit = std::min<std::int64_t>({max_splits, workers, max_tiles});
   if (limit <= 1) return 1;
-  auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
   // A split count is eligible only if it changes the tiles per split: with 64 tiles, 11 splits
   // give 6 tiles per split and 12 splits would too (the 12th split would be empty).
   auto eligible = [&](std::int64_t s) {

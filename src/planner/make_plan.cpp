@@ -14,10 +14,7 @@ namespace leanattn {
 namespace {
 
 void validate_options(const Hardware& hw, const PlanOptions& opt) {
-  require(hw.workers >= 1 && hw.workers <= kMaxWorkers, "workers", [&] {
-    return "must be in [1, " + std::to_string(kMaxWorkers) + "] (got " +
-           std::to_string(hw.workers) + ")";
-  });
+  validate_workers(hw.workers);
   require(opt.tile_tokens >= 0 && opt.tile_tokens <= kMaxTileTokens, "tile", [&] {
     return "must be in [1, " + std::to_string(kMaxTileTokens) +
            "] tokens, or 0 for the default (got " + std::to_string(opt.tile_tokens) + ")";
@@ -40,9 +37,25 @@ void validate_options(const Hardware& hw, const PlanOptions& opt) {
 
 }  // namespace
 
-Plan make_plan(const DecodeProblem& problem, const Hardware& hardware, const PlanOptions& options) {
+PlanOptions resolve_plan_options(const PlanOptions& options, PlanTarget target) {
+  PlanOptions o = options;
+  const bool cpu = target == PlanTarget::cpu;
+  // CPU: whole token rows per worker, for every strategy (its prefetchers stream them;
+  // docs/cpu-engine.md). GPU: the paper's line, one pair at a time per CTA.
+  if (o.order == LineOrder::automatic)
+    o.order = cpu ? LineOrder::token_major : LineOrder::head_major;
+  // Split counts for a few equal cores, or for GPU waves (heuristics.hpp).
+  if (o.strategy == Strategy::split && o.split_rule == SplitRule::automatic) {
+    o.split_rule = cpu ? SplitRule::even_workers : SplitRule::fa2_waves;
+  }
+  return o;
+}
+
+Plan make_plan(const DecodeProblem& problem, const Hardware& hardware,
+               const PlanOptions& requested) {
   validate(problem);
-  validate_options(hardware, options);
+  validate_options(hardware, requested);
+  const PlanOptions options = resolve_plan_options(requested, PlanTarget::gpu);
 
   Plan plan;
   plan.strategy = options.strategy;
@@ -69,8 +82,7 @@ Plan make_plan(const DecodeProblem& problem, const Hardware& hardware, const Pla
   const std::int64_t max_tiles =
       line.tiles.empty() ? 0 : *std::max_element(line.tiles.begin(), line.tiles.end());
 
-  plan.order =
-      options.order == LineOrder::token_major ? LineOrder::token_major : LineOrder::head_major;
+  plan.order = options.order;
   const bool rows = plan.order == LineOrder::token_major;
   planner::WorkerPieces pieces;
   switch (options.strategy) {
@@ -95,7 +107,7 @@ Plan make_plan(const DecodeProblem& problem, const Hardware& hardware, const Pla
                            : fa2_num_splits(line.pairs(), plan.workers, max_tiles, kMaxSplits);
       // FA2 sizes every split from the longest request: ceil(max_tiles / splits) tiles each.
       const std::int64_t chunk =
-          std::max<std::int64_t>(1, (max_tiles + plan.splits - 1) / plan.splits);
+          std::max<std::int64_t>(1, ceil_div<std::int64_t>(max_tiles, plan.splits));
       pieces = rows ? planner::contiguous_rows(planned, problem.kv_heads, plan.tile_tokens,
                                                plan.workers, chunk)
                     : planner::list_schedule(line, plan.workers, chunk);

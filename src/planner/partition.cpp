@@ -3,6 +3,7 @@
 #include <queue>
 #include <utility>
 
+#include "leanattn/core/ceil_div.hpp"
 #include "pieces.hpp"
 
 namespace leanattn::planner {
@@ -15,8 +16,7 @@ PairLine make_pair_line(const std::vector<std::int32_t>& seq_lens, std::int32_t 
   line.prefix.reserve(pairs + 1);
   line.prefix.push_back(0);
   for (std::int32_t len : seq_lens) {
-    const auto n =
-        static_cast<std::int32_t>((static_cast<std::int64_t>(len) + tile_tokens - 1) / tile_tokens);
+    const auto n = static_cast<std::int32_t>(ceil_div<std::int64_t>(len, tile_tokens));
     for (std::int32_t h = 0; h < kv_heads; ++h) {
       line.tiles.push_back(n);
       line.prefix.push_back(line.prefix.back() + n);

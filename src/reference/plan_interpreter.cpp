@@ -33,23 +33,11 @@ class Interpreter {
  public:
   Interpreter(const DecodeProblem& p, const Plan& plan, const DecodeTensors& t)
       : p_(p), plan_(plan), t_(t), group_(p.group_size()), rows_(p.pair_rows()), d_(p.head_dim) {
-    k_ = {t.k_strides.outer, t.k_strides.token,
-          t.k_strides.head,  p.layout == KvLayout::paged ? p.page_size : 0,
-          t.block_table,     t.block_table_stride};
-    v_ = k_;
-    v_.outer_stride = t.v_strides.outer;
-    v_.token_stride = t.v_strides.token;
-    v_.head_stride = t.v_strides.head;
+    k_ = kv_addressing(p, t, t.k_strides);
+    v_ = kv_addressing(p, t, t.v_strides);
     // A quantized cache's scales: addressed like the cache, with their own strides.
-    auto scales = [&](const KvStrides& st) {
-      KvAddressing a = k_;
-      a.outer_stride = st.outer;
-      a.token_stride = st.token;
-      a.head_stride = st.head;
-      return a;
-    };
-    k_scale_ = scales(t.k_scale_strides);
-    v_scale_ = scales(t.v_scale_strides);
+    k_scale_ = kv_addressing(p, t, t.k_scale_strides);
+    v_scale_ = kv_addressing(p, t, t.v_scale_strides);
     out_.out.assign(static_cast<std::size_t>(p.batch()) * p.q_len * p.q_heads * d_,
                     std::numeric_limits<double>::quiet_NaN());
     out_.lse.assign(static_cast<std::size_t>(p.batch()) * p.q_len * p.q_heads,

@@ -1,4 +1,4 @@
-// Every entry of the bad-input catalogue (src/checks/bad_inputs.cpp) is rejected with an Error
+// Every entry of the bad-input catalogue (tools/checks/bad_inputs.cpp) is rejected with an Error
 // naming the argument and the rule, never a crash or a silent result.
 #include <gtest/gtest.h>
 

@@ -8,9 +8,11 @@
 #include <cstring>
 #include <random>
 
+#include "cpu/engine_fixture.hpp"
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
 #include "harness/random_problem.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/cpu_engine.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/reference.hpp"
@@ -18,15 +20,8 @@
 namespace leanattn {
 namespace {
 
-class EngineTest : public ::testing::TestWithParam<std::string> {
+class EngineTest : public SimdEngineTest {
  protected:
-  cpu::Engine& engine(std::int32_t workers) {
-    auto& e = engines_[workers];
-    if (!e)
-      e = std::make_unique<cpu::Engine>(cpu::EngineOptions{.workers = workers, .simd = GetParam()});
-    return *e;
-  }
-
   // Runs every strategy on `c` with `workers` threads and checks each against `ref`.
   void check_all_strategies(harness::HostCase& c, const reference::Output& ref,
                             const harness::NaiveBaseline& naive, std::int32_t workers,
@@ -50,24 +45,11 @@ class EngineTest : public ::testing::TestWithParam<std::string> {
                           << " (" << a.first_problem << ")";
     }
   }
-
-  std::map<std::int32_t, std::unique_ptr<cpu::Engine>> engines_;
 };
-
-DecodeProblem make_problem(std::vector<std::int32_t> lens, std::int32_t q_heads,
-                           std::int32_t kv_heads, std::int32_t d, DType dtype) {
-  DecodeProblem p;
-  p.q_heads = q_heads;
-  p.kv_heads = kv_heads;
-  p.head_dim = d;
-  p.seq_lens = std::move(lens);
-  p.q_dtype = p.kv_dtype = dtype;
-  return p;
-}
 
 TEST_P(EngineTest, SweepsWorkersTilesAndOddLengths) {
   for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
-    DecodeProblem p = make_problem({97, 0, 1, 63, 64, 65, 1000, 5}, 8, 2, 64, dt);
+    DecodeProblem p = harness::test_problem({97, 0, 1, 63, 64, 65, 1000, 5}, 8, 2, 64, dt);
     harness::HostCase c = harness::make_case(p, 1);
     const auto ref = reference::naive_attention(c.problem, c.tensors());
     const auto naive = harness::naive_same_precision(c.problem, c.tensors());
@@ -82,7 +64,7 @@ TEST_P(EngineTest, SweepsWorkersTilesAndOddLengths) {
 TEST_P(EngineTest, HeadDimsAndGroupSizes) {
   for (std::int32_t d : {16, 48, 64, 128, 192, 256}) {
     for (std::int32_t group : {1, 2, 3, 4, 5, 8, 16}) {
-      DecodeProblem p = make_problem({130, 33}, 2 * group, 2, d, DType::f16);
+      DecodeProblem p = harness::test_problem({130, 33}, 2 * group, 2, d, DType::f16);
       harness::HostCase c = harness::make_case(p, static_cast<std::uint64_t>(d * 100 + group));
       const auto ref = reference::naive_attention(c.problem, c.tensors());
       const auto naive = harness::naive_same_precision(c.problem, c.tensors());
@@ -97,7 +79,7 @@ TEST_P(EngineTest, OneLongRequestAmongManyShortOnesPaged) {
     std::vector<std::int32_t> lens = {4000};
     for (int i = 0; i < 15; ++i) lens.push_back(1 + i * 7);
     lens.push_back(0);
-    DecodeProblem p = make_problem(lens, 8, 1, 128, DType::bf16);
+    DecodeProblem p = harness::test_problem(lens, 8, 1, 128, DType::bf16);
     p.layout = KvLayout::paged;
     p.page_size = page;
     harness::HostCase c = harness::make_case(p, static_cast<std::uint64_t>(page));
@@ -128,7 +110,7 @@ TEST_P(EngineTest, RandomProblems) {
 }
 
 TEST_P(EngineTest, RepeatedRunsAreBitwiseIdentical) {
-  DecodeProblem p = make_problem({3000, 17, 900}, 16, 4, 128, DType::f16);
+  DecodeProblem p = harness::test_problem({3000, 17, 900}, 16, 4, 128, DType::f16);
   harness::HostCase c = harness::make_case(p, 5);
   cpu::Engine& e = engine(7);
   const Plan plan = e.plan(c.problem, {.tile_tokens = 16});
@@ -144,7 +126,7 @@ TEST_P(EngineTest, RepeatedRunsAreBitwiseIdentical) {
 }
 
 TEST_P(EngineTest, StridedTensorsAreReadAndWrittenInPlace) {
-  DecodeProblem p = make_problem({50, 0, 77}, 4, 2, 32, DType::f32);
+  DecodeProblem p = harness::test_problem({50, 0, 77}, 4, 2, 32, DType::f32);
   harness::HostCase c = harness::make_case(p, 6);
   const auto ref = reference::naive_attention(c.problem, c.tensors());
   // Output stored [q_heads, batch, head_dim] with a gap of 8 between rows; lse with a gap too.
@@ -176,7 +158,7 @@ TEST_P(EngineTest, StridedTensorsAreReadAndWrittenInPlace) {
 }
 
 TEST_P(EngineTest, RejectsMismatchedPlansAndSmallWorkspaces) {
-  DecodeProblem p = make_problem({100, 20}, 2, 1, 64, DType::f32);
+  DecodeProblem p = harness::test_problem({100, 20}, 2, 1, 64, DType::f32);
   harness::HostCase c = harness::make_case(p, 7);
   cpu::Engine& e = engine(2);
   DecodeProblem other = c.problem;
@@ -187,6 +169,29 @@ TEST_P(EngineTest, RejectsMismatchedPlansAndSmallWorkspaces) {
   const Plan plan = e.plan(c.problem, {.tile_tokens = 16});
   alignas(64) std::byte tiny[64];
   EXPECT_THROW(e.run(c.problem, plan, c.tensors(), std::span<std::byte>(tiny, 64)), Error);
+}
+
+// The engine skips check_plan for plans it made or checked before (compared by value): an edited
+// copy of such a plan is a different plan, checked and refused; the original still runs.
+TEST_P(EngineTest, ChecksEditedCopiesOfItsOwnPlans) {
+  DecodeProblem p = harness::test_problem({300, 45, 0}, 4, 2, 64, DType::f16);
+  harness::HostCase c = harness::make_case(p, 11);
+  cpu::Engine& e = engine(3);
+  const Plan plan = e.plan(c.problem, {.tile_tokens = 16});
+  e.run(c.problem, plan, c.tensors());
+  for (int edit = 0; edit < 3; ++edit) {
+    Plan broken = plan;
+    Segment& s = broken.segments[broken.segments.size() / 2];
+    if (edit == 0) s.tile_end = s.tile_begin;                      // a hole in its pair
+    if (edit == 1) s.kv_head = (s.kv_head + 1) % broken.kv_heads;  // two segments, one pair
+    if (edit == 2) broken.total_tiles += 1;                        // a wrong count
+    if (broken == plan) continue;
+    EXPECT_THROW(e.run(c.problem, broken, c.tensors()), Error) << "edit " << edit;
+  }
+  harness::poison_outputs(c);
+  e.run(c.problem, plan, c.tensors());
+  const auto ref = reference::naive_attention(c.problem, c.tensors());
+  EXPECT_TRUE(harness::check_accuracy(c, ref, true).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(SimdTargets, EngineTest, ::testing::ValuesIn(cpu::simd_targets()),

@@ -10,6 +10,7 @@
 #include <memory>
 #include <random>
 
+#include "cpu/engine_fixture.hpp"
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
 #include "harness/random_problem.hpp"
@@ -20,15 +21,8 @@
 namespace leanattn {
 namespace {
 
-class VariantsTest : public ::testing::TestWithParam<std::string> {
+class VariantsTest : public SimdEngineTest {
  protected:
-  cpu::Engine& engine(std::int32_t workers) {
-    auto& e = engines_[workers];
-    if (!e)
-      e = std::make_unique<cpu::Engine>(cpu::EngineOptions{.workers = workers, .simd = GetParam()});
-    return *e;
-  }
-
   // Every strategy (lean in both orders) with several worker counts and tiles.
   void check_everything(harness::HostCase& c, const std::string& what) {
     const auto ref = reference::naive_attention(c.problem, c.tensors());
@@ -55,8 +49,6 @@ class VariantsTest : public ::testing::TestWithParam<std::string> {
       }
     }
   }
-
-  std::map<std::int32_t, std::unique_ptr<cpu::Engine>> engines_;
 };
 
 DecodeProblem problem(std::vector<std::int32_t> lens, std::int32_t q_len, AttentionVariant v,

@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/harness/device_case.hpp"
 #include "cuda/kernel_registry.hpp"
+#include "cuda_harness/device_case.hpp"
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
 #include "leanattn/cuda_engine.hpp"

@@ -20,12 +20,13 @@
 #include <random>
 
 #include "cuda/device/device_buffer.hpp"
-#include "cuda/harness/device_case.hpp"
 #include "cuda/kernel_registry.hpp"
+#include "cuda_harness/device_case.hpp"
 #include "failure_kinds.hpp"
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
 #include "harness/random_problem.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/core/float16.hpp"
 #include "leanattn/cuda_engine.hpp"
 #include "leanattn/error.hpp"
@@ -103,17 +104,6 @@ class CudaEngineTest : public ::testing::Test {
   std::unique_ptr<Engine> engine_;
 };
 
-DecodeProblem make_problem(std::vector<std::int32_t> lens, std::int32_t q_heads,
-                           std::int32_t kv_heads, std::int32_t d, DType dtype) {
-  DecodeProblem p;
-  p.q_heads = q_heads;
-  p.kv_heads = kv_heads;
-  p.head_dim = d;
-  p.seq_lens = std::move(lens);
-  p.q_dtype = p.kv_dtype = dtype;
-  return p;
-}
-
 TEST_F(CudaEngineTest, EveryConfigurationAgainstTheReference) {
   const DType kv8[] = {DType::fp8_e4m3, DType::fp8_e5m2, DType::int8};
   const KvScales scales[] = {KvScales::per_tensor, KvScales::per_kv_head, KvScales::per_token_head};
@@ -122,8 +112,8 @@ TEST_F(CudaEngineTest, EveryConfigurationAgainstTheReference) {
                                                             : std::vector<std::int32_t>{24, 64, 80};
     for (std::size_t g = 0; g < groups.size(); ++g) {
       const std::int32_t group = groups[g];
-      DecodeProblem p =
-          make_problem({1000, 0, 1, 127, 128, 129, 3000, 17}, 2 * group, 2, k.head_dim, k.dtype);
+      DecodeProblem p = harness::test_problem({1000, 0, 1, 127, 128, 129, 3000, 17}, 2 * group, 2,
+                                              k.head_dim, k.dtype);
       if (k.kv_bits == 8) {  // each format once, each scale granularity once
         p.kv_dtype = kv8[g % 3];
         p.kv_scales = scales[(g + static_cast<std::size_t>(k.head_dim / 64)) % 3];
@@ -162,7 +152,7 @@ TEST_F(CudaEngineTest, VariantsOnEveryConfiguration) {
     for (const Case& cs : cases) {
       const std::int32_t group = k.warps_m == 1 ? std::max(1, 16 / cs.q_len) : 72 / cs.q_len;
       DecodeProblem p =
-          make_problem({1000, 0, 8, 127, 129, 3000}, 2 * group, 2, k.head_dim, k.dtype);
+          harness::test_problem({1000, 0, 8, 127, 129, 3000}, 2 * group, 2, k.head_dim, k.dtype);
       p.q_len = cs.q_len;
       p.variant = cs.variant;
       if (k.kv_bits == 8) {  // the 8-bit configurations on an int8 cache, per-token-head scales
@@ -181,7 +171,7 @@ TEST_F(CudaEngineTest, VariantsOnEveryConfiguration) {
 
 TEST_F(CudaEngineTest, ManyMoreCtasThanSmsAndTinyTiles) {
   if (!compiled(DType::bf16, 128)) GTEST_SKIP() << "bf16 head_dim 128 not in this build";
-  DecodeProblem p = make_problem({5000, 33, 0, 900, 2}, 32, 8, 128, DType::bf16);
+  DecodeProblem p = harness::test_problem({5000, 33, 0, 900, 2}, 32, 8, 128, DType::bf16);
   harness::HostCase c = harness::make_case(p, 21);
   check_all(c, {sms(), 4 * sms(), 16 * sms()}, "oversubscribed", 16);
   check_all(c, {3, 2 * sms()}, "tile 1", 1);
@@ -194,7 +184,7 @@ TEST_F(CudaEngineTest, PagedCachesWithShuffledBlockTables) {
     lens.push_back(0);
     for (DType t : {DType::f16, DType::bf16}) {
       if (!compiled(t, 128)) continue;
-      DecodeProblem p = make_problem(lens, 8, 1, 128, t);
+      DecodeProblem p = harness::test_problem(lens, 8, 1, 128, t);
       p.layout = KvLayout::paged;
       p.page_size = page;
       harness::HostCase c = harness::make_case(p, static_cast<std::uint64_t>(page) + 77);
@@ -205,7 +195,7 @@ TEST_F(CudaEngineTest, PagedCachesWithShuffledBlockTables) {
 
 TEST_F(CudaEngineTest, AllEmptySequences) {
   if (!compiled(DType::f16, 64)) GTEST_SKIP() << "f16 head_dim 64 not in this build";
-  DecodeProblem p = make_problem({0, 0, 0}, 4, 2, 64, DType::f16);
+  DecodeProblem p = harness::test_problem({0, 0, 0}, 4, 2, 64, DType::f16);
   harness::HostCase c = harness::make_case(p, 3);
   check_all(c, {0, 1, 4}, "empty");
   for (float x : c.lse) EXPECT_EQ(x, -std::numeric_limits<float>::infinity());
@@ -236,7 +226,7 @@ TEST_F(CudaEngineTest, RandomProblems) {
 
 TEST_F(CudaEngineTest, RepeatedRunsAreBitwiseIdentical) {
   if (!compiled(DType::bf16, 128)) GTEST_SKIP() << "bf16 head_dim 128 not in this build";
-  DecodeProblem p = make_problem({30000, 17, 900}, 32, 8, 128, DType::bf16);
+  DecodeProblem p = harness::test_problem({30000, 17, 900}, 32, 8, 128, DType::bf16);
   harness::HostCase c = harness::make_case(p, 5);
   DeviceCase d(c);
   const Plan plan = plan_for(c.problem, Strategy::lean, 4 * sms(), 16);
@@ -256,7 +246,7 @@ TEST_F(CudaEngineTest, RepeatedRunsAreBitwiseIdentical) {
 
 TEST_F(CudaEngineTest, OneWorkspaceServesDifferentPlansInTurn) {
   if (!compiled(DType::f16, 64)) GTEST_SKIP() << "f16 head_dim 64 not in this build";
-  DecodeProblem p = make_problem({4000, 300, 1}, 16, 2, 64, DType::f16);
+  DecodeProblem p = harness::test_problem({4000, 300, 1}, 16, 2, 64, DType::f16);
   harness::HostCase c = harness::make_case(p, 8);
   const auto ref = reference::naive_attention(c.problem, c.tensors());
   DeviceCase d(c);
@@ -281,7 +271,7 @@ TEST_F(CudaEngineTest, OneWorkspaceServesDifferentPlansInTurn) {
 
 TEST_F(CudaEngineTest, StridedOutputAndLse) {
   if (!compiled(DType::bf16, 64)) GTEST_SKIP() << "bf16 head_dim 64 not in this build";
-  DecodeProblem p = make_problem({500, 0, 77}, 4, 2, 64, DType::bf16);
+  DecodeProblem p = harness::test_problem({500, 0, 77}, 4, 2, 64, DType::bf16);
   harness::HostCase c = harness::make_case(p, 6);
   const auto ref = reference::naive_attention(c.problem, c.tensors());
   DeviceCase d(c);
@@ -324,7 +314,7 @@ TEST_F(CudaEngineTest, StridedOutputAndLse) {
 
 TEST_F(CudaEngineTest, RejectsUnsupportedAndMisalignedInputs) {
   if (!compiled(DType::f16, 64)) GTEST_SKIP() << "f16 head_dim 64 not in this build";
-  DecodeProblem p = make_problem({100, 20}, 4, 2, 64, DType::f32);
+  DecodeProblem p = harness::test_problem({100, 20}, 4, 2, 64, DType::f32);
   EXPECT_FALSE(engine().can_run(p));
   EXPECT_THROW(engine().plan(p), Error);
   p.q_dtype = p.kv_dtype = DType::f16;
@@ -345,7 +335,7 @@ TEST_F(CudaEngineTest, RejectsUnsupportedAndMisalignedInputs) {
 
 TEST_F(CudaEngineTest, WorkerCountComesFromOccupancy) {
   if (!compiled(DType::bf16, 128)) GTEST_SKIP() << "bf16 head_dim 128 not in this build";
-  const DecodeProblem p = make_problem({100}, 32, 8, 128, DType::bf16);
+  const DecodeProblem p = harness::test_problem({100}, 32, 8, 128, DType::bf16);
   const std::int32_t w = engine().workers_for(p);
   EXPECT_GE(w, sms());
   EXPECT_EQ(w % sms(), 0);

@@ -8,7 +8,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/device/device_buffer.hpp"
-#include "cuda/harness/device_case.hpp"
+#include "cuda_harness/device_case.hpp"
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
 #include "leanattn/cuda_engine.hpp"

@@ -15,22 +15,12 @@
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
 #include "harness/random_problem.hpp"
+#include "harness/test_problem.hpp"
 #include "kernel_emulator.hpp"
 #include "leanattn/reference.hpp"
 
 namespace leanattn::cuda {
 namespace {
-
-DecodeProblem make_problem(std::vector<std::int32_t> lens, std::int32_t q_heads,
-                           std::int32_t kv_heads, std::int32_t d, DType dtype) {
-  DecodeProblem p;
-  p.q_heads = q_heads;
-  p.kv_heads = kv_heads;
-  p.head_dim = d;
-  p.seq_lens = std::move(lens);
-  p.q_dtype = p.kv_dtype = dtype;
-  return p;
-}
 
 std::vector<std::int32_t> in_order(const Plan& plan) {
   std::vector<std::int32_t> order(static_cast<std::size_t>(plan.workers));
@@ -82,7 +72,7 @@ TEST(KernelEmulation, EveryCompiledConfigurationAgainstTheReference) {
       const std::vector<std::int32_t> lens =
           k.head_dim == 256 || group > 16 ? std::vector<std::int32_t>{130, 0, 17, 64}
                                           : std::vector<std::int32_t>{97, 0, 1, 63, 64, 65, 300};
-      DecodeProblem p = make_problem(lens, 2 * group, 2, k.head_dim, k.dtype);
+      DecodeProblem p = harness::test_problem(lens, 2 * group, 2, k.head_dim, k.dtype);
       ASSERT_EQ(kernel_for(p).name, k.name);
       harness::HostCase c = harness::make_case(p, static_cast<std::uint64_t>(k.head_dim + group));
       const auto ref = reference::naive_attention(c.problem, c.tensors());
@@ -108,7 +98,7 @@ TEST(KernelEmulation, PagedLayoutsWithShuffledBlockTables) {
     std::vector<std::int32_t> lens = {1500};
     for (int i = 0; i < 6; ++i) lens.push_back(1 + i * 13);
     lens.push_back(0);
-    DecodeProblem p = make_problem(lens, 8, 1, 128, DType::bf16);
+    DecodeProblem p = harness::test_problem(lens, 8, 1, 128, DType::bf16);
     p.layout = KvLayout::paged;
     p.page_size = page;
     harness::HostCase c = harness::make_case(p, static_cast<std::uint64_t>(page));
@@ -123,7 +113,7 @@ TEST(KernelEmulation, PagedLayoutsWithShuffledBlockTables) {
 
 TEST(KernelEmulation, ArrivalOrderDoesNotChangeABit) {
   const KernelHandle& k = compiled_kernels().front();
-  DecodeProblem p = make_problem({700, 33, 0, 260}, 16, 2, k.head_dim, k.dtype);
+  DecodeProblem p = harness::test_problem({700, 33, 0, 260}, 16, 2, k.head_dim, k.dtype);
   harness::HostCase c = harness::make_case(p, 11);
   const Plan plan = make_plan(c.problem, {9}, {.order = LineOrder::head_major, .tile_tokens = 16});
   ASSERT_FALSE(plan.reductions.empty());

@@ -237,14 +237,7 @@ EmulationResult emulate_kernel(const DecodeProblem& problem, const Plan& plan,
                                std::span<const std::int32_t> arrival,
                                const WorkspacePointers* workspace) {
   const bool paged = problem.layout == KvLayout::paged;
-  auto addressing = [&](const KvStrides& s) {
-    return KvAddressing{s.outer,
-                        s.token,
-                        s.head,
-                        paged ? problem.page_size : 0,
-                        tensors.block_table,
-                        tensors.block_table_stride};
-  };
+  const auto addressing = [&](const KvStrides& s) { return kv_addressing(problem, tensors, s); };
   const int warps_n = 4 / kernel.warps_m;
   Emulator e{problem,
              plan,

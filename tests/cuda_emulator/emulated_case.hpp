@@ -11,6 +11,7 @@
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
 #include "harness/naive_baseline.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/reference.hpp"
 
@@ -29,12 +30,8 @@ inline void use_8bit_cache(DecodeProblem& p, int index) {
 // A problem for configuration `k`; for an 8-bit one, the 8-bit cache number `kv8_index`.
 inline DecodeProblem make_problem(std::vector<std::int32_t> lens, std::int32_t group,
                                   std::int32_t kv_heads, const KernelInfo& k, int kv8_index = 0) {
-  DecodeProblem p;
-  p.q_heads = group * kv_heads;
-  p.kv_heads = kv_heads;
-  p.head_dim = k.head_dim;
-  p.seq_lens = std::move(lens);
-  p.q_dtype = p.kv_dtype = k.dtype;
+  DecodeProblem p =
+      harness::test_problem(std::move(lens), group * kv_heads, kv_heads, k.head_dim, k.dtype);
   if (k.kv_bits == 8) use_8bit_cache(p, kv8_index);
   return p;
 }

@@ -87,6 +87,20 @@ def test_orders_splits_and_batch_invariance():
     assert leanattn.plan(LENS, **kw).splits == 0
 
 
+def test_backend_resolves_auto_for_its_executor():
+    kw = dict(q_heads=4, kv_heads=2, head_dim=64, workers=4, tile=32)
+    cpu = leanattn.plan(LENS, backend="cpu", **kw)
+    assert cpu.order == "token_major"
+    assert cpu.segments() == leanattn.plan(LENS, **kw).segments()
+    if "cuda" in leanattn.backends:
+        assert leanattn.plan(LENS, backend="cuda", **kw).order == "head_major"
+    else:
+        with pytest.raises(ValueError, match="backend"):
+            leanattn.plan(LENS, backend="cuda", **kw)
+    with pytest.raises(ValueError, match="backend.*cpu"):
+        leanattn.plan(LENS, backend="tpu", **kw)
+
+
 def test_default_workers_and_text():
     p = leanattn.plan([100, 20], q_heads=2, kv_heads=1, head_dim=64)
     assert p.workers == leanattn.default_workers() >= 1

@@ -154,10 +154,7 @@ struct Engine::Impl {
 };
 
 Engine::Engine(const EngineOptions& options) {
-  require(options.workers >= 0 && options.workers <= kMaxWorkers, "workers", [&] {
-    return "must be in [0, " + std::to_string(kMaxWorkers) + "] (0 = occupancy) (got " +
-           std::to_string(options.workers) + ")";
-  });
+  validate_workers(options.workers, "occupancy");
   require(options.plan_cache_entries >= 1, "plan_cache_entries", [&] {
     return "must be at least 1 (got " + std::to_string(options.plan_cache_entries) + ")";
   });
@@ -210,11 +207,8 @@ std::int32_t Engine::workers_for(const DecodeProblem& problem) const {
 
 Plan Engine::plan(const DecodeProblem& problem, const PlanOptions& options) const {
   validate(problem);
-  PlanOptions o = options;
   // One pair at a time per CTA: at most one partial piece at each end of its range.
-  if (o.strategy == Strategy::lean && o.order == LineOrder::automatic) {
-    o.order = LineOrder::head_major;
-  }
+  PlanOptions o = resolve_plan_options(options, PlanTarget::gpu);
   const std::int32_t workers = workers_for(problem);
   // Many more workers than a CPU's cores: finer tiles when the work has fewer tiles than
   // workers, down to two warp steps (heuristics.hpp). Not for batch-invariant plans, whose

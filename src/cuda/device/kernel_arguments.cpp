@@ -66,11 +66,6 @@ void check_workspace(const Plan& plan, const void* workspace) {
 
 KernelParams make_kernel_params(const DecodeProblem& p, const DecodeTensors& t, const Plan& plan,
                                 const DevicePlan& dp, void* workspace) {
-  const bool paged = p.layout == KvLayout::paged;
-  auto addressing = [&](const KvStrides& s) {
-    return KvAddressing{
-        s.outer, s.token, s.head, paged ? p.page_size : 0, t.block_table, t.block_table_stride};
-  };
   const WorkspacePointers w = workspace_pointers(plan, workspace);
   KernelParams k{};
   k.worker_offsets = dp.worker_offsets;
@@ -93,15 +88,15 @@ KernelParams make_kernel_params(const DecodeProblem& p, const DecodeTensors& t, 
   k.q_stride_head = t.q_stride_head;
   k.k_cache = t.k_cache;
   k.v_cache = t.v_cache;
-  k.k = addressing(t.k_strides);
-  k.v = addressing(t.v_strides);
-  k.page = FastDivider::make(static_cast<std::uint32_t>(paged ? p.page_size : 1));
+  k.k = kv_addressing(p, t, t.k_strides);
+  k.v = kv_addressing(p, t, t.v_strides);
+  k.page = FastDivider::make(static_cast<std::uint32_t>(k.k.page_size > 0 ? k.k.page_size : 1));
   if (is_quantized(p.kv_dtype)) {
     k.kv_format = static_cast<std::int32_t>(kv8_format(p.kv_dtype));
     k.k_scale = t.k_scale;
     k.v_scale = t.v_scale;
-    k.k_scale_at = addressing(t.k_scale_strides);
-    k.v_scale_at = addressing(t.v_scale_strides);
+    k.k_scale_at = kv_addressing(p, t, t.k_scale_strides);
+    k.v_scale_at = kv_addressing(p, t, t.v_scale_strides);
   }
   k.out = t.out;
   k.out_stride_batch = t.out_stride_batch;

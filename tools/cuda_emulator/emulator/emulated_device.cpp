@@ -83,11 +83,7 @@ EmulatedDevice::~EmulatedDevice() = default;
 Plan EmulatedDevice::plan(const DecodeProblem& problem, std::int32_t workers,
                           const PlanOptions& options) {
   validate(problem);
-  PlanOptions o = options;
-  if (o.strategy == Strategy::lean && o.order == LineOrder::automatic) {
-    o.order = LineOrder::head_major;
-  }
-  return make_plan(problem, Hardware{workers}, o);
+  return make_plan(problem, Hardware{workers}, resolve_plan_options(options, PlanTarget::gpu));
 }
 
 WorkspaceLayout EmulatedDevice::workspace_layout(const Plan& plan) {

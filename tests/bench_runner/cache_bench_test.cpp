@@ -1,0 +1,113 @@
+// The kernel measurements of `leanattn bench`: the compute ceiling of a shape (counted by hand
+// here), the cycle counter and clock, run_from_cache's cycles and check, and the of_roof column
+// of run_cpu_case.
+#include <gtest/gtest.h>
+
+#include "bench_runner/cache_bench.hpp"
+#include "bench_runner/cpu_bench.hpp"
+#include "bench_runner/cycle_counter.hpp"
+#include "bench_runner/roofline.hpp"
+
+namespace leanattn::bench {
+namespace {
+
+DecodeProblem shape(std::int32_t q_heads, std::int32_t kv_heads, std::int32_t d, DType kv,
+                    std::int32_t len) {
+  DecodeProblem p;
+  p.q_heads = q_heads;
+  p.kv_heads = kv_heads;
+  p.head_dim = d;
+  p.seq_lens = {len};
+  p.capacity = len;
+  p.q_dtype = DType::f16;
+  p.kv_dtype = kv;
+  return p;
+}
+
+TEST(Roofline, CountsFmasAndWideningPerTokenAndKvHead) {
+  // GQA 32/8, d 128, f16, AVX2: 2 x 4 x 128 / 8 FMAs, 2 x 128 / 8 conversions, on 2 pipes.
+  const ComputeCeiling gqa = compute_ceiling(shape(32, 8, 128, DType::f16, 64), {8, true}, 2.0);
+  EXPECT_DOUBLE_EQ(gqa.fma, 128.0);
+  EXPECT_DOUBLE_EQ(gqa.widen, 32.0);
+  EXPECT_DOUBLE_EQ(gqa.cycles_per_token_head, 80.0);
+  EXPECT_DOUBLE_EQ(gqa.bytes_per_token_head, 512.0);
+  EXPECT_DOUBLE_EQ(gqa.gbps_per_core, 512.0 / 80.0 * 2.0);
+  // MQA 8/1 with AVX-512 lanes: 2 x 8 x 128 / 16 + 2 x 128 / 16.
+  const ComputeCeiling mqa = compute_ceiling(shape(8, 1, 128, DType::f16, 64), {16, true}, 0.0);
+  EXPECT_DOUBLE_EQ(mqa.cycles_per_token_head, (128.0 + 16.0) / 2.0);
+  EXPECT_DOUBLE_EQ(mqa.gbps_per_core, 0.0);  // no clock
+  // f32: nothing to widen, twice the bytes; f16 without an instruction: kEmulatedF16Ops each.
+  const ComputeCeiling f32 = compute_ceiling(shape(4, 4, 64, DType::f32, 64), {8, true}, 1.0);
+  EXPECT_DOUBLE_EQ(f32.widen, 0.0);
+  EXPECT_DOUBLE_EQ(f32.bytes_per_token_head, 512.0);
+  const ComputeCeiling sse = compute_ceiling(shape(4, 4, 64, DType::f16, 64), {4, false}, 1.0);
+  EXPECT_DOUBLE_EQ(sse.widen, 2.0 * 64 / 4 * kEmulatedF16Ops);
+  // Several query tokens multiply the FMAs, not the bytes.
+  DecodeProblem q3 = shape(32, 8, 128, DType::bf16, 64);
+  q3.q_len = 3;
+  const ComputeCeiling multi = compute_ceiling(q3, {8, true}, 2.0);
+  EXPECT_DOUBLE_EQ(multi.fma, 3 * 128.0);
+  EXPECT_DOUBLE_EQ(multi.bytes_per_token_head, 512.0);
+}
+
+TEST(CycleCounter, CountsForwardAndNamesItself) {
+  const double ghz = measure_core_clock_ghz();
+#if defined(__x86_64__)
+  EXPECT_GT(ghz, 0.3);
+  EXPECT_LT(ghz, 10.0);
+#endif
+  const CycleCounter counter;
+  EXPECT_FALSE(counter.name().empty());
+  if (counter.hardware()) {
+    EXPECT_EQ(counter.per_core_cycle(2.0), 1.0);
+  }
+  const std::uint64_t c0 = counter.read();
+  volatile double x = 1.0;
+  for (int i = 0; i < 1000000; ++i) x = x * 1.0000001;
+  EXPECT_GT(counter.read(), c0 + 100000);  // a million dependent multiplies
+}
+
+TEST(CacheBench, ReportsCyclesPerTokenAndKvHeadAndChecksEveryRow) {
+  for (const std::int32_t workers : {1, 2}) {
+    CacheBenchConfig cfg;
+    cfg.repeat = 20;
+    cfg.workers = workers;
+    cfg.pin_threads = false;
+    cfg.clock_ghz = 2.0;
+    const CacheResult r = run_from_cache(shape(8, 2, 64, DType::f16, 301), cfg);
+    EXPECT_TRUE(r.ok) << "max_abs_err " << r.max_abs_err;
+    EXPECT_EQ(r.workers, workers);
+    EXPECT_FALSE(r.counter.empty());
+    EXPECT_GT(r.cycles_per_token_head, 0.0);
+    EXPECT_LE(r.min_cycles_per_token_head, r.cycles_per_token_head);
+    EXPECT_GT(r.gbps, 0.0);
+    EXPECT_DOUBLE_EQ(r.ceiling.cycles_per_token_head,
+                     compute_ceiling(r.problem, simd_shape(r.simd), 2.0).cycles_per_token_head);
+    EXPECT_DOUBLE_EQ(r.roof, r.ceiling.cycles_per_token_head * r.per_core_cycle);
+    EXPECT_DOUBLE_EQ(r.roof_fraction, r.roof / r.cycles_per_token_head);
+  }
+}
+
+TEST(CpuBench, OfRoofDividesByTheLowerOfProbeAndComputeCeiling) {
+  BenchConfig cfg;
+  cfg.repeat = 3;
+  cfg.workers = 2;
+  cfg.pin_threads = false;
+  cfg.rotate_bytes = 1 << 20;
+  cfg.clock_ghz = 2.0;
+  cpu::ReadProbe probe(4 << 20, 2, false);
+  const CaseResult r = run_cpu_case(shape(8, 2, 64, DType::f16, 300), cfg, &probe);
+  ASSERT_GT(r.ceiling_gbps, 0.0);
+  const double roof = std::min(r.probe_gbps, r.ceiling_gbps);
+  for (const StrategyResult& s : r.results) {
+    EXPECT_TRUE(s.ok);
+    EXPECT_DOUBLE_EQ(s.roof_fraction, s.gbps / roof);
+  }
+  cfg.clock_ghz = 0.0;  // no clock, no ceiling
+  const CaseResult none = run_cpu_case(shape(8, 2, 64, DType::f16, 300), cfg, nullptr);
+  EXPECT_EQ(none.ceiling_gbps, 0.0);
+  for (const StrategyResult& s : none.results) EXPECT_EQ(s.roof_fraction, 0.0);
+}
+
+}  // namespace
+}  // namespace leanattn::bench

@@ -1,0 +1,53 @@
+// compute_ceiling(): the arithmetic bound of a decode shape on this CPU (see roofline.hpp).
+#include "bench_runner/roofline.hpp"
+
+#include <string>
+
+#include "cpu/segment_kernel.hpp"
+
+namespace leanattn::bench {
+
+namespace {
+
+// Vector ops that widen one vector of K or V elements to f32.
+double widen_ops(DType t, bool f16_instruction) {
+  switch (t) {
+    case DType::f32:
+      return 0.0;
+    case DType::f16:
+      return f16_instruction ? 1.0 : kEmulatedF16Ops;
+    case DType::bf16:
+      return 1.0;
+    // The 8-bit loaders of src/cpu/kv_row_load-inl.hpp, per vector: int8 a sign-extension and a
+    // conversion; e5m2 a zero-extension and a shift, then f16's; e4m3 a sign-extension, a shift,
+    // two masks, an OR, a compare and a blend (its NaN pattern), then f16's.
+    case DType::int8:
+      return 2.0;
+    case DType::fp8_e5m2:
+      return 2.0 + widen_ops(DType::f16, f16_instruction);
+    case DType::fp8_e4m3:
+      return 7.0 + widen_ops(DType::f16, f16_instruction);
+  }
+  return 1.0;
+}
+
+}  // namespace
+
+ComputeCeiling compute_ceiling(const DecodeProblem& p, SimdShape simd, double clock_ghz) {
+  const double lanes = simd.f32_lanes;
+  const double d = p.head_dim;
+  ComputeCeiling c;
+  c.fma = 2.0 * p.pair_rows() * d / lanes;
+  c.widen = 2.0 * d / lanes * widen_ops(p.kv_dtype, simd.f16_instruction);
+  c.cycles_per_token_head = (c.fma + c.widen) / kVectorOpsPerCycle;
+  c.bytes_per_token_head = 2.0 * d * static_cast<double>(dtype_size(p.kv_dtype));
+  c.gbps_per_core = c.bytes_per_token_head / c.cycles_per_token_head * clock_ghz;
+  return c;
+}
+
+SimdShape simd_shape(const std::string& target) {
+  const cpu::SimdKernel k = cpu::find_simd_kernel(target);
+  return {k.f32_lanes, k.f16_instruction};
+}
+
+}  // namespace leanattn::bench

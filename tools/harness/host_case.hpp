@@ -1,0 +1,61 @@
+// HostCase: a decode problem with its tensors in host memory, filled with seeded random values.
+// The shared test harness of the unit tests, `leanattn check` and `leanattn bench`; not part of
+// the public API.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "harness/large_buffer.hpp"
+#include "leanattn/problem.hpp"
+#include "leanattn/tensors.hpp"
+
+namespace leanattn::harness {
+
+struct HostCase {
+  DecodeProblem problem;
+  std::vector<std::byte> q;               // [batch, q_len, q_heads, head_dim], q_dtype
+  ByteBuffer k;                           // layout of problem.layout, kv_dtype; huge pages
+  ByteBuffer v;                           // same as k
+  std::vector<std::byte> out;             // [batch, q_len, q_heads, head_dim], q_dtype
+  std::vector<float> lse;                 // [batch, q_len, q_heads]
+  std::vector<float> k_scale;             // quantized kv_dtype: the scales of problem.kv_scales
+  std::vector<float> v_scale;             //   (tensors.hpp), else empty
+  std::vector<float> sinks;               // variant.sinks: [q_heads], else empty
+  std::vector<float> alibi_slopes;        // variant.alibi: [q_heads], else empty
+  std::vector<std::int32_t> block_table;  // paged: [batch, max_pages]
+
+  // Dense views of the buffers above (lse included).
+  DecodeTensors tensors();
+};
+
+// Completes the layout sizes the caller left at 0 (contiguous: capacity = longest request;
+// paged: max_pages = pages of the longest request, num_pages = pages all requests need plus a
+// few spare ones), allocates, and fills q, k, v with approximately normal values from `seed`.
+// Paged block tables are a random permutation of the pages, so requests are scattered. Sinks
+// are drawn around 0 (scale 2); ALiBi slopes are the ALiBi paper's 2^(-8 (h + 1) / q_heads).
+// A quantized cache stores N(0, 1) values quantized with the nominal scale (4 / the type's largest
+// value: |x| <= 4 fits) and its scales are that nominal scale times 2^(N(0, 1) / 2), so the
+// dequantized values are about normal with a spread of magnitudes between blocks.
+HostCase make_case(DecodeProblem problem, std::uint64_t seed);
+
+// Overwrites out with NaN bit patterns and lse with NaN, so an executor that skips an output
+// cannot pass a comparison.
+void poison_outputs(HostCase& c);
+
+// Fills `count` elements of `type` at `dst` with approximately N(0, 1) values derived from
+// (seed, index): the same values whatever the thread count. Multithreaded for large buffers. An
+// 8-bit type gets them quantized with the nominal scale (nominal_kv_scale).
+void fill_normal(void* dst, DType type, std::int64_t count, std::uint64_t seed);
+
+// 4 / the largest value of an 8-bit type (N(0, 1) data up to |4| fits); 1 for the others.
+float nominal_kv_scale(DType type);
+
+// Scales for `count` blocks: nominal_kv_scale(type) x 2^(N(0, 1) / 2), from `seed`.
+void fill_scales(float* dst, DType type, std::int64_t count, std::uint64_t seed);
+
+// The output as doubles, [batch, q_len, q_heads, head_dim].
+std::vector<double> read_output(const HostCase& c);
+
+}  // namespace leanattn::harness
