@@ -64,7 +64,9 @@ std::vector<SweepCase> from_cache_sweep(std::int64_t kv_bytes, DType kv_dtype,
     const auto tokens =
         static_cast<std::int32_t>(std::max<std::int64_t>(1, kv_bytes / token_bytes / 32) * 32);
     DecodeProblem p = gqa(s.q_heads, s.kv_heads, 128, {tokens});
-    p.kv_dtype = kv_dtype;
+    p.kv_dtype = kv_dtype;  // an 8-bit type: f16 Q and output, the type's default scales
+    if (kv_dtype == DType::f32 || kv_dtype == DType::bf16) p.q_dtype = kv_dtype;
+    p.kv_scales = default_kv_scales(kv_dtype);
     if (page_size > 0) {  // one request: its own pages, in a table of exactly those
       p.layout = KvLayout::paged;
       p.page_size = page_size;
