@@ -26,7 +26,7 @@ if command -v ccache >/dev/null; then
   export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="$PWD"
 fi
 cmake --preset mutation >/dev/null &&
-  cmake --build --preset mutation -j "$(nproc)" --target cpu_tests checks_tests leanattn \
+  cmake --build --preset mutation -j "$(nproc)" --target cpu_tests checks_tests leanattn_cli \
     >/dev/null || {
   echo "mutation-check: build failed"
   exit 1
