@@ -1,7 +1,8 @@
 # `cmake --install`: what a C++ user links. Installs
 #   include/leanattn/         the public headers, with the generated version.hpp (not
 #                             cuda_engine.hpp: the CUDA engine's library is not installed yet;
-#                             in CUDA builds not executor.hpp either, its registry needing it)
+#                             in CUDA builds not executor.hpp nor executor_cache.hpp either,
+#                             their registry needing it)
 #   lib/libleanattn.a         one static library: the objects of leanattn_core, leanattn_planner,
 #                             leanattn_reference, leanattn_cpu and (without CUDA)
 #                             leanattn_executors
@@ -25,7 +26,8 @@ set(leanattn_installed_objects
   $<TARGET_OBJECTS:leanattn_reference> $<TARGET_OBJECTS:leanattn_cpu>)
 set(leanattn_not_installed_headers PATTERN cuda_engine.hpp EXCLUDE)
 if(TARGET leanattn_cuda)
-  list(APPEND leanattn_not_installed_headers PATTERN executor.hpp EXCLUDE)
+  list(APPEND leanattn_not_installed_headers PATTERN executor.hpp EXCLUDE
+       PATTERN executor_cache.hpp EXCLUDE)
 else()
   list(APPEND leanattn_installed_objects $<TARGET_OBJECTS:leanattn_executors>)
 endif()

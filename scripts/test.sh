@@ -3,7 +3,7 @@
 #   release   clang-format check, unit tests (GoogleTest via CTest), `leanattn check --count 500`
 #   asan      the unit tests and a short `leanattn check` under AddressSanitizer +
 #             UndefinedBehaviorSanitizer
-#   tsan      the threaded-engine tests under ThreadSanitizer
+#   tsan      the threaded-engine and executor-cache tests under ThreadSanitizer
 #   cuda      compiles and links the CUDA engine (nvcc present), runs its tests (they skip
 #             without a GPU) and checks the ptxas report for register spills
 #   mutation  scripts/mutation-check.sh: deliberately broken builds must fail the suite
@@ -78,7 +78,7 @@ stage_asan() {
 stage_tsan() {
   build_preset tsan &&
     TSAN_OPTIONS=halt_on_error=1 ctest --preset tsan -j 1 \
-      -R "EngineTest|NumericsTest|Reproducibility|BadInput|LargeSizes"
+      -R "EngineTest|NumericsTest|Reproducibility|BadInput|LargeSizes|ExecutorCache|PlanMemo"
 }
 
 stage_cuda() {
