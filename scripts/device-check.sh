@@ -11,7 +11,9 @@
 #   5. compute-sanitizer memcheck, racecheck and synccheck on the tiny cases (time-boxed);
 #   6. every GPU test in its own process (an illegal address takes down only that test), one
 #      line per configuration ("[config] ... ok|FAIL <what>": rows never written / NaN /
-#      numeric mismatch, split vs direct pairs), --gtest_output=xml into $OUT/gtest/;
+#      numeric mismatch, split vs direct pairs), --gtest_output=xml into $OUT/gtest/; then
+#      `cmake --install` and tests/install_consumer (scripts/install-consumer-check.sh), which
+#      runs make_executor("cuda") from the installed package;
 #   7. `leanattn bench --backend cuda` over a sweep, KV capped per case (contiguous d64/d128,
 #      then d256, paged, the variants: q_len 4, a 4096-token window on 128k, window + sinks, and
 #      8-bit caches: fp8 e4m3 and int8 beside bf16 at 32/8 heads, d 128, 128k, batch 1),
@@ -115,7 +117,7 @@ elif say "configure (sm_90)" && ! configure; then
   tail -40 "$log"
   exit 1
 fi
-targets=(leanattn_cuda cuda_gpu_tests cuda_host_tests leanattn_cli)
+targets=(leanattn_cuda cuda_gpu_tests cuda_host_tests leanattn_cli leanattn)
 if [ "${LEANATTN_SKIP_BUILD:-0}" != 1 ] && say "build with $jobs jobs" &&
    ! run_logged "${LEANATTN_BUILD_TIMEOUT:-240}" cmake --build "$build" -j "$jobs" --target "${targets[@]}"; then
   if [ -d "$carry/usr/src/googletest" ] && [ "${LEANATTN_BUILD_GTEST:-0}" != 1 ] &&
@@ -247,6 +249,21 @@ skipped=$(grep -c "^SKIPPED" "$out/tests.txt")
 configs_failed=$(grep -c "\[config\].*FAIL" "$out/tests.txt")
 note "tests: $passed passed, $failed failed, $skipped skipped; $configs_failed configurations failed (tests.txt)"
 grep -E "^(FAILED|TIMEOUT)|\[config\].*FAIL" "$out/tests.txt" | head -20 | tee -a "$log"
+
+# The installed package: `cmake --install` of this build, tests/install_consumer built against it
+# (find_package(leanattn) with the carried Highway) and run: the CPU engine, then "cpu" and "cuda"
+# through the executor seam, "cuda" on this GPU.
+say "install consumer (cmake --install; make_executor(\"cuda\") from the installed package)"
+hwy_arg=()
+for a in "${carry_args[@]}"; do
+  case $a in -DHWY_DIR=*) hwy_arg=("$a") ;; esac
+done
+if run_logged "$(budget 120)" scripts/install-consumer-check.sh "$build" "${hwy_arg[@]}"; then
+  note "install consumer: ok ($(grep '^make_executor("cuda")' "$log" | tail -1))"
+else
+  fail "install consumer (device-check.log)"
+  note "install consumer: FAILED ($(grep -E '^FAIL' "$log" | tail -1))"
+fi
 
 # --- 7. benchmark sweep -------------------------------------------------------------------------
 say "benchmark sweep (bf16, KV up to $max_kv_gib GiB per case, small first)"

@@ -14,6 +14,7 @@
 
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/cpu_engine.hpp"
 #include "leanattn/reference.hpp"
 
@@ -55,12 +56,7 @@ class QuantizedKvTest : public ::testing::TestWithParam<std::string> {
 DecodeProblem quantized_problem(std::vector<std::int32_t> lens, std::int32_t q_heads,
                                 std::int32_t kv_heads, std::int32_t d, DType q_dtype,
                                 DType kv_dtype, KvScales scales) {
-  DecodeProblem p;
-  p.q_heads = q_heads;
-  p.kv_heads = kv_heads;
-  p.head_dim = d;
-  p.seq_lens = std::move(lens);
-  p.q_dtype = q_dtype;
+  DecodeProblem p = harness::test_problem(std::move(lens), q_heads, kv_heads, d, q_dtype);
   p.kv_dtype = kv_dtype;
   p.kv_scales = scales;
   return p;
