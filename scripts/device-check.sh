@@ -259,8 +259,10 @@ grep -E "^(FAILED|TIMEOUT)|\[config\].*FAIL" "$out/tests.txt" | head -20 | tee -
 # there. A configure that fails (no Python headers or nanobind in the image) is noted, not failed.
 python_bin=$(command -v python3 || true)
 pkg=$root/build/device-python
-if [ "$no_gpu" = 1 ] || [ -z "$python_bin" ] || [ "$(left)" -lt 150 ]; then
-  note "python: skipped ($([ "$no_gpu" = 1 ] && echo "no GPU" || { [ -z "$python_bin" ] && echo "no python3" || echo "time budget"; }))"
+if [ "$no_gpu" = 1 ]; then
+  note "python: skipped (no GPU)"
+elif [ -z "$python_bin" ] || [ "$(left)" -lt 150 ]; then
+  note "python: skipped (${python_bin:+time budget}${python_bin:-no python3})"
 elif say "python module (LEANATTN_BUILD_PYTHON=ON, $python_bin)" &&
      ! run_logged "$(budget 60)" cmake -S "$root" -B "$build" -DLEANATTN_BUILD_PYTHON=ON \
        -DPython_EXECUTABLE="$python_bin"; then
