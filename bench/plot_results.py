@@ -42,6 +42,7 @@ IMPLS = {
     "leanattn-lean-invariant": ("leanattn lean, batch-invariant", "#5b9aa8", "-.", 1.6),
     "ggml": ("ggml flash_attn_ext", "#e07b00", "-", 1.8),
     "torch-sdpa": ("PyTorch SDPA", "#c2185b", "-", 1.8),
+    "torch-sdpa-best": ("PyTorch SDPA, fastest of f32/f16 x enable_gqa/expanded", "#c2185b", "-", 1.8),
     "onednn": ("oneDNN (unfused)", "#2e7d32", "-", 1.8),
 }
 
@@ -84,7 +85,7 @@ def fmt_tokens(n):
 
 
 def plot_bandwidth(args):
-    rows = read_rows(args.csv)
+    rows = shown(read_rows(args.csv), args.all_torch)
     panels = defaultdict(list)
     for r in rows:
         batch = tuple(r["lens"]) if len(set(r["lens"])) > 1 else len(r["lens"])  # ragged: own panel
@@ -108,7 +109,7 @@ def plot_bandwidth(args):
                 sorted({r["impl"] for r in prs} - set(IMPLS)):
             pts = sorted((max(r["lens"]), r) for r in prs if r["impl"] == impl)
             label, colour, style, width = IMPLS.get(impl, (impl, "grey", "-", 1.5))
-            label = with_dtype(label, pts[0][1]["dtype"])
+            label = with_dtype(label, impl, pts[0][1]["dtype"])
             ys = [r["median_us"] / 1e3 if time_metric else r["gbps"] for _, r in pts]
             ax.plot([x for x, _ in pts], ys, style, color=colour, lw=width, marker="o", ms=4,
                     label=label)
@@ -146,9 +147,17 @@ def plot_bandwidth(args):
     save(fig, args.out)
 
 
-def with_dtype(label, dtype):
-    """Legend label, with the KV dtype when it is not the f16 that leanattn uses."""
-    return label if dtype == "f16" else f"{label}, {dtype} KV"
+def with_dtype(label, impl, dtype):
+    """Legend label, with the KV dtype when it is not the f16 that leanattn uses (not for
+    torch-sdpa-best, whose fastest variant changes dtype from point to point)."""
+    return label if dtype == "f16" or impl == "torch-sdpa-best" else f"{label}, {dtype} KV"
+
+
+def shown(rows, all_torch):
+    """The rows to draw: PyTorch's variants only as their fastest (torch-sdpa-best), unless
+    all_torch (the CSV keeps every variant)."""
+    return [r for r in rows if all_torch or not r["impl"].startswith("torch-sdpa-")
+            or r["impl"] == "torch-sdpa-best"]
 
 
 def bar_panel(ax, prs, title, time_metric, missing):
@@ -162,7 +171,10 @@ def bar_panel(ax, prs, title, time_metric, missing):
         label, colour, _, _ = IMPLS.get(impl, (impl, "grey", "-", 1))
         vals.append(r["median_us"] / 1e3 if time_metric else r["gbps"])
         colours.append(colour)
-        labels.append(with_dtype(label, r["dtype"]).replace(" ", "\n", 1))
+        if impl == "torch-sdpa-best":
+            labels.append(f"PyTorch SDPA\nfastest: {r['dtype']}")
+        else:
+            labels.append(with_dtype(label, impl, r["dtype"]).replace(" ", "\n", 1))
     bars = ax.bar(range(len(vals)), vals, color=colours)
     ax.bar_label(bars, fmt="%.3g", fontsize=9, padding=2)
     ax.set_xticks(range(len(vals)), labels, fontsize=9)
@@ -274,6 +286,8 @@ def main():
     b.add_argument("--out", default="docs/figures/cpu-bandwidth.png")
     b.add_argument("--metric", choices=["gbps", "time"], default="gbps")
     b.add_argument("--columns", type=int, default=2, help="panels per row")
+    b.add_argument("--all-torch", action="store_true",
+                   help="draw every PyTorch variant, not only the fastest (torch-sdpa-best)")
     pl = sub.add_parser("plan", help="pictures of plans")
     pl.add_argument("json", nargs="*", help="leanattn plan --format json outputs")
     pl.add_argument("--out-dir", default="docs/figures")

@@ -1,16 +1,16 @@
 # `cmake --install`: what a C++ user links. Installs
-#   include/leanattn/         the public headers, with the generated version.hpp (not
-#                             cuda_engine.hpp: the CUDA engine's library is not installed yet;
-#                             in CUDA builds not executor.hpp nor executor_cache.hpp either,
-#                             their registry needing it)
+#   include/leanattn/         the public headers, with the generated version.hpp (cuda_engine.hpp
+#                             only from a CUDA build)
 #   lib/libleanattn.a         one static library: the objects of leanattn_core, leanattn_planner,
-#                             leanattn_reference, leanattn_cpu and (without CUDA)
-#                             leanattn_executors
+#                             leanattn_reference, leanattn_cpu, leanattn_executors and, in a CUDA
+#                             build, leanattn_cuda with its kernels (make_executor("cuda"))
 #   lib/cmake/leanattn/       leanattnConfig.cmake, its version file and the exported target
 #   bin/leanattn              the command-line tool, when built
 # so that a consumer writes find_package(leanattn), target_link_libraries(app PRIVATE
-# leanattn::leanattn) and #include <leanattn/leanattn.hpp> (tests/install_consumer, built by the
-# `package` stage of scripts/test.sh). Highway is linked, never compiled against.
+# leanattn::leanattn) and #include <leanattn/leanattn.hpp> (tests/install_consumer, built against
+# both builds by scripts/install-consumer-check.sh). Highway, and the CUDA runtime of a CUDA build
+# (cudart_static), are linked, never compiled against: leanattnConfig.cmake finds them, and says
+# which build it is (leanattn_WITH_CUDA).
 # Components: `development` (headers, library, CMake files), `cli`. A wheel installs only the
 # `python` component: the extension module (python/CMakeLists.txt) and the CLI (at the end).
 include(GNUInstallDirs)
@@ -20,16 +20,18 @@ set(leanattn_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/leanattn)
 find_package(HWY 1.0 REQUIRED)  # hwy::hwy is local to src/, where the CPU engine finds it
 
 # The library's objects, compiled once for the component libraries, archived again as one. The
-# executor registry of a CUDA build refers to the CUDA engine, which is not installed yet.
+# CUDA engine's kernels are objects of their own target (leanattn_cuda_kernels), which
+# leanattn_cuda's objects do not list.
 set(leanattn_installed_objects
   $<TARGET_OBJECTS:leanattn_core> $<TARGET_OBJECTS:leanattn_planner>
-  $<TARGET_OBJECTS:leanattn_reference> $<TARGET_OBJECTS:leanattn_cpu>)
-set(leanattn_not_installed_headers PATTERN cuda_engine.hpp EXCLUDE)
+  $<TARGET_OBJECTS:leanattn_reference> $<TARGET_OBJECTS:leanattn_cpu>
+  $<TARGET_OBJECTS:leanattn_executors>)
+set(leanattn_not_installed_headers)
 if(TARGET leanattn_cuda)
-  list(APPEND leanattn_not_installed_headers PATTERN executor.hpp EXCLUDE
-       PATTERN executor_cache.hpp EXCLUDE)
+  list(APPEND leanattn_installed_objects $<TARGET_OBJECTS:leanattn_cuda>
+       $<TARGET_OBJECTS:leanattn_cuda_kernels>)
 else()
-  list(APPEND leanattn_installed_objects $<TARGET_OBJECTS:leanattn_executors>)
+  set(leanattn_not_installed_headers PATTERN cuda_engine.hpp EXCLUDE)
 endif()
 add_library(leanattn STATIC ${leanattn_installed_objects})
 add_library(leanattn::leanattn ALIAS leanattn)
@@ -39,8 +41,11 @@ target_include_directories(leanattn INTERFACE
   $<BUILD_INTERFACE:${LEANATTN_GENERATED_INCLUDE_DIR}>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 target_compile_features(leanattn INTERFACE cxx_std_20)
-# Static: both are link-only requirements of the consumer (leanattnConfig.cmake finds them).
+# Static: these are link-only requirements of the consumer (leanattnConfig.cmake finds them).
 target_link_libraries(leanattn PUBLIC Threads::Threads PRIVATE hwy::hwy)
+if(TARGET leanattn_cuda)
+  target_link_libraries(leanattn PRIVATE CUDA::cudart_static)
+endif()
 
 install(TARGETS leanattn EXPORT leanattnTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development)

@@ -38,7 +38,7 @@ def worker(rank, store):
     local_lens, positions = ld.shard_positions([SEQ_LEN], rank, WORLD, "interleaved", PAGE)
     k_shard, v_shard = ld.shard_cache(k, positions), ld.shard_cache(v, positions)
     out, lse = ld.decode(q, k_shard, v_shard, local_lens, positions=positions,
-                         workers=max(1, (os.cpu_count() or 1) // WORLD), return_lse=True)
+                         workers=max(1, leanattn.default_workers() // WORLD), return_lse=True)
     everyone = [torch.empty_like(out) for _ in range(WORLD)]
     dist.all_gather(everyone, out)
     if rank == 0:

@@ -11,7 +11,13 @@
 #   5. compute-sanitizer memcheck, racecheck and synccheck on the tiny cases (time-boxed);
 #   6. every GPU test in its own process (an illegal address takes down only that test), one
 #      line per configuration ("[config] ... ok|FAIL <what>": rows never written / NaN /
-#      numeric mismatch, split vs direct pairs), --gtest_output=xml into $OUT/gtest/;
+#      numeric mismatch, split vs direct pairs), --gtest_output=xml into $OUT/gtest/; then
+#      `cmake --install` and tests/install_consumer (scripts/install-consumer-check.sh), which
+#      runs make_executor("cuda") from the installed package;
+#   6b. the Python module with the CUDA engine, built in the same build directory (the image's
+#      python3 has nanobind, PyTorch and CuPy), and pytest on the torch tests that use CUDA
+#      tensors: sinks, ALiBi and 8-bit scales on the device (test_torch_device_arrays.py) and the
+#      CUDA cases of test_torch_tensors.py / test_torch_quantized.py (python.log);
 #   7. `leanattn bench --backend cuda` over a sweep, KV capped per case (contiguous d64/d128,
 #      then d256, paged, the variants: q_len 4, a 4096-token window on 128k, window + sinks, and
 #      8-bit caches: fp8 e4m3 and int8 beside bf16 at 32/8 heads, d 128, 128k, batch 1),
@@ -19,7 +25,8 @@
 #   9. the closing table (summary.txt), printed last.
 # Writes everything into $OUT (else build/device-check-out): device-check.log (all output),
 # ptxas.txt, kernels.csv, trace-*.csv, sanitizer-*.log, tests.txt (one line per test and per
-# configuration), gtest/*.xml, test-*.log, bench.csv, bench.json, ncu.txt, summary.txt.
+# configuration), gtest/*.xml, test-*.log, python.log, bench.csv, bench.json, ncu.txt,
+# summary.txt.
 # Exit status: 0 when everything passed, 1 otherwise (the later phases still run).
 #   scripts/device-check.sh            (on the device: run(command="scripts/device-check.sh",
 #                                       carry=[".carry"], timeout_s=570))
@@ -115,7 +122,7 @@ elif say "configure (sm_90)" && ! configure; then
   tail -40 "$log"
   exit 1
 fi
-targets=(leanattn_cuda cuda_gpu_tests cuda_host_tests leanattn_cli)
+targets=(leanattn_cuda cuda_gpu_tests cuda_host_tests leanattn_cli leanattn)
 if [ "${LEANATTN_SKIP_BUILD:-0}" != 1 ] && say "build with $jobs jobs" &&
    ! run_logged "${LEANATTN_BUILD_TIMEOUT:-240}" cmake --build "$build" -j "$jobs" --target "${targets[@]}"; then
   if [ -d "$carry/usr/src/googletest" ] && [ "${LEANATTN_BUILD_GTEST:-0}" != 1 ] &&
@@ -247,6 +254,58 @@ skipped=$(grep -c "^SKIPPED" "$out/tests.txt")
 configs_failed=$(grep -c "\[config\].*FAIL" "$out/tests.txt")
 note "tests: $passed passed, $failed failed, $skipped skipped; $configs_failed configurations failed (tests.txt)"
 grep -E "^(FAILED|TIMEOUT)|\[config\].*FAIL" "$out/tests.txt" | head -20 | tee -a "$log"
+
+# The installed package: `cmake --install` of this build, tests/install_consumer built against it
+# (find_package(leanattn) with the carried Highway) and run: the CPU engine, then "cpu" and "cuda"
+# through the executor seam, "cuda" on this GPU.
+say "install consumer (cmake --install; make_executor(\"cuda\") from the installed package)"
+hwy_arg=()
+for a in "${carry_args[@]}"; do
+  case $a in -DHWY_DIR=*) hwy_arg=("$a") ;; esac
+done
+if run_logged "$(budget 120)" scripts/install-consumer-check.sh "$build" "${hwy_arg[@]}"; then
+  note "install consumer: ok ($(grep '^make_executor("cuda")' "$log" | tail -1))"
+else
+  fail "install consumer (device-check.log)"
+  note "install consumer: FAILED ($(grep -E '^FAIL' "$log" | tail -1))"
+fi
+
+# --- 6b. the Python package with CUDA arrays -----------------------------------------------------
+# The module is built in $build (the libraries it links are already there; only python/src and
+# nanobind compile), copied next to python/leanattn in build/device-python, and imported from
+# there. A configure that fails (no Python headers or nanobind in the image) is noted, not failed.
+python_bin=$(command -v python3 || true)
+pkg=$root/build/device-python
+if [ "$no_gpu" = 1 ]; then
+  note "python: skipped (no GPU)"
+elif [ -z "$python_bin" ] || [ "$(left)" -lt 150 ]; then
+  note "python: skipped (${python_bin:+time budget}${python_bin:-no python3})"
+elif say "python module (LEANATTN_BUILD_PYTHON=ON, $python_bin)" &&
+     ! run_logged "$(budget 60)" cmake -S "$root" -B "$build" -DLEANATTN_BUILD_PYTHON=ON \
+       -DPython_EXECUTABLE="$python_bin"; then
+  note "python: skipped (configure with LEANATTN_BUILD_PYTHON=ON failed; device-check.log)"
+elif ! run_logged "$(budget 120)" cmake --build "$build" -j "$jobs" --target _leanattn; then
+  fail "python module build (see device-check.log)"
+  note "python: module build FAILED"
+else
+  rm -rf "$pkg" && mkdir -p "$pkg" && cp -r python/leanattn "$pkg/" &&
+    cp "$build"/python/_leanattn*.so "$pkg/leanattn/"
+  limit=$(budget 90)
+  say "pytest on the CUDA tensor tests ($limit s box)"
+  PYTHONPATH=$pkg LEANATTN_REQUIRE_TORCH=1 timeout --signal=TERM --kill-after=5 "$limit" \
+    "$python_bin" -m pytest -q -p no:cacheprovider -rs tests/python/torch/test_torch_device_arrays.py \
+    tests/python/torch/test_torch_tensors.py tests/python/torch/test_torch_quantized.py \
+    >"$out/python.log" 2>&1
+  rc=$?
+  cat "$out/python.log" >>"$log"
+  line=$(grep -E "^=*.*(passed|failed|error)" "$out/python.log" | tail -1 | tr -d '=')
+  note "python: pytest exit $rc:${line:- see python.log}"
+  [ $rc -eq 0 ] || fail "python tests with CUDA arrays (python.log)"
+  # On the GPU nothing of the device-array tests may skip (a skip there would hide the check).
+  if grep -q "^SKIPPED.*test_torch_device_arrays" "$out/python.log"; then
+    fail "python: device-array tests skipped on the GPU (python.log)"
+  fi
+fi
 
 # --- 7. benchmark sweep -------------------------------------------------------------------------
 say "benchmark sweep (bf16, KV up to $max_kv_gib GiB per case, small first)"

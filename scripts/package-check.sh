@@ -3,7 +3,8 @@
 # source tree. Prints each step's time.
 #   1. C++: the release build's library and CLI, `cmake --install` into a temporary prefix, and
 #      tests/install_consumer (find_package(leanattn), leanattn::leanattn, the umbrella header)
-#      configured against that prefix alone, built and run.
+#      configured against that prefix alone, built and run (scripts/install-consumer-check.sh;
+#      the `cuda` stage of scripts/test.sh does the same for the CUDA build).
 #   2. Python: `pip wheel .`, repaired with auditwheel (which copies libhwy into the wheel and
 #      points the extension and the `leanattn` tool at that copy), installed into a fresh venv and
 #      checked there by tests/install_wheel/check_wheel.py: decode against the reference, the
@@ -29,16 +30,8 @@ step() { echo "== package: $* ($((SECONDS - start)) s)"; }
 step "release library and CLI (build/release)"
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$jobs" --target leanattn leanattn_cli
-prefix=$work/prefix
-cmake --install build/release --prefix "$prefix" >/dev/null
-find "$prefix" -type f | sed "s|^$prefix/|   |" | sort | grep -v '/leanattn/.*\.hpp$'
-"$prefix/bin/leanattn" --version
-
-step "install consumer against $prefix"
-cmake -S tests/install_consumer -B "$work/consumer" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
-cmake --build "$work/consumer"
-"$work/consumer/install_consumer"
+step "cmake --install and the install consumer"
+scripts/install-consumer-check.sh build/release
 
 # The wheel from the Python stage's venv and CMake build (scripts/test-python.sh): built the same
 # way, so after that stage (or a previous run) only changed sources are recompiled.

@@ -5,7 +5,9 @@
 #             UndefinedBehaviorSanitizer
 #   tsan      the threaded-engine and executor-cache tests under ThreadSanitizer
 #   cuda      compiles and links the CUDA engine (nvcc present), runs its tests (they skip
-#             without a GPU) and checks the ptxas report for register spills
+#             without a GPU), checks the ptxas report for register spills, and installs the
+#             build for the install consumer (scripts/install-consumer-check.sh: it links the
+#             CUDA engine and runs "cuda" where a GPU is present)
 #   mutation  scripts/mutation-check.sh: deliberately broken builds must fail the suite
 #   fuzz      the libFuzzer target over the planner, validators, interpreter and CPU engine, for
 #             FUZZ_SECONDS (60)
@@ -87,7 +89,9 @@ stage_cuda() {
     return 77
   fi
   build_preset cuda &&
-    ctest --preset cuda -j "$jobs" -L cuda
+    ctest --preset cuda -j "$jobs" -L cuda &&
+    echo "== cmake --install of the CUDA build and the install consumer" &&
+    scripts/install-consumer-check.sh build/cuda
 }
 
 stage_mutation() {

@@ -4,9 +4,7 @@
 // head_major` shows the GPU's order.
 #include <fmt/core.h>
 
-#include <algorithm>
 #include <string>
-#include <thread>
 
 #include "commands.hpp"
 #include "leanattn/cpu_engine.hpp"
@@ -26,16 +24,6 @@ struct PlanArgs {
   std::string format = "text";
 };
 
-// --workers: 0 is one per core, as cpu::Engine resolves it.
-std::int32_t plan_workers(std::int32_t requested) {
-  require(requested >= 0 && requested <= kMaxWorkers, "workers", [&] {
-    return "must be in [0, " + std::to_string(kMaxWorkers) + "] (0 = one per core) (got " +
-           std::to_string(requested) + ")";
-  });
-  if (requested > 0) return requested;
-  return static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
 }  // namespace
 
 void add_plan_command(CLI::App& app) {
@@ -50,7 +38,7 @@ void add_plan_command(CLI::App& app) {
     const int rc = run_guarded("plan", [&] {
       const DecodeProblem p = args->problem.problem();
       const Strategy s = parse_strategy(args->strategy, "strategy");
-      const Plan plan = make_plan(p, {plan_workers(args->problem.workers)},
+      const Plan plan = make_plan(p, {resolve_workers(args->problem.workers)},
                                   cpu::cpu_plan_options(args->problem.plan_options(s)));
       if (args->format == "json") {
         fmt::print("{}\n", plan_to_json(plan).dump(2));

@@ -1,7 +1,9 @@
 // The umbrella header of the installed library (`find_package(leanattn)`, leanattn::leanattn):
 // the problem and tensor descriptions, the planner and its heuristics, the CPU engine, the fp64
-// reference, the executors by name and their cache, and the version. The CUDA engine has its own
-// header, leanattn/cuda_engine.hpp.
+// reference, the executors by name (make_executor("cuda") too in a CUDA build) and their cache
+// (ExecutorCache), and the version. The CUDA engine's own class has its own header,
+// leanattn/cuda_engine.hpp, installed by CUDA builds only (leanattn_WITH_CUDA in
+// leanattnConfig.cmake).
 //
 //   leanattn::cpu::Engine engine;                        // one worker per core
 //   leanattn::Plan plan = engine.plan(problem);          // plain data: print it, reuse it
@@ -11,12 +13,8 @@
 #include "leanattn/cpu_engine.hpp"
 #include "leanattn/dtype.hpp"
 #include "leanattn/error.hpp"
-// The executor seam (make_executor("cpu"), ExecutorCache); not installed by a CUDA build
-// (cmake/install.cmake).
-#if __has_include("leanattn/executor.hpp")
 #include "leanattn/executor.hpp"
 #include "leanattn/executor_cache.hpp"
-#endif
 #include "leanattn/hardware.hpp"
 #include "leanattn/heuristics.hpp"
 #include "leanattn/plan.hpp"

@@ -124,20 +124,72 @@ def kv_view(x: Any, name: str, kv_dtype: Optional[str]) -> Tuple[Any, str]:
     return tensor_view(x, name)
 
 
-def scale_array(x: Any, name: str) -> Optional[np.ndarray]:
-    """A quantized cache's scales as a C-contiguous float32 host array (None stays None): a
-    Python float, a NumPy array or a PyTorch / CuPy array of any float dtype."""
+def scale_array(x: Any, name: str, like: Any = None) -> Any:
+    """A quantized cache's scales (None stays None): a Python float, a NumPy array or a PyTorch /
+    CuPy array of any real dtype, as a C-contiguous float32 array where the call runs: on the
+    host (NumPy) unless ``like`` (q) is on a CUDA device, then on that device in like's
+    framework (device_float32)."""
     if x is None:
         return None
+    if like is not None and on_cuda(like):
+        return device_float32(x, name, like, any_real=True)
     kind = framework(x)
     if kind == "torch":
         x = x.detach().cpu().float().numpy()
     elif kind == "cupy":
         x = x.get()
+    return _host_float32(x, name, any_real=True)
+
+
+def _float_dtype_error(name: str, dtype: Any, any_real: bool) -> TypeError:
+    if any_real:
+        return TypeError(f"{name}: must be a float or an array of floats (got {dtype})")
+    return TypeError(f"{name}: dtype must be float32 (got {dtype})")
+
+
+def _host_float32(x: Any, name: str, any_real: bool) -> np.ndarray:
+    """x as a C-contiguous float32 NumPy array: any real dtype converted (``any_real``), or
+    float32 only (TypeError naming ``name``)."""
     a = np.asarray(x)
-    if a.dtype.kind not in "fiu" or a.dtype == np.bool_:
-        raise TypeError(f"{name}: must be a float or an array of floats (got {a.dtype})")
+    real = a.dtype.kind in "fiu" and a.dtype != np.bool_
+    if not (real if any_real else a.dtype == np.float32):
+        raise _float_dtype_error(name, a.dtype, any_real)
     return np.ascontiguousarray(a, dtype=np.float32)
+
+
+def device_float32(x: Any, name: str, like: Any, any_real: bool) -> Any:
+    """x for a call whose q (``like``) is on a CUDA device: a C-contiguous float32 array in like's
+    framework, on like's device, for sinks, alibi_slopes (float32 only) and k_scale / v_scale
+    (``any_real``: any real dtype, converted). An array already there (float32, contiguous) is
+    passed as it is; one elsewhere, of another dtype or strided is copied by the framework on
+    the device; host data (a Python float, a NumPy array) is copied to the device. The values
+    are never read on the host, so no call synchronises (as device_index_array for block_table).
+    Raises TypeError naming ``name`` for another dtype."""
+    kind = framework(x)
+    if framework(like) == "torch":
+        torch = sys.modules["torch"]
+        if kind == "torch":
+            x = x.detach()
+        elif kind == "cupy":
+            x = torch.from_dlpack(x)
+        else:
+            x = torch.from_numpy(_host_float32(x, name, any_real))
+        dt = x.dtype
+        real = not (dt.is_complex or dt == torch.bool)
+        if not (real if any_real else dt == torch.float32):
+            raise _float_dtype_error(name, dt, any_real)
+        return x.to(device=like.device, dtype=torch.float32).contiguous()
+    cupy = sys.modules["cupy"]
+    if kind == "torch":
+        x = x.detach()
+        x = cupy.from_dlpack(x) if x.device.type == "cuda" else x.numpy()
+    if framework(x) != "cupy":
+        x = _host_float32(x, name, any_real)
+    real = x.dtype.kind in "fiu" and x.dtype != np.bool_
+    if not (real if any_real else x.dtype == np.float32):
+        raise _float_dtype_error(name, x.dtype, any_real)
+    with like.device:
+        return cupy.ascontiguousarray(cupy.asarray(x), dtype=cupy.float32)
 
 
 def dtype_name(hint: str) -> str:
@@ -270,9 +322,10 @@ def device_index_array(x: Any, name: str, ndim: int, layout: str, like: Any) -> 
 
 
 def to_host(x: Any) -> Any:
-    """x on the host (a no-op for NumPy and CPU tensors): PyTorch .cpu(), CuPy .get()."""
+    """x on the host (a no-op for NumPy; a detached view of a CPU tensor, so that a parameter
+    that requires grad can be read): PyTorch .cpu(), CuPy .get()."""
     kind = framework(x)
-    if kind == "torch" and x.device.type != "cpu":
+    if kind == "torch":
         return x.detach().cpu()
     if kind == "cupy":
         return x.get()

@@ -119,9 +119,10 @@ def decode(
             softmax denominator (gpt-oss).
         alibi_slopes: ``[q_heads]`` float32: ALiBi, ``s += -slope * |key_pos - query_pos|``.
         Variants combine freely; with 4-D q, out is ``[batch, q_len, q_heads, head_dim]`` and
-        lse ``[batch, q_len, q_heads]``. Every engine computes them (CPU and CUDA); with CUDA
-        arrays, sinks and alibi_slopes are refused for now (an error names them: they reach
-        the module as host copies). Semantics: docs/numerics.md, "Variants".
+        lse ``[batch, q_len, q_heads]``. Every engine computes them (CPU and CUDA). With CUDA
+        arrays, sinks and alibi_slopes are used on q's device: a float32 tensor already there
+        is read in place, anything else is copied there (never read on the host).
+        Semantics: docs/numerics.md, "Variants".
         kv_dtype: an 8-bit cache (quantized KV, read at 8 bits, never widened in memory):
             ``"fp8_e4m3"`` or ``"fp8_e5m2"`` for uint8 caches holding fp8 bytes, ``"int8"``
             (optional for int8 caches). torch.float8_e4m3fn / float8_e5m2 tensors and
@@ -131,9 +132,11 @@ def decode(
             head), or the cache's shape without head_dim, ``[batch, capacity, kv_heads]`` /
             paged ``[num_pages, page_size, kv_heads]`` (per token and KV head). Both required
             for an 8-bit cache, same shape, finite and > 0. :func:`leanattn.quantize_kv` makes
-            them. Every engine reads them; with CUDA arrays they are refused for now (an error
-            names k_scale: the scales reach the module as host copies). docs/numerics.md,
-            "Quantized KV caches".
+            them. Every engine reads them. With CUDA arrays they are used on q's device: float32
+            contiguous tensors there are read in place, anything else (a Python float, host
+            arrays, another dtype) is converted there by q's framework; their values are not
+            checked then (a device's memory is not read on the host: keeping them finite and
+            > 0 is the caller's). docs/numerics.md, "Quantized KV caches".
 
     Returns:
         ``out`` ``[batch, q_heads, head_dim]`` in q's dtype and framework (the ``out`` argument
@@ -219,10 +222,11 @@ def _decode_general(
     kv_dtype, k_scale, v_scale = quantization
     qv, q_hint, kv, vv, kv_hint, lens, table = _inputs(q, k_cache, v_cache, seq_lens, block_table,
                                                        kv_dtype)
-    ks = _arrays.scale_array(k_scale, "k_scale")
-    vs = _arrays.scale_array(v_scale, "v_scale")
+    # On q's device: with CUDA q, sinks, slopes and scales are device arrays (never host copies).
+    ks = _arrays.scale_array(k_scale, "k_scale", q)
+    vs = _arrays.scale_array(v_scale, "v_scale", q)
     rows = _q_rows(q)  # (batch, q_heads) or (batch, q_len, q_heads)
-    causal_b, window, cap, sinks_a, slopes_a = variant_args(*variant, q_heads=rows[-1])
+    causal_b, window, cap, sinks_a, slopes_a = variant_args(*variant, q_heads=rows[-1], like=q)
     if out is None:
         out, out_view = _arrays.empty_like(q, rows + (int(q.shape[-1]),))
     else:

@@ -66,10 +66,10 @@ def _decode(
     causal: bool = ...,
     window_left: int = ...,
     softcap: float = ...,
-    sinks: Optional[np.ndarray] = ...,
-    alibi_slopes: Optional[np.ndarray] = ...,
-    k_scale: Optional[np.ndarray] = ...,
-    v_scale: Optional[np.ndarray] = ...,
+    sinks: Optional[Any] = ...,
+    alibi_slopes: Optional[Any] = ...,
+    k_scale: Optional[Any] = ...,
+    v_scale: Optional[Any] = ...,
 ) -> None: ...
 def _decode_planned(
     q: Any,
@@ -114,10 +114,10 @@ def _reference(
     causal: bool = ...,
     window_left: int = ...,
     softcap: float = ...,
-    sinks: Optional[np.ndarray] = ...,
-    alibi_slopes: Optional[np.ndarray] = ...,
-    k_scale: Optional[np.ndarray] = ...,
-    v_scale: Optional[np.ndarray] = ...,
+    sinks: Optional[Any] = ...,
+    alibi_slopes: Optional[Any] = ...,
+    k_scale: Optional[Any] = ...,
+    v_scale: Optional[Any] = ...,
 ) -> Tuple[np.ndarray, np.ndarray]: ...
 def _merge_states(
     out_a: Any, lse_a: Any, out_b: Any, lse_b: Any, out: Any, lse: Any, out_dtype: str

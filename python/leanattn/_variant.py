@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Optional, Tuple
+from typing import Any, Tuple
 
 import numpy as np
 
 from . import _arrays
 
-# What the compiled module takes: (causal, window_left, softcap, sinks, alibi_slopes).
-VariantArgs = Tuple[bool, int, float, Optional[np.ndarray], Optional[np.ndarray]]
+# What the compiled module takes: (causal, window_left, softcap, sinks, alibi_slopes); the arrays
+# are NumPy, or on q's CUDA device in q's framework.
+VariantArgs = Tuple[bool, int, float, Any, Any]
 
 
 def is_plain(causal: Any, window_left: Any, softcap: Any, sinks: Any, alibi_slopes: Any) -> bool:
@@ -22,26 +23,33 @@ def is_plain(causal: Any, window_left: Any, softcap: Any, sinks: Any, alibi_slop
             and alibi_slopes is None)
 
 
-def _head_array(x: Any, name: str, q_heads: int) -> Optional[np.ndarray]:
-    """[q_heads] float32 on the host, contiguous (TypeError / ValueError naming ``name``)."""
+def _head_array(x: Any, name: str, q_heads: int, like: Any = None) -> Any:
+    """[q_heads] float32, contiguous, where the call runs: a NumPy array, or with ``like`` (q) on
+    a CUDA device an array on that device in like's framework, not read on the host
+    (TypeError / ValueError naming ``name``)."""
     if x is None:
         return None
-    host = _arrays.to_host(x)
-    dtype = getattr(host, "dtype", None)
-    if dtype is None or "float32" not in str(dtype):
-        raise TypeError(f"{name}: dtype must be float32 (got {dtype})")
-    arr = np.ascontiguousarray(np.asarray(host), dtype=np.float32)
-    if arr.shape != (q_heads,):
+    if like is not None and _arrays.on_cuda(like):
+        arr = _arrays.device_float32(x, name, like, any_real=False)
+    else:
+        host = _arrays.to_host(x)
+        dtype = getattr(host, "dtype", None)
+        if dtype is None or "float32" not in str(dtype):
+            raise TypeError(f"{name}: dtype must be float32 (got {dtype})")
+        arr = np.ascontiguousarray(np.asarray(host), dtype=np.float32)
+    shape = tuple(int(n) for n in arr.shape)
+    if shape != (q_heads,):
         raise ValueError(
             f"{name}: must hold one value per query head: shape [{q_heads}], got "
-            f"[{', '.join(str(n) for n in arr.shape)}]"
+            f"[{', '.join(str(n) for n in shape)}]"
         )
     return arr
 
 
 def variant_args(causal: Any, window_left: Any, softcap: Any, sinks: Any, alibi_slopes: Any,
-                 q_heads: int) -> VariantArgs:
-    """The checked arguments (window_left None = -1: no window; softcap None = 0: off)."""
+                 q_heads: int, like: Any = None) -> VariantArgs:
+    """The checked arguments (window_left None = -1: no window; softcap None = 0: off); sinks and
+    alibi_slopes on the host, or on like's CUDA device when ``like`` (q) is there."""
     if not isinstance(causal, (bool, np.bool_)):
         raise TypeError(f"causal: must be a bool (got {type(causal).__name__})")
     window = -1
@@ -59,5 +67,5 @@ def variant_args(causal: Any, window_left: Any, softcap: Any, sinks: Any, alibi_
         cap = float(softcap)
         if not math.isfinite(cap) or cap < 0:
             raise ValueError(f"softcap: must be finite and >= 0 (0 / None: off) (got {cap})")
-    return (bool(causal), window, cap, _head_array(sinks, "sinks", q_heads),
-            _head_array(alibi_slopes, "alibi_slopes", q_heads))
+    return (bool(causal), window, cap, _head_array(sinks, "sinks", q_heads, like),
+            _head_array(alibi_slopes, "alibi_slopes", q_heads, like))

@@ -6,13 +6,21 @@ Importing this module registers the ops (once); ``import leanattn`` imports it w
 already imported, so nothing is paid without torch. Schemas::
 
     decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor seq_lens, Tensor? block_table=None,
-           float? scale=None) -> (Tensor out, Tensor lse)
+           float? scale=None, Tensor? sinks=None, Tensor? alibi_slopes=None,
+           Tensor? k_scale=None, Tensor? v_scale=None, str? kv_dtype=None)
+           -> (Tensor out, Tensor lse)
     decode_(Tensor q, Tensor k_cache, Tensor v_cache, Tensor seq_lens, Tensor(a!) out,
-            Tensor(b!)? lse_out=None, Tensor? block_table=None, float? scale=None) -> ()
+            Tensor(b!)? lse_out=None, Tensor? block_table=None, float? scale=None,
+            Tensor? sinks=None, Tensor? alibi_slopes=None, Tensor? k_scale=None,
+            Tensor? v_scale=None, str? kv_dtype=None) -> ()
 
 Shapes are those of :func:`leanattn.decode`: q ``[batch, q_heads, head_dim]``, caches
 ``[batch, capacity, kv_heads, head_dim]`` (or paged with block_table), seq_lens ``[batch]``
-integer (read on the host), out like q, lse ``[batch, q_heads]`` float32.
+integer (read on the host), out like q, lse ``[batch, q_heads]`` float32; sinks and
+alibi_slopes ``[q_heads]`` float32, an 8-bit cache's k_scale / v_scale tensors (the layouts of
+:func:`leanattn.decode`; kv_dtype for uint8 caches of fp8 bytes). On CUDA they are read on q's
+device as they are (float32, contiguous) or converted there by torch: they never make a host
+round trip (no ``.cpu()``, no ``.item()``); seq_lens alone is read on the host.
 """
 
 from __future__ import annotations
@@ -30,14 +38,23 @@ _PLANS: Dict[Tuple[Any, ...], Plan] = {}
 atexit.register(_PLANS.clear)  # plans are freed before the extension module is
 
 
+# The optional tensors of the ops' schemas, after scale: (sinks, alibi_slopes, k_scale, v_scale,
+# kv_dtype), all None for plain attention over a 16-bit cache.
+_EXTRAS = ("sinks", "alibi_slopes", "k_scale", "v_scale", "kv_dtype")
+
+
 def _run(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,
          out: torch.Tensor, lse: Optional[torch.Tensor], block_table: Optional[torch.Tensor],
-         scale: Optional[float]) -> None:
-    """decode into out/lse. With a host seq_lens and no block table, through a plan kept per
-    lengths and shapes, so the call takes decode's fast path (every layer of a step reuses it)."""
-    if block_table is not None or seq_lens.device.type != "cpu" or q.device.type != "cpu":
+         scale: Optional[float], extras: Tuple[Any, ...]) -> None:
+    """decode into out/lse. With a host seq_lens, no block table and no extras, through a plan
+    kept per lengths and shapes, so the call takes decode's fast path (every layer of a step
+    reuses it). The extras (sinks, slopes, scales) go to decode as they are: on CUDA it keeps
+    them on q's device."""
+    named = {name: value for name, value in zip(_EXTRAS, extras) if value is not None}
+    if (named or block_table is not None or seq_lens.device.type != "cpu"
+            or q.device.type != "cpu"):
         _decode(q, k_cache, v_cache, seq_lens, block_table=block_table, scale=scale, out=out,
-                lse_out=lse)
+                lse_out=lse, **named)
         return
     key = (tuple(seq_lens.tolist()), q.shape[1], k_cache.shape[2], q.shape[2])
     plan = _PLANS.get(key)
@@ -52,16 +69,23 @@ def _run(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens
 def _decode_impl(
     q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,
     block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
+    sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
+    k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
+    kv_dtype: Optional[str] = None,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     lse = torch.empty(q.shape[:2], dtype=torch.float32, device=q.device)
-    _run(q, k_cache, v_cache, seq_lens, out, lse, block_table, scale)
+    _run(q, k_cache, v_cache, seq_lens, out, lse, block_table, scale,
+         (sinks, alibi_slopes, k_scale, v_scale, kv_dtype))
     return out, lse
 
 
 def _decode_fake(
     q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,
     block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
+    sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
+    k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
+    kv_dtype: Optional[str] = None,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     return out, q.new_empty(q.shape[:2], dtype=torch.float32)
@@ -71,14 +95,21 @@ def _decode_inplace_impl(
     q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,
     out: torch.Tensor, lse_out: Optional[torch.Tensor] = None,
     block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
+    sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
+    k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
+    kv_dtype: Optional[str] = None,
 ) -> None:
-    _run(q, k_cache, v_cache, seq_lens, out, lse_out, block_table, scale)
+    _run(q, k_cache, v_cache, seq_lens, out, lse_out, block_table, scale,
+         (sinks, alibi_slopes, k_scale, v_scale, kv_dtype))
 
 
 def _decode_inplace_fake(
     q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,
     out: torch.Tensor, lse_out: Optional[torch.Tensor] = None,
     block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
+    sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
+    k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
+    kv_dtype: Optional[str] = None,
 ) -> None:
     return None
 
@@ -89,13 +120,15 @@ def register() -> None:
     if _LIB is not None:
         return
     lib = torch.library.Library("leanattn", "DEF")
+    extras = ("Tensor? sinks=None, Tensor? alibi_slopes=None, Tensor? k_scale=None, "
+              "Tensor? v_scale=None, str? kv_dtype=None")  # _EXTRAS
     lib.define(
         "decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor seq_lens, "
-        "Tensor? block_table=None, float? scale=None) -> (Tensor, Tensor)"
+        f"Tensor? block_table=None, float? scale=None, {extras}) -> (Tensor, Tensor)"
     )
     lib.define(
         "decode_(Tensor q, Tensor k_cache, Tensor v_cache, Tensor seq_lens, Tensor(a!) out, "
-        "Tensor(b!)? lse_out=None, Tensor? block_table=None, float? scale=None) -> ()"
+        f"Tensor(b!)? lse_out=None, Tensor? block_table=None, float? scale=None, {extras}) -> ()"
     )
     for key in ("CPU", "CUDA"):
         lib.impl("decode", _decode_impl, key)

@@ -87,6 +87,27 @@ const void* data_of(const Array& a) {
   return a.size() == 0 ? nullptr : a.data();
 }
 
+// The data of a float32 array argument of the call (sinks, alibi_slopes, k_scale, v_scale): on
+// `device` (q's), float32 and C-contiguous, else an error naming `argument`. Null when empty.
+template <class Array>
+const float* float32_data(const Array& a, const Device& device, const char* argument) {
+  require_device(a, device, argument);
+  const auto dt = a.dtype();
+  if (dt.code != static_cast<std::uint8_t>(dtype_code::Float) || dt.bits != 32 || dt.lanes != 1) {
+    type_error(argument, "dtype must be float32 (got " + dtype_text(dt) + ")");
+  }
+  std::int64_t dense = 1;  // the stride of a C-contiguous array, innermost dimension first
+  for (std::size_t i = a.ndim(); i-- > 0;) {
+    if (a.shape(i) > 1 && a.stride(i) != dense) {
+      value_error(argument, "must be contiguous (C order), but dimension " + std::to_string(i) +
+                                " has stride " + std::to_string(a.stride(i)) +
+                                " (pass a copy, e.g. .contiguous())");
+    }
+    dense *= static_cast<std::int64_t>(a.shape(i));
+  }
+  return static_cast<const float*>(data_of(a));
+}
+
 }  // namespace
 
 std::string dtype_text(const nb::dlpack::dtype& dtype) {
@@ -264,12 +285,11 @@ void attach_variant(DecodeViews& views, bool causal, std::int32_t window_left, f
   DecodeProblem& p = views.problem;
   auto head_array = [&](const std::optional<HeadArray>& a, const char* argument) -> const float* {
     if (!a) return nullptr;
-    if (a->shape(0) != static_cast<std::size_t>(p.q_heads)) {
+    if (a->ndim() != 1 || a->shape(0) != static_cast<std::size_t>(p.q_heads)) {
       value_error(argument, "must hold one value per query head: shape [" +
-                                std::to_string(p.q_heads) + "], got [" +
-                                std::to_string(a->shape(0)) + "]");
+                                std::to_string(p.q_heads) + "], got " + shape_text(*a));
     }
-    return a->data();
+    return float32_data(*a, views.device, argument);
   };
   p.variant = {.causal = causal,
                .window_left = window_left,
@@ -323,8 +343,8 @@ void attach_kv_scales(DecodeViews& views, const std::optional<ScaleArray>& k_sca
   if (p.kv_scales == KvScales::per_kv_head) st = {0, 0, 1};
   if (p.kv_scales == KvScales::per_token_head)
     st = {static_cast<std::int64_t>(rows * heads), static_cast<std::int64_t>(heads), 1};
-  t.k_scale = k_scale->data();
-  t.v_scale = v_scale->data();
+  t.k_scale = float32_data(*k_scale, views.device, "k_scale");
+  t.v_scale = float32_data(*v_scale, views.device, "v_scale");
   t.k_scale_strides = st;
   t.v_scale_strides = st;
 }

@@ -69,23 +69,29 @@ template <class Array>
 void attach_outputs(DecodeViews& views, const Array& out, std::string_view out_hint,
                     const Array* lse);
 
-// [q_heads] host float32: sinks and ALiBi slopes (the Python layer converts and checks dtypes).
-using HeadArray = nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+// sinks, alibi_slopes [q_heads]: float32, contiguous, on q's device (host arrays with host q,
+// device arrays with device q: the Python layer converts in q's framework). Taken as any DLPack
+// array and checked by attach_variant, so that a wrong one is named.
+using HeadArray = InArray;
 
 // The attention variant of the call (docs/numerics.md, "Variants"): window_left -1 = none,
-// softcap 0 = off, sinks and alibi_slopes [q_heads] or None. Checks their lengths (ValueError).
+// softcap 0 = off, sinks and alibi_slopes [q_heads] or None. Checks them (float32: TypeError;
+// their length, contiguity and device: ValueError, naming the argument). Call after
+// decode_views.
 void attach_variant(DecodeViews& views, bool causal, std::int32_t window_left, float softcap,
                     const std::optional<HeadArray>& sinks,
                     const std::optional<HeadArray>& alibi_slopes);
 
-// Scales of a quantized cache: host float32, C-contiguous, any number of dimensions (the Python
-// layer converts).
-using ScaleArray = nb::ndarray<const float, nb::c_contig, nb::device::cpu>;
+// Scales of a quantized cache: float32, C-contiguous, on q's device (the Python layer converts in
+// q's framework), any number of dimensions; checked by attach_kv_scales.
+using ScaleArray = InArray;
 
 // The scales of an 8-bit cache (docs/numerics.md, "Quantized KV caches"): k_scale and v_scale of
 // the same shape, [] or [1] (per tensor), [kv_heads] (per KV head), or the cache's shape without
 // head_dim (per token and KV head; paged caches through the block table). Required for an 8-bit
-// cache, refused otherwise (ValueError naming the argument). Call after decode_views.
+// cache, refused otherwise (ValueError naming the argument), float32 (TypeError), C-contiguous
+// and on q's device (ValueError). Their values are read by the executor only (docs/validation.md:
+// checked on the host, the caller's on a device). Call after decode_views.
 void attach_kv_scales(DecodeViews& views, const std::optional<ScaleArray>& k_scale,
                       const std::optional<ScaleArray>& v_scale);
 

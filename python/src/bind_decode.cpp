@@ -61,9 +61,9 @@ void run_views(DecodeViews& views, const Plan* plan, std::string_view strategy,
 // or paged [num_pages, page_size, kv_heads, head_dim]; seq_lens [batch] int32; block_table
 // [batch, max_pages] int32 or None; out [batch, (q_len,) q_heads, head_dim] in q's dtype; lse
 // [batch, (q_len,) q_heads] float32 or None; sinks, alibi_slopes [q_heads] float32 or None;
-// k_scale, v_scale: an 8-bit cache's host float32 scales (attach_kv_scales) or None. scale 0
-// = 1/sqrt(head_dim); workers 0 = default; tile 0 = default; stream: the cudaStream_t of CUDA
-// arrays as an integer (0 = default stream; ignored on the CPU).
+// k_scale, v_scale: an 8-bit cache's float32 scales (attach_kv_scales) or None; all of them on
+// q's device. scale 0 = 1/sqrt(head_dim); workers 0 = default; tile 0 = default; stream: the
+// cudaStream_t of CUDA arrays as an integer (0 = default stream; ignored on the CPU).
 void decode(const InArray& q, std::string_view q_dtype, const InArray& k_cache,
             const InArray& v_cache, std::string_view kv_dtype, const SeqLensArray& seq_lens,
             const std::optional<InArray>& block_table, const OutArray& out,

@@ -51,27 +51,6 @@ std::shared_ptr<ExecutorCache::Entry> executor_for(const std::string& backend, i
   }
 }
 
-// A device executor's call: the Python layer hands sinks and ALiBi slopes (and an 8-bit cache's
-// scales) over as host copies (_variant.py, _arrays.py), which a device kernel cannot read: refuse
-// them by name rather than launch with host pointers. q_len > 1, windows and soft-caps carry no
-// array and run.
-void refuse_host_arrays(const DecodeProblem& p) {
-  const std::string why = " reach the module as host copies); use the C++ cuda::Engine";
-  if (p.variant.sinks) {
-    value_error("sinks",
-                "not supported with CUDA arrays from Python yet (the per-head arrays" + why);
-  }
-  if (p.variant.alibi) {
-    value_error("alibi_slopes",
-                "not supported with CUDA arrays from Python yet (the per-head arrays" + why);
-  }
-  if (is_quantized(p.kv_dtype)) {
-    value_error(
-        "k_scale",
-        "an 8-bit cache is not supported with CUDA arrays from Python yet (its scales" + why);
-  }
-}
-
 }  // namespace
 
 std::vector<std::string> backend_names() {
@@ -94,7 +73,6 @@ void run_on(const std::string& backend, const DecodeCall& call) {
   const bool host = backend == "cpu";
   std::int32_t workers = call.workers;
   if (host && workers == 0) workers = call.plan != nullptr ? call.plan->workers : default_workers();
-  if (!host) refuse_host_arrays(*call.problem);
   const std::shared_ptr<ExecutorCache::Entry> cached =
       executor_for(backend, host ? 0 : call.device_id, workers, host ? nullptr : call.stream);
   nb::gil_scoped_release no_gil;

@@ -1,6 +1,9 @@
 // Internal to the reference folder: read one element of any DType as double. The 8-bit types
 // give their stored value (the caller multiplies by the scale), decoded literally from the format
-// definitions, sharing nothing with the engines' bit tricks (core/float8.hpp).
+// definitions, sharing nothing with the engines' bit tricks (core/float8.hpp). Deliberately a
+// second decoder: the naive same-precision baseline (tools/harness/naive_baseline.cpp) reads
+// through the engines' converters, so that it rounds as they do; this one stays independent, so
+// that a wrong converter shows up as a mismatch against the reference instead of on both sides.
 #pragma once
 
 #include <cmath>

@@ -7,19 +7,14 @@
 #include "bench_runner/cpu_bench.hpp"
 #include "bench_runner/cycle_counter.hpp"
 #include "bench_runner/roofline.hpp"
+#include "harness/test_problem.hpp"
 
 namespace leanattn::bench {
 namespace {
 
 DecodeProblem shape(std::int32_t q_heads, std::int32_t kv_heads, std::int32_t d, DType kv,
                     std::int32_t len) {
-  DecodeProblem p;
-  p.q_heads = q_heads;
-  p.kv_heads = kv_heads;
-  p.head_dim = d;
-  p.seq_lens = {len};
-  p.capacity = len;
-  p.q_dtype = DType::f16;
+  DecodeProblem p = harness::test_problem({len}, q_heads, kv_heads, d);  // f16 Q
   p.kv_dtype = kv;
   return p;
 }

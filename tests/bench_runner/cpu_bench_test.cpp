@@ -4,19 +4,13 @@
 
 #include "bench_runner/cpu_bench.hpp"
 #include "bench_runner/read_probe.hpp"
+#include "harness/test_problem.hpp"
 
 namespace leanattn::bench {
 namespace {
 
 DecodeProblem small_problem() {
-  DecodeProblem p;
-  p.q_heads = 8;
-  p.kv_heads = 2;
-  p.head_dim = 64;
-  p.seq_lens = {300, 17, 0};
-  p.capacity = 300;
-  p.q_dtype = p.kv_dtype = DType::f16;
-  return p;
+  return harness::test_problem({300, 17, 0}, 8, 2, 64);
 }
 
 BenchConfig small_config() {

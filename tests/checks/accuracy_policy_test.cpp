@@ -5,9 +5,11 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/core/float16.hpp"
 #include "leanattn/reference.hpp"
 
@@ -21,14 +23,9 @@ struct PolicyCase {
 };
 
 PolicyCase make_policy_case(DType dt, bool with_empty) {
-  DecodeProblem p;
-  p.q_heads = 4;
-  p.kv_heads = 2;
-  p.head_dim = 128;
-  p.seq_lens = {4096, 1, 7, 97};
-  if (with_empty) p.seq_lens.push_back(0);
-  p.q_dtype = p.kv_dtype = dt;
-  PolicyCase pc{harness::make_case(p, 21), {}, {}};
+  std::vector<std::int32_t> lens = {4096, 1, 7, 97};
+  if (with_empty) lens.push_back(0);
+  PolicyCase pc{harness::make_case(harness::test_problem(lens, 4, 2, 128, dt), 21), {}, {}};
   pc.ref = reference::naive_attention(pc.c.problem, pc.c.tensors());
   pc.naive = harness::naive_same_precision(pc.c.problem, pc.c.tensors());
   return pc;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "harness/host_case.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/planner.hpp"
 #include "leanattn/problem.hpp"
@@ -16,13 +17,20 @@ namespace leanattn {
 namespace {
 
 DecodeProblem good_problem() {
-  DecodeProblem p;
-  p.q_heads = 8;
-  p.kv_heads = 2;
-  p.head_dim = 64;
-  p.seq_lens = {5, 0, 17};
-  p.capacity = 20;
+  DecodeProblem p = harness::test_problem({5, 0, 17}, 8, 2, 64);
+  p.capacity = 20;  // above the longest request
   return p;
+}
+
+// An edit to the paged layout with these sizes.
+std::function<void(DecodeProblem&)> paged(std::int32_t page_size, std::int64_t num_pages,
+                                          std::int32_t max_pages) {
+  return [=](DecodeProblem& p) {
+    p.layout = KvLayout::paged;
+    p.page_size = page_size;
+    p.num_pages = num_pages;
+    p.max_pages = max_pages;
+  };
 }
 
 // Expects `fn` to throw Error whose argument is `argument` and whose message contains `words`.
@@ -64,30 +72,9 @@ TEST(Validation, ProblemRules) {
   expect_problem_error([](auto& p) { p.seq_lens[2] = 21; }, "seq_lens", "capacity = 20");
   expect_problem_error([](auto& p) { p.scale = -1.0f; }, "scale", "finite and >= 0");
   expect_problem_error([](auto& p) { p.scale = std::nanf(""); }, "scale", "finite");
-  expect_problem_error(
-      [](auto& p) {
-        p.layout = KvLayout::paged;
-        p.page_size = 0;
-        p.num_pages = 4;
-        p.max_pages = 4;
-      },
-      "page_size", ">= 1");
-  expect_problem_error(
-      [](auto& p) {
-        p.layout = KvLayout::paged;
-        p.page_size = 4;
-        p.num_pages = 0;
-        p.max_pages = 4;
-      },
-      "num_pages", ">= 1");
-  expect_problem_error(
-      [](auto& p) {
-        p.layout = KvLayout::paged;
-        p.page_size = 4;
-        p.num_pages = 10;
-        p.max_pages = 4;  // 17 tokens need 5 pages
-      },
-      "seq_lens", "max_pages x page_size");
+  expect_problem_error(paged(0, 4, 4), "page_size", ">= 1");
+  expect_problem_error(paged(4, 0, 4), "num_pages", ">= 1");
+  expect_problem_error(paged(4, 10, 4), "seq_lens", "max_pages x page_size");  // 17 need 5 pages
 }
 
 TEST(Validation, PlanOptionRules) {
@@ -155,11 +142,7 @@ TEST(Validation, BlockTableEntriesMustBeInRange) {
 namespace leanattn {
 namespace {
 TEST(Validation, FewerPagesThanNeededAreShared) {
-  DecodeProblem p;
-  p.q_heads = 2;
-  p.kv_heads = 1;
-  p.head_dim = 16;
-  p.seq_lens = {100, 90};
+  DecodeProblem p = harness::test_problem({100, 90}, 2, 1, 16);
   p.layout = KvLayout::paged;
   p.page_size = 8;
   p.num_pages = 5;

@@ -10,6 +10,7 @@
 
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/cpu_engine.hpp"
 #include "leanattn/reference.hpp"
 
@@ -39,16 +40,11 @@ struct Mapping {
 };
 
 TEST(LargeSizes, PagedCacheBeyondTwoToThe31Elements) {
-  DecodeProblem p;
-  p.q_heads = 4;
-  p.kv_heads = 1;
-  p.head_dim = 128;
-  p.seq_lens = {3000, 17, 0, 700};
+  DecodeProblem p = harness::test_problem({3000, 17, 0, 700}, 4, 1, 128);
   p.layout = KvLayout::paged;
   p.page_size = 16;
   p.num_pages = (1ll << 20) + 512;  // pages of 2048 elements: 2^31 + 2^20 elements in all
   p.max_pages = 200;
-  p.q_dtype = p.kv_dtype = DType::f16;
   const std::int64_t page_elems = 16 * 128;
   ASSERT_GT(p.num_pages * page_elems, (1ll << 31));
   const std::size_t bytes = static_cast<std::size_t>(p.num_pages * page_elems * 2);
@@ -96,12 +92,7 @@ TEST(LargeSizes, ContiguousRequestOfMoreThanTwoToThe31Elements) {
 #ifdef LEANATTN_SANITIZED
   GTEST_SKIP() << "8 GiB case skipped under sanitizers (the paged case covers 64-bit offsets)";
 #else
-  DecodeProblem p;
-  p.q_heads = 1;
-  p.kv_heads = 1;
-  p.head_dim = 128;
-  p.seq_lens = {(1 << 24) + 4096};
-  p.q_dtype = p.kv_dtype = DType::f16;
+  const DecodeProblem p = harness::test_problem({(1 << 24) + 4096}, 1, 1, 128);
   ASSERT_GT(static_cast<std::int64_t>(p.seq_lens[0]) * 128, (1ll << 31));
   harness::HostCase c = harness::make_case(p, 11);
   const auto rows = harness::all_rows(c.problem);

@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "harness/test_problem.hpp"
 #include "leanattn/cpu_engine.hpp"
 
 namespace {
@@ -38,13 +39,7 @@ namespace leanattn {
 namespace {
 
 TEST(NoAllocation, ReusedPlanRunsAllocateNothing) {
-  DecodeProblem p;
-  p.q_heads = 8;
-  p.kv_heads = 2;
-  p.head_dim = 64;
-  p.seq_lens = {3000, 17, 900};
-  p.capacity = 3000;
-  p.q_dtype = p.kv_dtype = DType::f32;
+  const DecodeProblem p = harness::test_problem({3000, 17, 900}, 8, 2, 64, DType::f32);
   const std::size_t batch = p.seq_lens.size();
   std::mt19937 gen(7);
   std::normal_distribution<float> normal;

@@ -10,6 +10,7 @@
 
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/core/float16.hpp"
 #include "leanattn/cpu_engine.hpp"
 #include "leanattn/reference.hpp"
@@ -37,13 +38,7 @@ class NumericsTest : public ::testing::TestWithParam<std::string> {
 };
 
 DecodeProblem small_problem(DType dt) {
-  DecodeProblem p;
-  p.q_heads = 6;
-  p.kv_heads = 2;
-  p.head_dim = 32;
-  p.seq_lens = {50, 41, 0};
-  p.q_dtype = p.kv_dtype = dt;
-  return p;
+  return harness::test_problem({50, 41, 0}, 6, 2, 32, dt);
 }
 
 void set_element(std::span<std::byte> buf, DType dt, std::int64_t i, float value) {

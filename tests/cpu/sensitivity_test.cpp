@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/cpu_engine.hpp"
 #include "leanattn/reference.hpp"
 
@@ -20,13 +22,9 @@ class Sensitivity : public ::testing::TestWithParam<std::tuple<DType, bool, KvLa
 
 TEST_P(Sensitivity, LongRequestAmongShortOnesSplitIntoPieces) {
   const auto [dt, with_empty, layout] = GetParam();
-  DecodeProblem p;
-  p.q_heads = 8;
-  p.kv_heads = 2;
-  p.head_dim = 128;
-  p.seq_lens = {4096, 1, 7, 97, 300};
-  if (with_empty) p.seq_lens.insert(p.seq_lens.begin() + 2, 0);
-  p.q_dtype = p.kv_dtype = dt;
+  std::vector<std::int32_t> lens = {4096, 1, 7, 97, 300};
+  if (with_empty) lens.insert(lens.begin() + 2, 0);
+  DecodeProblem p = harness::test_problem(lens, 8, 2, 128, dt);
   p.layout = layout;
   if (layout == KvLayout::paged) p.page_size = 16;
   harness::HostCase c = harness::make_case(p, 31);

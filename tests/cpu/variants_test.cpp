@@ -14,6 +14,7 @@
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
 #include "harness/random_problem.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/cpu_engine.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/reference.hpp"
@@ -53,13 +54,8 @@ class VariantsTest : public SimdEngineTest {
 
 DecodeProblem problem(std::vector<std::int32_t> lens, std::int32_t q_len, AttentionVariant v,
                       DType dt = DType::f16) {
-  DecodeProblem p;
-  p.q_heads = 8;
-  p.kv_heads = 2;
-  p.head_dim = 64;
+  DecodeProblem p = harness::test_problem(std::move(lens), 8, 2, 64, dt);
   p.q_len = q_len;
-  p.seq_lens = std::move(lens);
-  p.q_dtype = p.kv_dtype = dt;
   p.variant = v;
   return p;
 }

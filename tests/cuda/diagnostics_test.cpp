@@ -25,6 +25,7 @@
 #include "cuda_harness/device_case.hpp"
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/cuda_engine.hpp"
 #include "leanattn/reference.hpp"
 
@@ -38,12 +39,8 @@ std::string diag_path(const std::string& name) {
 
 DecodeProblem problem_for(const KernelHandle& k, std::vector<std::int32_t> lens,
                           std::int32_t kv_heads) {
-  DecodeProblem p;
-  p.kv_heads = kv_heads;
-  p.q_heads = kv_heads * (k.warps_m == 1 ? 4 : 24);
-  p.head_dim = k.head_dim;
-  p.seq_lens = std::move(lens);
-  p.q_dtype = p.kv_dtype = k.dtype;
+  DecodeProblem p = harness::test_problem(std::move(lens), kv_heads * (k.warps_m == 1 ? 4 : 24),
+                                          kv_heads, k.head_dim, k.dtype);
   if (k.kv_bits == 8) {  // an 8-bit configuration: an fp8 e4m3 cache, one scale per tensor
     p.kv_dtype = DType::fp8_e4m3;
     p.kv_scales = KvScales::per_tensor;
@@ -146,12 +143,9 @@ TEST_F(Diagnostics, TracedRuns) {
   for (const Case& cs :
        {Case{"mqa16-b1-32k", 1, 16, 1, 64, 32768}, Case{"gqa8-b16-4k", 16, 32, 8, 128, 4096},
         Case{"mqa16-b1-128k", 1, 16, 1, 64, 131072}}) {
-    DecodeProblem p;
-    p.q_heads = cs.q_heads;
-    p.kv_heads = cs.kv_heads;
-    p.head_dim = cs.head_dim;
-    p.seq_lens.assign(static_cast<std::size_t>(cs.batch), cs.len);
-    p.q_dtype = p.kv_dtype = DType::bf16;
+    const DecodeProblem p =
+        harness::test_problem(std::vector<std::int32_t>(static_cast<std::size_t>(cs.batch), cs.len),
+                              cs.q_heads, cs.kv_heads, cs.head_dim, DType::bf16);
     if (!engine_->can_run(p)) continue;
     harness::HostCase c = harness::make_case(p, 9);
     DeviceCase d(c);

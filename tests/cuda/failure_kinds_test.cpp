@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "harness/host_case.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/planner.hpp"
 #include "leanattn/reference.hpp"
 
@@ -15,13 +16,8 @@ namespace leanattn::cuda::testing {
 namespace {
 
 TEST(FailureKinds, TellsUnwrittenNanAndMismatchedRowsApartPerPairKind) {
-  DecodeProblem p;
-  p.q_heads = 4;
-  p.kv_heads = 2;
-  p.head_dim = 16;
-  p.seq_lens = {400, 3};
-  p.q_dtype = p.kv_dtype = DType::f32;
-  harness::HostCase c = harness::make_case(p, 1);
+  harness::HostCase c =
+      harness::make_case(harness::test_problem({400, 3}, 4, 2, 16, DType::f32), 1);
   const reference::Output ref = reference::naive_attention(c.problem, c.tensors());
   const Plan plan = make_plan(c.problem, {4}, {.order = LineOrder::head_major, .tile_tokens = 16});
   ASSERT_FALSE(plan.reductions.empty());

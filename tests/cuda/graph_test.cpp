@@ -11,6 +11,7 @@
 #include "cuda_harness/device_case.hpp"
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/cuda_engine.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/reference.hpp"
@@ -21,19 +22,8 @@ namespace {
 TEST(CudaGraph, CapturedRunReplaysCorrectlyWithoutResets) {
   if (!device_available()) GTEST_SKIP() << "no CUDA device (or driver) on this machine";
   Engine engine;
-  DecodeProblem probe;
-  probe.q_heads = 32;
-  probe.kv_heads = 8;
-  probe.head_dim = 128;
-  probe.seq_lens = {1};
-  probe.q_dtype = probe.kv_dtype = DType::bf16;
-  if (!engine.can_run(probe)) GTEST_SKIP() << "bf16 head_dim 128 not in this build";
-  DecodeProblem p;
-  p.q_heads = 32;
-  p.kv_heads = 8;
-  p.head_dim = 128;
-  p.seq_lens = {20000, 3000, 0, 517};
-  p.q_dtype = p.kv_dtype = DType::bf16;
+  const DecodeProblem p = harness::test_problem({20000, 3000, 0, 517}, 32, 8, 128, DType::bf16);
+  if (!engine.can_run(p)) GTEST_SKIP() << "bf16 head_dim 128 not in this build";
   harness::HostCase c = harness::make_case(p, 12);
   DeviceCase d(c);
   const Plan plan = make_plan(c.problem, {4 * engine.device().sm_count},

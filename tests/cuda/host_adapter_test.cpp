@@ -20,20 +20,14 @@
 #include "cuda/device/plan_image.hpp"
 #include "cuda/device/workspace.hpp"
 #include "cuda/kernel_registry.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/error.hpp"
 
 namespace leanattn::cuda {
 namespace {
 
 DecodeProblem problem(std::int32_t q_heads, std::int32_t kv_heads, std::int32_t d, DType t) {
-  DecodeProblem p;
-  p.q_heads = q_heads;
-  p.kv_heads = kv_heads;
-  p.head_dim = d;
-  p.seq_lens = {300, 0, 77};
-  p.capacity = 300;
-  p.q_dtype = p.kv_dtype = t;
-  return p;
+  return harness::test_problem({300, 0, 77}, q_heads, kv_heads, d, t);
 }
 
 template <class T>

@@ -20,6 +20,7 @@
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
 #include "harness/naive_baseline.hpp"
+#include "harness/test_problem.hpp"
 #include "kernel_emulator.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/planner.hpp"
@@ -38,13 +39,8 @@ struct Case {
 Case make(std::vector<std::int32_t> lens, std::int32_t q_heads, std::int32_t kv_heads,
           std::uint64_t seed) {
   const KernelHandle& k = compiled_kernels().front();
-  DecodeProblem p;
-  p.q_heads = q_heads;
-  p.kv_heads = kv_heads;
-  p.head_dim = k.head_dim;
-  p.seq_lens = std::move(lens);
-  p.q_dtype = p.kv_dtype = k.dtype;
-  harness::HostCase c = harness::make_case(p, seed);
+  harness::HostCase c = harness::make_case(
+      harness::test_problem(std::move(lens), q_heads, kv_heads, k.head_dim, k.dtype), seed);
   reference::Output ref = reference::naive_attention(c.problem, c.tensors());
   harness::NaiveBaseline naive = harness::naive_same_precision(c.problem, c.tensors());
   const KernelHandle* found = find_kernel(c.problem);
@@ -120,14 +116,8 @@ TEST(WorkspaceProtocol, PlansOfDifferentShapesTakeTurnsOnOneWorkspace) {
 }
 
 Plan split_plan(std::int32_t workers) {
-  DecodeProblem p;
-  p.q_heads = 8;
-  p.kv_heads = 2;
-  p.head_dim = 64;
-  p.seq_lens = {300, 40};
-  p.capacity = 300;
-  p.q_dtype = p.kv_dtype = DType::f16;
-  return make_plan(p, {workers}, {.order = LineOrder::head_major, .tile_tokens = 16});
+  return make_plan(harness::test_problem({300, 40}, 8, 2, 64), {workers},
+                   {.order = LineOrder::head_major, .tile_tokens = 16});
 }
 
 TEST(WorkspaceLayout, CountersSitAtAFixedPlaceBeforeTheSlots) {

@@ -1,15 +1,15 @@
-// The install consumer: plans and runs a small ragged decode (an empty request included) on the
-// CPU engine of the installed package, with every strategy on 1 to 5 workers, and checks each
-// output against the package's fp64 reference. Exit status 0 when every run agrees.
-#include <algorithm>
-#include <cmath>
+// The install consumer: plans and runs a small ragged decode (an empty request included) with
+// every strategy on 1 to 5 workers, on the CPU engine of the installed package and through its
+// executor seam (executor_names(), make_executor("cpu"); "cuda" too in a package with the CUDA
+// engine, on a GPU, else said skipped: cuda_runs.cpp), and checks each output against the
+// package's fp64 reference. Exit status 0 when every run agrees.
 #include <cstdio>
 #include <leanattn/leanattn.hpp>
 #include <limits>
-#include <random>
 #include <string>
-#include <string_view>
 #include <vector>
+
+#include "consumer_runs.hpp"
 
 int main() {
   if (leanattn::version() != LEANATTN_EXPECTED_VERSION) {
@@ -17,60 +17,67 @@ int main() {
                 LEANATTN_EXPECTED_VERSION);
     return 1;
   }
-  leanattn::DecodeProblem p;
-  p.q_heads = 8;
-  p.kv_heads = 2;
-  p.head_dim = 64;
-  p.seq_lens = {300, 0, 77};
-  p.capacity = 300;
-  p.q_dtype = p.kv_dtype = leanattn::DType::f32;
+  const leanattn::DecodeProblem p = consumer::problem(leanattn::DType::f32);
 
   // q [batch, q_heads, head_dim]; k, v [batch, capacity, kv_heads, head_dim].
-  const std::size_t rows = static_cast<std::size_t>(p.batch() * p.q_heads);
-  const std::size_t d = static_cast<std::size_t>(p.head_dim);
-  const std::size_t kv = static_cast<std::size_t>(p.batch() * p.capacity * p.kv_heads) * d;
-  std::mt19937 rng(7);
-  std::normal_distribution<float> normal;
-  std::vector<float> q(rows * d), k(kv), v(kv), out(rows * d), lse(rows);
-  for (auto* t : {&q, &k, &v}) {
-    for (float& x : *t) x = normal(rng);
-  }
+  const auto rows = static_cast<std::size_t>(p.batch() * p.q_heads);
+  const auto d = static_cast<std::size_t>(p.head_dim);
+  const auto kv = static_cast<std::size_t>(p.batch() * p.capacity * p.kv_heads) * d;
+  const std::vector<float> q = consumer::normal_values(rows * d, 1);
+  const std::vector<float> k = consumer::normal_values(kv, 2);
+  const std::vector<float> v = consumer::normal_values(kv, 3);
+  std::vector<float> out(rows * d), lse(rows);
+  const leanattn::DecodeTensors tensors =
+      leanattn::dense_tensors(p, q.data(), k.data(), v.data(), nullptr, out.data(), lse.data());
+  const leanattn::reference::Output ref = leanattn::reference::naive_attention(p, tensors);
 
-  const auto ref = leanattn::reference::naive_attention(
-      p, leanattn::dense_tensors(p, q.data(), k.data(), v.data(), nullptr, out.data(), lse.data()));
-  int failures = 0;
-  for (const auto strategy :
-       {leanattn::Strategy::lean, leanattn::Strategy::split, leanattn::Strategy::head}) {
-    for (std::int32_t workers = 1; workers <= 5; ++workers) {
-      out.assign(out.size(), std::numeric_limits<float>::quiet_NaN());  // poison
-      lse.assign(lse.size(), std::numeric_limits<float>::quiet_NaN());
-      leanattn::cpu::Engine engine({.workers = workers});
-      const leanattn::Plan plan = engine.plan(p, {.strategy = strategy});
-      engine.run(p, plan,
-                 leanattn::dense_tensors(p, q.data(), k.data(), v.data(), nullptr, out.data(),
-                                         lse.data()));
-      double err = 0.0;
-      bool ok = true;
-      for (std::size_t i = 0; i < out.size(); ++i) {
-        const double e = std::abs(out[i] - ref.out[i]);
-        ok = ok && e <= 1e-4;  // also false for a NaN left in place
-        err = std::max(err, e);
-      }
-      for (std::size_t r = 0; r < lse.size(); ++r) {
-        const bool empty = std::isinf(ref.lse[r]);
-        ok = ok &&
-             (empty ? std::isinf(lse[r]) && lse[r] < 0 : std::abs(lse[r] - ref.lse[r]) <= 1e-4);
-      }
-      if (!ok) {
-        ++failures;
-        std::printf("FAIL: %s on %d workers: max |out - ref| = %.3g\n",
-                    std::string(leanattn::strategy_name(strategy)).c_str(), workers, err);
-      }
+  // `run` on out and lse, poisoned first.
+  auto on_host = [&](const auto& run) {
+    out.assign(out.size(), std::numeric_limits<float>::quiet_NaN());
+    lse.assign(lse.size(), std::numeric_limits<float>::quiet_NaN());
+    run();
+    return consumer::Outputs{out, lse};
+  };
+  int failures = consumer::failed_runs("cpu::Engine", ref, 1e-4,
+                                       [&](leanattn::Strategy s, std::int32_t workers) {
+                                         return on_host([&] {
+                                           leanattn::cpu::Engine engine({.workers = workers});
+                                           engine.run(p, engine.plan(p, {.strategy = s}), tensors);
+                                         });
+                                       });
+
+  // The seam: "cpu" first, then what else this package has.
+  const std::vector<std::string> names = leanattn::executor_names();
+  std::string listed;
+  bool cuda = false;
+  for (const std::string& name : names) {
+    listed += (listed.empty() ? "" : ", ") + name;
+    cuda = cuda || name == "cuda";
+    if (name != "cpu" && name != "cuda") {
+      std::printf("FAIL: executor_names() lists \"%s\", which this consumer does not know\n",
+                  name.c_str());
+      ++failures;
     }
   }
-  std::printf(
-      "install consumer: leanattn %s, %d of 15 runs (3 strategies x 1-5 workers) match "
-      "the fp64 reference\n",
-      leanattn::version().data(), 15 - failures);
+  std::printf("executors: %s\n", listed.c_str());
+  if (names.empty() || names.front() != "cpu") {
+    std::printf("FAIL: executor_names() does not start with \"cpu\"\n");
+    ++failures;
+  }
+  if (leanattn::make_executor("cpu")->memory() != leanattn::Memory::host) {
+    std::printf("FAIL: the \"cpu\" executor does not run on host memory\n");
+    ++failures;
+  }
+  failures += consumer::failed_runs(
+      "make_executor(\"cpu\")", ref, 1e-4, [&](leanattn::Strategy s, std::int32_t workers) {
+        return on_host([&] {
+          const auto executor = leanattn::make_executor("cpu", {.workers = workers});
+          executor->run(p, executor->plan(p, {.strategy = s}), tensors);
+        });
+      });
+  failures += consumer::cuda_failures(cuda);
+
+  std::printf("install consumer: leanattn %s, executors %s: %s\n", leanattn::version().data(),
+              listed.c_str(), failures == 0 ? "every run agrees" : "FAILED");
   return failures == 0 ? 0 : 1;
 }

@@ -7,22 +7,13 @@
 #include <random>
 #include <tuple>
 
+#include "harness/test_problem.hpp"
 #include "leanattn/cpu_engine.hpp"
 #include "leanattn/heuristics.hpp"
 #include "leanattn/planner.hpp"
 
 namespace leanattn {
 namespace {
-
-DecodeProblem gqa(std::vector<std::int32_t> lens, std::int32_t q_heads, std::int32_t kv_heads) {
-  DecodeProblem p;
-  p.q_heads = q_heads;
-  p.kv_heads = kv_heads;
-  p.head_dim = 128;
-  p.capacity = *std::max_element(lens.begin(), lens.end());
-  p.seq_lens = std::move(lens);
-  return p;
-}
 
 const PlanOptions kCpu{.order = LineOrder::token_major, .split_rule = SplitRule::even_workers};
 
@@ -48,7 +39,7 @@ TEST(BaselinePlans, TheCpuEngineChoosesTokenMajorAndItsSplitRule) {
 // 32/8 heads, batch 1, 262k tokens, 2 workers: heads 0-3 to worker 0, 4-7 to worker 1, whole
 // (head, and split forced to 1 split).
 TEST(BaselinePlans, HeadDealsContiguousPairs) {
-  const DecodeProblem p = gqa({262144}, 32, 8);
+  const DecodeProblem p = harness::test_problem({262144}, 32, 8, 128);
   for (Strategy s : {Strategy::head, Strategy::split}) {
     PlanOptions o = cpu(s);
     if (s == Strategy::split) o.splits = 1;
@@ -76,18 +67,21 @@ TEST(BaselinePlans, HeadDealsContiguousPairs) {
 // rule agrees) and for 32/8 heads, where every head's half makes lean's whole-row cut (FA2's
 // rule says 1 split). Batch 4: 1 split, whole requests.
 TEST(BaselinePlans, SplitHalvesTheTokensInWholeRows) {
-  const Plan mqa = make_plan(gqa({262144}, 16, 1), {2}, cpu(Strategy::split));
+  const DecodeProblem mqa_1 = harness::test_problem({262144}, 16, 1, 128);
+  const DecodeProblem gqa_1 = harness::test_problem({262144}, 32, 8, 128);
+  const DecodeProblem gqa_4 = harness::test_problem({16384, 16384, 16384, 16384}, 32, 8, 128);
+  const Plan mqa = make_plan(mqa_1, {2}, cpu(Strategy::split));
   check_plan(mqa);
   EXPECT_EQ(mqa.splits, 2);
   ASSERT_EQ(mqa.worker_segments(0).size(), 1u);
   EXPECT_EQ(mqa.worker_segments(0)[0].tile_end, 1024);
   EXPECT_EQ(mqa.worker_segments(1)[0].tile_begin, 1024);
 
-  const Plan split = make_plan(gqa({262144}, 32, 8), {2}, cpu(Strategy::split));
+  const Plan split = make_plan(gqa_1, {2}, cpu(Strategy::split));
   check_plan(split);
   EXPECT_EQ(split.splits, 2);
-  EXPECT_EQ(make_plan(gqa({262144}, 32, 8), {2}, {.strategy = Strategy::split}).splits, 1);
-  const Plan b4 = make_plan(gqa({16384, 16384, 16384, 16384}, 32, 8), {2}, cpu(Strategy::split));
+  EXPECT_EQ(make_plan(gqa_1, {2}, {.strategy = Strategy::split}).splits, 1);
+  const Plan b4 = make_plan(gqa_4, {2}, cpu(Strategy::split));
   EXPECT_EQ(b4.splits, 1);
   EXPECT_EQ(b4.worker_tiles(0), b4.worker_tiles(1));
   for (std::int32_t w = 0; w < 2; ++w) {
@@ -112,7 +106,7 @@ TEST(BaselinePlans, TokenMajorDealsAreContiguousRowsAndBalanced) {
     std::vector<std::int32_t> lens(1 + rng() % 5);
     for (auto& l : lens) l = static_cast<std::int32_t>(rng() % 3 == 0 ? rng() % 40 : rng() % 3000);
     if (*std::max_element(lens.begin(), lens.end()) == 0) lens[0] = 1;
-    DecodeProblem p = gqa(lens, kv * 2, kv);
+    const DecodeProblem p = harness::test_problem(lens, kv * 2, kv, 128);
     const auto workers = static_cast<std::int32_t>(1 + rng() % 12);
     const Strategy s = rng() % 2 ? Strategy::split : Strategy::head;
     PlanOptions o = cpu(s);

@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <random>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "harness/random_problem.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/plan.hpp"
 #include "leanattn/planner.hpp"
 
@@ -99,12 +102,7 @@ TEST(PlannerProperties, RandomProblemsAllStrategies) {
 }
 
 TEST(PlannerProperties, IssueExamplePlanIsBalanced) {
-  DecodeProblem p;
-  p.q_heads = 2;
-  p.kv_heads = 2;
-  p.head_dim = 128;
-  p.seq_lens = {5000, 300, 17};
-  p.capacity = 5000;
+  const DecodeProblem p = harness::test_problem({5000, 300, 17}, 2, 2, 128);
   const Plan plan = make_plan(p, {5}, {.tile_tokens = 128});
   // Tiles per pair: 40, 40, 3, 3, 1, 1 = 88; ranges start at floor(w * 88 / 5).
   EXPECT_EQ(plan.total_tiles, 88);
@@ -119,12 +117,7 @@ TEST(PlannerProperties, IssueExamplePlanIsBalanced) {
 }
 
 TEST(PlannerProperties, TokenMajorGivesWholeTileRows) {
-  DecodeProblem p;
-  p.q_heads = 32;
-  p.kv_heads = 8;
-  p.head_dim = 128;
-  p.seq_lens = {262144};
-  p.capacity = 262144;
+  const DecodeProblem p = harness::test_problem({262144}, 32, 8, 128);
   const Plan plan = make_plan(p, {2}, {.order = LineOrder::token_major});
   check_plan(plan);
   expect_lean_shape(plan);
@@ -138,12 +131,7 @@ TEST(PlannerProperties, TokenMajorGivesWholeTileRows) {
 }
 
 TEST(PlannerProperties, EmptySequencesGetOneDirectSegment) {
-  DecodeProblem p;
-  p.q_heads = 4;
-  p.kv_heads = 2;
-  p.head_dim = 64;
-  p.seq_lens = {0, 300, 0, 0};
-  p.capacity = 300;
+  DecodeProblem p = harness::test_problem({0, 300, 0, 0}, 4, 2, 64);
   for (auto [s, order] : {std::pair{Strategy::lean, LineOrder::head_major},
                           std::pair{Strategy::lean, LineOrder::token_major},
                           std::pair{Strategy::split, LineOrder::automatic},
@@ -168,12 +156,7 @@ TEST(PlannerProperties, EmptySequencesGetOneDirectSegment) {
 }
 
 TEST(PlannerProperties, WorkersBeyondTilesLeaveIdleWorkers) {
-  DecodeProblem p;
-  p.q_heads = 1;
-  p.kv_heads = 1;
-  p.head_dim = 64;
-  p.seq_lens = {3};
-  p.capacity = 3;
+  const DecodeProblem p = harness::test_problem({3}, 1, 1, 64);
   const Plan plan = make_plan(p, {300}, {.tile_tokens = 1});
   check_plan(plan);
   int busy = 0;
@@ -187,18 +170,15 @@ TEST(PlannerProperties, WorkersBeyondTilesLeaveIdleWorkers) {
 TEST(PlannerProperties, BatchInvariantPiecesDependOnOwnLengthOnly) {
   std::mt19937_64 rng(5);
   for (int trial = 0; trial < 300; ++trial) {
-    DecodeProblem p;
-    p.kv_heads = 1 + static_cast<std::int32_t>(rng() % 3);
-    p.q_heads = p.kv_heads * 2;
-    p.head_dim = 64;
+    const std::int32_t kv_heads = 1 + static_cast<std::int32_t>(rng() % 3);
     const std::int32_t mine = static_cast<std::int32_t>(rng() % 3000);
-    p.seq_lens = {mine};
+    std::vector<std::int32_t> lens = {mine};
     for (int b = 0; b < static_cast<int>(rng() % 6); ++b) {
-      p.seq_lens.push_back(static_cast<std::int32_t>(rng() % 3000));
+      lens.push_back(static_cast<std::int32_t>(rng() % 3000));
     }
-    std::shuffle(p.seq_lens.begin(), p.seq_lens.end(), rng);
-    const auto at = std::find(p.seq_lens.begin(), p.seq_lens.end(), mine) - p.seq_lens.begin();
-    p.capacity = 3000;
+    std::shuffle(lens.begin(), lens.end(), rng);
+    const auto at = std::find(lens.begin(), lens.end(), mine) - lens.begin();
+    const DecodeProblem p = harness::test_problem(std::move(lens), 2 * kv_heads, kv_heads, 64);
     PlanOptions opt{.tile_tokens = 32, .batch_invariant = true, .chunk_tiles = 4};
     const Plan plan = make_plan(p, {1 + static_cast<std::int32_t>(rng() % 20)}, opt);
     check_plan(plan);

@@ -6,24 +6,14 @@
 #include <cstring>
 
 #include "harness/host_case.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/reference.hpp"
 
 namespace leanattn {
 namespace {
 
-DecodeProblem f32_problem(std::vector<std::int32_t> lens, std::int32_t q_heads,
-                          std::int32_t kv_heads, std::int32_t d) {
-  DecodeProblem p;
-  p.q_heads = q_heads;
-  p.kv_heads = kv_heads;
-  p.head_dim = d;
-  p.seq_lens = std::move(lens);
-  p.q_dtype = p.kv_dtype = DType::f32;
-  return p;
-}
-
 TEST(NaiveAttention, OneTokenReturnsItsValueAndScore) {
-  harness::HostCase c = harness::make_case(f32_problem({1}, 2, 1, 16), 11);
+  harness::HostCase c = harness::make_case(harness::test_problem({1}, 2, 1, 16, DType::f32), 11);
   const auto r = reference::naive_attention(c.problem, c.tensors());
   const auto* q = reinterpret_cast<const float*>(c.q.data());
   const auto* k = reinterpret_cast<const float*>(c.k.data());
@@ -37,7 +27,7 @@ TEST(NaiveAttention, OneTokenReturnsItsValueAndScore) {
 }
 
 TEST(NaiveAttention, TwoTokensMatchTheClosedForm) {
-  harness::HostCase c = harness::make_case(f32_problem({2}, 1, 1, 16), 12);
+  harness::HostCase c = harness::make_case(harness::test_problem({2}, 1, 1, 16, DType::f32), 12);
   c.problem.scale = 0.5f;
   const auto r = reference::naive_attention(c.problem, c.tensors());
   const auto* q = reinterpret_cast<const float*>(c.q.data());
@@ -56,7 +46,7 @@ TEST(NaiveAttention, TwoTokensMatchTheClosedForm) {
 }
 
 TEST(NaiveAttention, EmptySequenceGivesZerosAndMinusInfinity) {
-  harness::HostCase c = harness::make_case(f32_problem({0, 3}, 2, 2, 16), 13);
+  harness::HostCase c = harness::make_case(harness::test_problem({0, 3}, 2, 2, 16, DType::f32), 13);
   const auto r = reference::naive_attention(c.problem, c.tensors());
   for (int i = 0; i < 2 * 16; ++i) EXPECT_EQ(r.out[i], 0.0);
   EXPECT_EQ(r.lse[0], -INFINITY);
@@ -65,7 +55,7 @@ TEST(NaiveAttention, EmptySequenceGivesZerosAndMinusInfinity) {
 }
 
 TEST(NaiveAttention, PagedAndContiguousLayoutsAgree) {
-  DecodeProblem p = f32_problem({7, 0, 12}, 4, 2, 32);
+  DecodeProblem p = harness::test_problem({7, 0, 12}, 4, 2, 32, DType::f32);
   harness::HostCase flat = harness::make_case(p, 14);
   p.layout = KvLayout::paged;
   p.page_size = 3;

@@ -9,6 +9,7 @@
 
 #include "harness/host_case.hpp"
 #include "harness/random_problem.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/reference.hpp"
 
@@ -53,13 +54,8 @@ TEST(PlanInterpreter, MatchesReferenceOnRandomProblemsAndPlans) {
 }
 
 TEST(PlanInterpreter, SweepsWorkersAcrossRequestAndHeadBoundaries) {
-  DecodeProblem p;
-  p.q_heads = 6;
-  p.kv_heads = 2;
-  p.head_dim = 32;
-  p.seq_lens = {97, 1, 0, 15, 16, 17, 300};
-  p.q_dtype = p.kv_dtype = DType::bf16;
-  harness::HostCase c = harness::make_case(p, 7);
+  harness::HostCase c = harness::make_case(
+      harness::test_problem({97, 1, 0, 15, 16, 17, 300}, 6, 2, 32, DType::bf16), 7);
   const auto want = reference::naive_attention(c.problem, c.tensors());
   for (Strategy s : {Strategy::lean, Strategy::split, Strategy::head}) {
     for (std::int32_t tile : {1, 3, 16, 64}) {
@@ -74,12 +70,7 @@ TEST(PlanInterpreter, SweepsWorkersAcrossRequestAndHeadBoundaries) {
 }
 
 TEST(PlanInterpreter, RejectsInconsistentPlans) {
-  DecodeProblem p;
-  p.q_heads = 2;
-  p.kv_heads = 1;
-  p.head_dim = 16;
-  p.seq_lens = {100, 50};
-  harness::HostCase c = harness::make_case(p, 8);
+  harness::HostCase c = harness::make_case(harness::test_problem({100, 50}, 2, 1, 16), 8);
   const Plan good = make_plan(c.problem, {3}, {.tile_tokens = 16});
 
   Plan dropped = good;  // a segment lost: tiles uncovered

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "harness/host_case.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/planner.hpp"
 #include "leanattn/reference.hpp"
 
@@ -17,13 +18,8 @@ constexpr int kDim = 16;
 
 // One request of `len` keys, one KV head and one query head, f32, scale 1/4.
 harness::HostCase tiny_case(std::int32_t len, std::int32_t q_len, AttentionVariant v) {
-  DecodeProblem p;
-  p.q_heads = 1;
-  p.kv_heads = 1;
-  p.head_dim = kDim;
+  DecodeProblem p = harness::test_problem({len}, 1, 1, kDim, DType::f32);
   p.q_len = q_len;
-  p.seq_lens = {len};
-  p.q_dtype = p.kv_dtype = DType::f32;
   p.variant = v;
   return harness::make_case(p, 77);
 }

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
-#include <thread>
 
 #include "bench_runner/bench_backend.hpp"
 #include "bench_runner/bench_result.hpp"
@@ -89,8 +88,7 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, cp
   result.workers = engine.workers();
   result.kv_bytes = c.problem.kv_bytes();
   result.ceiling = compute_ceiling(c.problem, simd_shape(result.simd), cfg.clock_ghz);
-  const auto cores = static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
-  result.ceiling_gbps = result.ceiling.gbps_per_core * std::min(result.workers, cores);
+  result.ceiling_gbps = result.ceiling.gbps_per_core * std::min(result.workers, default_workers());
 
   // Rotated copies of K and V so that small caches are read from memory, not from the CPU caches.
   // A run reads only the planned keys (kv_bytes: a sliding window reads a small part of a large
@@ -185,8 +183,7 @@ class CpuBenchBackend final : public BenchBackend {
     const cpu::Engine rules({.workers = cfg.workers, .simd = cfg.simd});  // throws Error
   }
   cpu::ProbeResult probe(std::int64_t bytes, const BenchConfig& cfg) override {
-    const std::int32_t threads = cfg.workers > 0 ? cfg.workers : default_workers();
-    probe_ = std::make_unique<cpu::ReadProbe>(bytes, threads, cfg.pin_threads);
+    probe_ = std::make_unique<cpu::ReadProbe>(bytes, resolve_workers(cfg.workers), cfg.pin_threads);
     return cpu::measure_read_bandwidth(*probe_, 7);
   }
   CaseResult run_case(const DecodeProblem& problem, const BenchConfig& cfg,

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "harness/host_case.hpp"
+#include "harness/test_problem.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/planner.hpp"
 
@@ -14,14 +15,7 @@ namespace leanattn::checks {
 namespace {
 
 DecodeProblem base_problem() {
-  DecodeProblem p;
-  p.q_heads = 4;
-  p.kv_heads = 2;
-  p.head_dim = 64;
-  p.seq_lens = {40, 0, 17};
-  p.capacity = 40;
-  p.q_dtype = p.kv_dtype = DType::f32;
-  return p;
+  return harness::test_problem({40, 0, 17}, 4, 2, 64, DType::f32);
 }
 
 DecodeProblem paged_problem() {

@@ -1,4 +1,10 @@
-// The naive same-precision baseline (see naive_baseline.hpp).
+// The naive same-precision baseline (see naive_baseline.hpp). Its elements are decoded by the
+// library's scalar converters (core/float16.hpp, core/float8.hpp: the ones the CPU engine's
+// element_to_float in src/cpu/kv_elements.hpp calls, and whose rules the SIMD and CUDA loaders
+// follow), so that it rounds as the engines do; read() is only the switch over the DType (the
+// engines' readers are typed per element and private to them). The fp64 reference decodes on its
+// own on purpose (src/reference/read_element.hpp): independent of these converters, it catches
+// their bugs.
 #include "harness/naive_baseline.hpp"
 
 #include <algorithm>

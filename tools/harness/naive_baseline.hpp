@@ -1,7 +1,9 @@
 // The naive same-precision baseline of the accuracy policy (accuracy.hpp): what a straightforward
 // implementation computes in the problem's dtype, and per row the magnitude its rounding errors
 // scale with. Computes the softmax scale and the KV addresses itself from the raw inputs, sharing
-// nothing with the engines, so that a bug in shared code cannot loosen the tolerance it sets.
+// nothing with the engines but the element converters (it must round as they do; the fp64
+// reference checks the converters), so that a bug in shared code cannot loosen the tolerance it
+// sets.
 #pragma once
 
 #include <span>

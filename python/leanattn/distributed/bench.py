@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import time
 from typing import Any, Dict, List
@@ -20,6 +19,7 @@ import torch
 import torch.distributed as dist
 
 from .. import _decode as _local
+from .. import default_workers
 from . import _combine
 from ._decode import _local_q
 from ._shard import shard_positions
@@ -91,7 +91,7 @@ def main(argv: Any = None) -> int:
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--combines", default="all_gather,all_reduce,all_to_all")
-    p.add_argument("--cores", type=int, default=os.cpu_count() or 1,
+    p.add_argument("--cores", type=int, default=default_workers(),
                    help="cores split between the ranks (workers per rank = cores // ranks)")
     p.add_argument("--json", help="also write the results to this file")
     args = p.parse_args(argv)

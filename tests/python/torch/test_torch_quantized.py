@@ -68,14 +68,16 @@ def test_a_float8_cache_without_scales_is_refused():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
-def test_cuda_tensors_with_an_8bit_cache_are_refused_naming_k_scale():
-    """The scales reach the module as host copies, which the CUDA kernel cannot read: refused
-    (the C++ cuda::Engine reads 8-bit caches with device scales)."""
+def test_cuda_tensors_with_an_8bit_cache_and_cuda_scales():
+    """quantize_kv's tensors moved to the GPU, scales included: read there by the CUDA kernel (every
+    layout: test_torch_device_arrays.py)."""
     if "cuda" not in leanattn.backends:
         pytest.skip("the CUDA backend is not built")
     q, k, v, lens = make(4)
     kq, ks = leanattn.quantize_kv(k, "int8")
     vq, vs = leanattn.quantize_kv(v, "int8")
-    with pytest.raises(ValueError, match="^k_scale: "):
-        leanattn.decode(q.cuda(), kq.cuda(), vq.cuda(), lens, k_scale=ks.cuda(),
-                        v_scale=vs.cuda())
+    out = leanattn.decode(q.cuda(), kq.cuda(), vq.cuda(), lens, k_scale=ks.cuda(),
+                          v_scale=vs.cuda())
+    assert out.is_cuda and out.dtype == torch.bfloat16
+    ref = leanattn.reference(q, kq, vq, lens, k_scale=ks, v_scale=vs)
+    np.testing.assert_allclose(out.cpu().float().numpy(), ref, rtol=1e-2, atol=1e-2)

@@ -1,7 +1,7 @@
 """PyTorch tensors in and out (the torch stage, scripts/test-torch.sh): CPU tensors of every dtype,
 strided views, torch index tensors, merge_states; CUDA tensors when a GPU and the CUDA backend
-are there (and a clear error when only the GPU is), with a window and a soft-cap (sinks and ALiBi
-refused there for now)."""
+are there (and a clear error when only the GPU is), with a window and a soft-cap (sinks, ALiBi
+and 8-bit scales as CUDA tensors: test_torch_device_arrays.py)."""
 
 from __future__ import annotations
 
@@ -81,8 +81,8 @@ def test_cuda_tensors(rng):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_cuda_tensors_with_variants(rng):
-    """A window and a soft-cap run on the CUDA backend against the reference; sinks and ALiBi
-    slopes, which reach the module as host copies, are refused naming the argument."""
+    """A window and a soft-cap run on the CUDA backend against the reference (with sinks and
+    ALiBi: test_torch_device_arrays.py)."""
     if "cuda" not in leanattn.backends:
         pytest.skip("the CUDA backend is not built")
     case = make_case(rng, [300, 0, 17], q_heads=8, kv_heads=2, head_dim=64, page_size=16)
@@ -93,7 +93,3 @@ def test_cuda_tensors_with_variants(rng):
     ref, ref_lse = leanattn.reference(q, k, v, case.seq_lens, block_table=table,
                                       window_left=40, softcap=30.0, return_lse=True)
     assert_close(out.cpu(), ref, "float16", lse.cpu(), ref_lse)
-    heads = torch.ones(8, dtype=torch.float32)
-    for name in ("sinks", "alibi_slopes"):
-        with pytest.raises(ValueError, match=f"^{name}: "):
-            leanattn.decode(q, k, v, case.seq_lens, block_table=table.cuda(), **{name: heads})
