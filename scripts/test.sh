@@ -3,7 +3,7 @@
 #   release   clang-format check, unit tests (GoogleTest via CTest), `leanattn check --count 500`
 #   asan      the unit tests and a short `leanattn check` under AddressSanitizer +
 #             UndefinedBehaviorSanitizer
-#   tsan      the threaded-engine tests under ThreadSanitizer
+#   tsan      the threaded-engine and executor-cache tests under ThreadSanitizer
 #   cuda      compiles and links the CUDA engine (nvcc present), runs its tests (they skip
 #             without a GPU), checks the ptxas report for register spills, and installs the
 #             build for the install consumer (scripts/install-consumer-check.sh: it links the
@@ -80,7 +80,7 @@ stage_asan() {
 stage_tsan() {
   build_preset tsan &&
     TSAN_OPTIONS=halt_on_error=1 ctest --preset tsan -j 1 \
-      -R "EngineTest|NumericsTest|Reproducibility|BadInput|LargeSizes"
+      -R "EngineTest|NumericsTest|Reproducibility|BadInput|LargeSizes|ExecutorCache|PlanMemo"
 }
 
 stage_cuda() {

@@ -11,7 +11,9 @@
 #include "checks/kernel_checks.hpp"
 #include "checks/random_checks.hpp"
 #include "commands.hpp"
+#include "leanattn/cpu_engine.hpp"
 #include "leanattn/error.hpp"
+#include "leanattn/executor_cache.hpp"
 #include "problem_args.hpp"
 
 namespace leanattn::cli {
@@ -43,7 +45,7 @@ int run_check(const CheckArgs& a) {
           [&] { return "must be >= 1 (got " + std::to_string(a.max_len) + ")"; });
   require(a.long_len >= 0 && a.long_len <= (1 << 20), "long_len",
           [&] { return "must be in [0, 1048576] (got " + std::to_string(a.long_len) + ")"; });
-  checks::EnginePool engines(a.simd);
+  ExecutorCache executors(checks::kKeptExecutors);
   harness::RandomLimits limits;
   limits.max_len = a.max_len;
   limits.max_workers = 64;
@@ -60,7 +62,7 @@ int run_check(const CheckArgs& a) {
   };
   std::int64_t passed = 0, failed = 0;
   auto tally = [&](checks::CaseReport r, std::int64_t index, const char* kind) {
-    const std::string& target = engines.select(index);
+    const std::string target = kernel ? "" : checks::cpu_options_for_case(a.simd, index).simd;
     if (!target.empty()) r.problem += " simd " + target;
     for (const auto& o : r.outcomes) {
       if (o.ok) {
@@ -84,16 +86,17 @@ int run_check(const CheckArgs& a) {
       tally(checks::kernel_case(a.seed, i, limits, *kernel), i, a.backend.c_str());
       continue;
     }
-    engines.select(i);
-    tally(checks::random_strategies_case(a.seed, i, limits_of(i), engines), i, "random");
+    const ExecutorOptions cpu = checks::cpu_options_for_case(a.simd, i);
+    tally(checks::random_strategies_case(a.seed, i, limits_of(i), executors, cpu), i, "random");
     if (i % 10 == 0 || a.only >= 0)
-      tally(checks::reproducibility_case(a.seed, i, engines), i, "repro");
+      tally(checks::reproducibility_case(a.seed, i, executors, cpu), i, "repro");
     if (a.only < 0 && (i + 1) % 100 == 0) {
       fmt::print(stderr, "  {} / {} cases ({} failed so far)\n", i + 1, a.count, failed);
     }
   }
   if (a.only < 0 && !kernel) {
-    cpu::Engine& engine = engines.get(2);
+    // The catalogue calls cpu::Engine's own API (a caller-owned workspace among it).
+    cpu::Engine engine({.workers = 2, .simd = checks::cpu_options_for_case(a.simd, 0).simd});
     for (const auto& b : checks::bad_inputs()) {
       const std::string problem = checks::run_bad_input(b, engine);
       if (problem.empty()) {

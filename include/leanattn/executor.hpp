@@ -31,6 +31,8 @@ struct ExecutorOptions {
   std::string simd{};                // CPU SIMD target; "" = the best this CPU runs
   bool pin_threads = false;          // CPU: bind thread i to core i (benchmarks)
   std::int64_t inline_kv_bytes = 0;  // CPU: see cpu::EngineOptions
+
+  bool operator==(const ExecutorOptions&) const = default;  // ExecutorCache's key
 };
 
 class Executor {

@@ -33,6 +33,8 @@ struct PlanOptions {
   bool batch_invariant = false;
   std::int32_t chunk_tiles = 0;
   SplitRule split_rule = SplitRule::automatic;  // split only, when splits is 0
+
+  bool operator==(const PlanOptions&) const = default;  // ExecutorCache's plan memo
 };
 
 inline constexpr std::int32_t kMaxTileTokens = 1 << 16;

@@ -76,6 +76,7 @@ struct DecodeProblem {
   float scale = 0.0f;                   // softmax scale; 0 means 1 / sqrt(head_dim)
   AttentionVariant variant;             // masking, soft-cap, sinks, ALiBi; plain by default
 
+  bool operator==(const DecodeProblem&) const = default;  // every field (ExecutorCache's memo)
   std::int32_t batch() const { return static_cast<std::int32_t>(seq_lens.size()); }
   std::int32_t group_size() const { return q_heads / kv_heads; }  // query heads per KV head
   // Output rows per (request, KV head): q_len x group, row r = query (r / group), head r % group.

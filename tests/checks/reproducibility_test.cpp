@@ -8,25 +8,26 @@
 
 #include "checks/random_checks.hpp"
 #include "harness/host_case.hpp"
+#include "leanattn/executor_cache.hpp"
 
 namespace leanattn {
 namespace {
 
 TEST(Reproducibility, RandomCasesAreDeterministicAndBatchInvariant) {
-  checks::EnginePool engines;
+  ExecutorCache executors(checks::kKeptExecutors);
   for (std::int64_t i = 0; i < 40; ++i) {
-    const checks::CaseReport r = checks::reproducibility_case(7, i, engines);
+    const checks::CaseReport r = checks::reproducibility_case(7, i, executors);
     for (const auto& o : r.outcomes)
       EXPECT_TRUE(o.ok) << o.what << " on " << r.problem << ": " << o.detail;
   }
 }
 
 TEST(Reproducibility, RandomStrategiesMatchTheReference) {
-  checks::EnginePool engines;
+  ExecutorCache executors(checks::kKeptExecutors);
   harness::RandomLimits lim;
   lim.any_head_dim = true;
   for (std::int64_t i = 0; i < 40; ++i) {
-    const checks::CaseReport r = checks::random_strategies_case(11, i, lim, engines);
+    const checks::CaseReport r = checks::random_strategies_case(11, i, lim, executors);
     for (const auto& o : r.outcomes)
       EXPECT_TRUE(o.ok) << o.what << " on " << r.problem << ": " << o.detail;
   }
@@ -42,12 +43,16 @@ TEST(Reproducibility, PlainLeanDependsOnTheWorkerCount) {
   p.seq_lens = {5000};
   p.q_dtype = p.kv_dtype = DType::f32;
   harness::HostCase c = harness::make_case(p, 3);
-  checks::EnginePool engines;
+  ExecutorCache executors(checks::kKeptExecutors);
   bool any_difference = false;
-  engines.get(1).run(c.problem, make_plan(c.problem, {1}, {.tile_tokens = 16}), c.tensors());
+  executors.get("cpu", {.workers = 1})
+      ->executor()
+      .run(c.problem, make_plan(c.problem, {1}, {.tile_tokens = 16}), c.tensors());
   const auto one = c.out;
   for (std::int32_t w : {3, 7, 13}) {
-    engines.get(w).run(c.problem, make_plan(c.problem, {w}, {.tile_tokens = 16}), c.tensors());
+    executors.get("cpu", {.workers = w})
+        ->executor()
+        .run(c.problem, make_plan(c.problem, {w}, {.tile_tokens = 16}), c.tensors());
     any_difference = any_difference || c.out != one;
   }
   EXPECT_TRUE(any_difference);

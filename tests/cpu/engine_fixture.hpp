@@ -1,6 +1,6 @@
-// The CPU engine suites' fixture, parameterised by SIMD target (GetParam()): engines kept per
-// worker count by the same pool `leanattn check` uses (checks::EnginePool), so threads are
-// created once per count.
+// The CPU engine suites' fixture, parameterised by SIMD target (GetParam()): "cpu" executors kept
+// per worker count in the library's ExecutorCache (as `leanattn check` keeps them), so threads
+// are created once per count.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,16 +9,21 @@
 #include <string>
 
 #include "checks/random_checks.hpp"
-#include "leanattn/cpu_engine.hpp"
+#include "leanattn/executor.hpp"
+#include "leanattn/executor_cache.hpp"
 
 namespace leanattn {
 
 class SimdEngineTest : public ::testing::TestWithParam<std::string> {
  protected:
-  cpu::Engine& engine(std::int32_t workers) { return engines_.get(workers); }
+  // The CPU engine with `workers` threads on this target; valid until kKeptExecutors other
+  // worker counts have been asked for.
+  Executor& engine(std::int32_t workers) {
+    return executors_.get("cpu", {.workers = workers, .simd = GetParam()})->executor();
+  }
 
  private:
-  checks::EnginePool engines_{GetParam()};
+  ExecutorCache executors_{checks::kKeptExecutors};
 };
 
 }  // namespace leanattn

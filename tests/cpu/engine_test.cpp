@@ -34,7 +34,7 @@ class EngineTest : public SimdEngineTest {
                             std::pair{Strategy::head, LineOrder::automatic},
                             std::pair{Strategy::head, LineOrder::head_major}}) {
       harness::poison_outputs(c);
-      cpu::Engine& e = engine(workers);
+      Executor& e = engine(workers);
       const Plan plan = e.plan(c.problem, {.strategy = s, .order = order, .tile_tokens = tile});
       e.run(c.problem, plan, c.tensors());
       const harness::Accuracy a = harness::check_accuracy(c, ref, true, &naive);
@@ -101,7 +101,7 @@ TEST_P(EngineTest, RandomProblems) {
     harness::RandomCase rc = harness::random_case(rng, lim);
     harness::HostCase c = harness::make_case(rc.problem, static_cast<std::uint64_t>(trial) + 1000);
     const auto ref = reference::naive_attention(c.problem, c.tensors());
-    cpu::Engine& e = engine(rc.hardware.workers);
+    Executor& e = engine(rc.hardware.workers);
     e.run(c.problem, make_plan(c.problem, rc.hardware, rc.options), c.tensors());
     const harness::Accuracy a = harness::check_accuracy(c, ref, true);
     ASSERT_TRUE(a.ok()) << "trial " << trial << " err " << a.max_abs_err << " tol " << a.tolerance
@@ -112,7 +112,7 @@ TEST_P(EngineTest, RandomProblems) {
 TEST_P(EngineTest, RepeatedRunsAreBitwiseIdentical) {
   DecodeProblem p = harness::test_problem({3000, 17, 900}, 16, 4, 128, DType::f16);
   harness::HostCase c = harness::make_case(p, 5);
-  cpu::Engine& e = engine(7);
+  Executor& e = engine(7);
   const Plan plan = e.plan(c.problem, {.tile_tokens = 16});
   e.run(c.problem, plan, c.tensors());
   const std::vector<std::byte> first = c.out;
@@ -139,7 +139,8 @@ TEST_P(EngineTest, StridedTensorsAreReadAndWrittenInPlace) {
   t.out_stride_head = 3 * row;
   t.lse = lse.data();
   t.lse_stride_batch = 6;
-  engine(3).decode(c.problem, t, {.tile_tokens = 8});
+  Executor& e = engine(3);
+  e.run(c.problem, e.plan(c.problem, {.tile_tokens = 8}), t);
   for (std::int32_t b = 0; b < 3; ++b) {
     for (std::int32_t h = 0; h < 4; ++h) {
       for (std::int32_t i = 0; i < 32; ++i) {
@@ -160,7 +161,7 @@ TEST_P(EngineTest, StridedTensorsAreReadAndWrittenInPlace) {
 TEST_P(EngineTest, RejectsMismatchedPlansAndSmallWorkspaces) {
   DecodeProblem p = harness::test_problem({100, 20}, 2, 1, 64, DType::f32);
   harness::HostCase c = harness::make_case(p, 7);
-  cpu::Engine& e = engine(2);
+  cpu::Engine e({.workers = 2, .simd = GetParam()});  // its own API: a caller-owned workspace
   DecodeProblem other = c.problem;
   other.seq_lens = {100, 21};
   other.capacity = 100;
@@ -176,7 +177,7 @@ TEST_P(EngineTest, RejectsMismatchedPlansAndSmallWorkspaces) {
 TEST_P(EngineTest, ChecksEditedCopiesOfItsOwnPlans) {
   DecodeProblem p = harness::test_problem({300, 45, 0}, 4, 2, 64, DType::f16);
   harness::HostCase c = harness::make_case(p, 11);
-  cpu::Engine& e = engine(3);
+  Executor& e = engine(3);
   const Plan plan = e.plan(c.problem, {.tile_tokens = 16});
   e.run(c.problem, plan, c.tensors());
   for (int edit = 0; edit < 3; ++edit) {

@@ -9,9 +9,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <map>
-#include <memory>
 
+#include "cpu/engine_fixture.hpp"
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
 #include "harness/test_problem.hpp"
@@ -25,22 +24,15 @@ constexpr DType kKvTypes[] = {DType::fp8_e4m3, DType::fp8_e5m2, DType::int8};
 constexpr KvScales kGranularities[] = {KvScales::per_tensor, KvScales::per_kv_head,
                                        KvScales::per_token_head};
 
-class QuantizedKvTest : public ::testing::TestWithParam<std::string> {
+class QuantizedKvTest : public SimdEngineTest {
  protected:
-  cpu::Engine& engine(std::int32_t workers) {
-    auto& e = engines_[workers];
-    if (!e)
-      e = std::make_unique<cpu::Engine>(cpu::EngineOptions{.workers = workers, .simd = GetParam()});
-    return *e;
-  }
-
   // Every strategy with `workers` threads and `tile`-token tiles, each against `ref`.
   void check_strategies(harness::HostCase& c, const reference::Output& ref,
                         const harness::NaiveBaseline& naive, std::int32_t workers,
                         std::int32_t tile, const std::string& what) {
     for (Strategy s : {Strategy::lean, Strategy::split, Strategy::head}) {
       harness::poison_outputs(c);
-      cpu::Engine& e = engine(workers);
+      Executor& e = engine(workers);
       e.run(c.problem, e.plan(c.problem, {.strategy = s, .tile_tokens = tile}), c.tensors());
       const harness::Accuracy a = harness::check_accuracy(c, ref, true, &naive);
       ASSERT_TRUE(a.ok()) << what << " strategy " << strategy_name(s) << " workers " << workers
@@ -49,8 +41,6 @@ class QuantizedKvTest : public ::testing::TestWithParam<std::string> {
                           << a.mismatches << " (" << a.first_problem << ")";
     }
   }
-
-  std::map<std::int32_t, std::unique_ptr<cpu::Engine>> engines_;
 };
 
 DecodeProblem quantized_problem(std::vector<std::int32_t> lens, std::int32_t q_heads,
@@ -141,7 +131,7 @@ TEST_P(QuantizedKvTest, LoadersDecodeEveryBitPattern) {
       for (std::int32_t i = 0; i < 64; ++i) v[b * 64 + i] = static_cast<std::uint8_t>(b + i);
     }
     harness::poison_outputs(c);
-    cpu::Engine& e = engine(2);
+    Executor& e = engine(2);
     e.run(c.problem, e.plan(c.problem, {}), c.tensors());
     const auto ref = reference::naive_attention(c.problem, c.tensors());
     const std::vector<double> out = harness::read_output(c);

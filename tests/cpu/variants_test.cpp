@@ -38,7 +38,7 @@ class VariantsTest : public SimdEngineTest {
         for (PlanOptions o : options) {
           o.tile_tokens = tile;
           harness::poison_outputs(c);
-          cpu::Engine& e = engine(workers);
+          Executor& e = engine(workers);
           e.run(c.problem, e.plan(c.problem, o), c.tensors());
           const harness::Accuracy a = harness::check_accuracy(c, ref, true, &naive);
           ASSERT_TRUE(a.ok()) << what << " strategy " << strategy_name(o.strategy) << " order "
@@ -116,7 +116,7 @@ TEST_P(VariantsTest, RandomVariantProblems) {
     harness::RandomCase rc = harness::random_case(rng, lim);
     harness::HostCase c = harness::make_case(rc.problem, static_cast<std::uint64_t>(trial) + 7000);
     const auto ref = reference::naive_attention(c.problem, c.tensors());
-    cpu::Engine& e = engine(rc.hardware.workers);
+    Executor& e = engine(rc.hardware.workers);
     e.run(c.problem, make_plan(c.problem, rc.hardware, rc.options), c.tensors());
     const harness::Accuracy a = harness::check_accuracy(c, ref, true);
     ASSERT_TRUE(a.ok()) << "trial " << trial << " err " << a.max_abs_err << " tol " << a.tolerance

@@ -3,40 +3,40 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <sstream>
 
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
+#include "leanattn/cpu_engine.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/reference.hpp"
 
 namespace leanattn::checks {
 
-EnginePool::EnginePool(std::string simd) {
-  if (simd == "all") {
-    targets_ = cpu::simd_targets();
-  } else {
-    targets_.push_back(std::move(simd));
-  }
-  simd_ = targets_.front();
-}
-
-const std::string& EnginePool::select(std::int64_t index) {
-  const std::string& target = targets_[static_cast<std::size_t>(index / 10) % targets_.size()];
-  if (target != simd_) {
-    engines_.clear();  // one target's threads at a time
-    simd_ = target;
-  }
-  return simd_;
-}
-
-cpu::Engine& EnginePool::get(std::int32_t workers) {
-  auto& e = engines_[workers];
-  if (!e) e = std::make_unique<cpu::Engine>(cpu::EngineOptions{.workers = workers, .simd = simd_});
-  return *e;
+ExecutorOptions cpu_options_for_case(const std::string& simd, std::int64_t index) {
+  if (simd != "all") return {.simd = simd};
+  const std::vector<std::string> targets = cpu::simd_targets();
+  return {.simd = targets[static_cast<std::size_t>(index / 10) % targets.size()]};
 }
 
 namespace {
+
+// The "cpu" executor of `executors` with `cpu`'s options and `workers` threads.
+std::shared_ptr<ExecutorCache::Entry> cpu_executor(ExecutorCache& executors, ExecutorOptions cpu,
+                                                   std::int32_t workers) {
+  cpu.workers = workers;
+  return executors.get("cpu", cpu);
+}
+
+// Runs `plan` on that executor, holding it busy.
+void run_on_cpu(ExecutorCache& executors, const ExecutorOptions& cpu, std::int32_t workers,
+                const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors) {
+  const std::shared_ptr<ExecutorCache::Entry> kept = cpu_executor(executors, cpu, workers);
+  const std::lock_guard<std::mutex> busy(kept->busy());
+  kept->executor().run(problem, plan, tensors);
+}
 
 std::mt19937_64 case_rng(std::uint64_t seed, std::int64_t index) {
   const auto i = static_cast<std::uint64_t>(index);
@@ -100,7 +100,8 @@ harness::RandomCase draw_case(std::uint64_t seed, std::int64_t index,
 }
 
 CaseReport random_strategies_case(std::uint64_t seed, std::int64_t index,
-                                  const harness::RandomLimits& limits, EnginePool& engines) {
+                                  const harness::RandomLimits& limits, ExecutorCache& executors,
+                                  const ExecutorOptions& cpu) {
   harness::RandomCase rc = draw_case(seed, index, limits);
   harness::HostCase c = harness::make_case(rc.problem, seed ^ static_cast<std::uint64_t>(index));
   CaseReport report;
@@ -145,12 +146,15 @@ CaseReport random_strategies_case(std::uint64_t seed, std::int64_t index,
       {"head/token_major",
        {.strategy = Strategy::head, .order = LineOrder::token_major, .tile_tokens = tile}},
   };
-  cpu::Engine& engine = engines.get(rc.hardware.workers);
+  // Outside the loop's try: a bad --simd is one error, not a failure per strategy.
+  const std::shared_ptr<ExecutorCache::Entry> kept =
+      cpu_executor(executors, cpu, rc.hardware.workers);
+  const std::lock_guard<std::mutex> busy(kept->busy());
   for (const Variant& v : variants) {
     Outcome o{v.name, false, ""};
     try {
       harness::poison_outputs(c);
-      engine.run(c.problem, make_plan(c.problem, rc.hardware, v.options), c.tensors());
+      kept->executor().run(c.problem, make_plan(c.problem, rc.hardware, v.options), c.tensors());
       const harness::Accuracy a = harness::check_accuracy(c, ref, true, &naive);
       o.ok = a.ok();
       o.detail = accuracy_text(a);
@@ -162,7 +166,8 @@ CaseReport random_strategies_case(std::uint64_t seed, std::int64_t index,
   return report;
 }
 
-CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, EnginePool& engines) {
+CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, ExecutorCache& executors,
+                                const ExecutorOptions& cpu) {
   std::mt19937_64 rng = case_rng(seed, index + (1ll << 40));
   harness::RandomLimits lim;
   lim.max_len = 3000;
@@ -182,7 +187,10 @@ CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, EnginePo
   // Determinism: one plan, two runs.
   {
     harness::HostCase c = harness::make_case(p, seed + static_cast<std::uint64_t>(index));
-    cpu::Engine& e = engines.get(rc.hardware.workers);
+    const std::shared_ptr<ExecutorCache::Entry> kept =
+        cpu_executor(executors, cpu, rc.hardware.workers);
+    const std::lock_guard<std::mutex> busy(kept->busy());
+    Executor& e = kept->executor();
     const Plan plan = e.plan(c.problem, tile_only);
     Outcome o{"determinism", true, ""};
     e.run(c.problem, plan, c.tensors());
@@ -237,8 +245,8 @@ CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, EnginePo
     inv.batch_invariant = true;
     inv.chunk_tiles = chunk;
     const std::int32_t wa = rc.hardware.workers, wb = workers(rng);
-    engines.get(wa).run(a.problem, make_plan(a.problem, {wa}, inv), a.tensors());
-    engines.get(wb).run(b.problem, make_plan(b.problem, {wb}, inv), b.tensors());
+    run_on_cpu(executors, cpu, wa, a.problem, make_plan(a.problem, {wa}, inv), a.tensors());
+    run_on_cpu(executors, cpu, wb, b.problem, make_plan(b.problem, {wb}, inv), b.tensors());
     const auto ra = request_rows(a, 0), rb = request_rows(b, at);
     Outcome o{"batch invariance", true, ""};
     if (ra.first != rb.first ||

@@ -4,34 +4,26 @@
 // so that a failure can be replayed with `leanattn check --seed S --only I`.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "harness/accuracy.hpp"
 #include "harness/random_problem.hpp"
-#include "leanattn/cpu_engine.hpp"
+#include "leanattn/executor.hpp"
+#include "leanattn/executor_cache.hpp"
 
 namespace leanattn::checks {
 
-// CPU engines by worker count (threads are created once per count), for one SIMD target: `simd`
-// ("" the best this CPU runs), or with "all" every target this CPU runs, chosen per case by
-// select().
-class EnginePool {
- public:
-  explicit EnginePool(std::string simd = "");
-  cpu::Engine& get(std::int32_t workers);
-  // With "all": the target of case `index` (a rotation over blocks of 10 cases), whose engines
-  // get() returns from now on. Otherwise the one target. Returns its name ("" for the best).
-  const std::string& select(std::int64_t index);
+// How many executors the checks' caches keep (ExecutorCache): a case runs on at most three
+// worker counts.
+inline constexpr std::size_t kKeptExecutors = 8;
 
- private:
-  std::vector<std::string> targets_;  // more than one only with "all"
-  std::string simd_;
-  std::map<std::int32_t, std::unique_ptr<cpu::Engine>> engines_;
-};
+// The CPU executor options of case `index` under `leanattn check --simd simd`: that target ("" the
+// best this CPU runs), or with "all" every target this CPU runs, in turn over blocks of 10 cases.
+// Workers are left 0: each check sets its own count.
+ExecutorOptions cpu_options_for_case(const std::string& simd, std::int64_t index);
 
 struct Outcome {
   std::string what;  // e.g. "lean/token_major" or "batch invariance"
@@ -55,12 +47,15 @@ harness::RandomCase draw_case(std::uint64_t seed, std::int64_t index,
 // Draws case `index` of `seed` and runs lean (both line orders), batch-invariant lean (chunk
 // size drawn from 1 to 16 tiles), split (heuristic and a drawn split count) and head on it; every
 // output is compared with the fp64 reference (accuracy policy), NaN-poisoned before each run.
+// Runs on the "cpu" executors of `executors` with `cpu`'s options and the drawn worker count.
 CaseReport random_strategies_case(std::uint64_t seed, std::int64_t index,
-                                  const harness::RandomLimits& limits, EnginePool& engines);
+                                  const harness::RandomLimits& limits, ExecutorCache& executors,
+                                  const ExecutorOptions& cpu = {});
 
 // Determinism: the same plan run twice gives bitwise identical outputs. Batch invariance: with
 // batch_invariant plans, one request's output is bitwise identical whatever the other requests
-// and the worker count.
-CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, EnginePool& engines);
+// and the worker count. Executors as for random_strategies_case.
+CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, ExecutorCache& executors,
+                                const ExecutorOptions& cpu = {});
 
 }  // namespace leanattn::checks
