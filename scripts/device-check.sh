@@ -259,12 +259,16 @@ grep -E "^(FAILED|TIMEOUT)|\[config\].*FAIL" "$out/tests.txt" | head -20 | tee -
 # (find_package(leanattn) with the carried Highway) and run: the CPU engine, then "cpu" and "cuda"
 # through the executor seam, "cuda" on this GPU.
 say "install consumer (cmake --install; make_executor(\"cuda\") from the installed package)"
-hwy_arg=()
+hwy_arg=(-DCMAKE_POLICY_VERSION_MINIMUM=3.5)  # as the build's own configure above
 for a in "${carry_args[@]}"; do
-  case $a in -DHWY_DIR=*) hwy_arg=("$a") ;; esac
+  case $a in -DHWY_DIR=*) hwy_arg+=("$a") ;; esac
 done
 if run_logged "$(budget 120)" scripts/install-consumer-check.sh "$build" "${hwy_arg[@]}"; then
   note "install consumer: ok ($(grep '^make_executor("cuda")' "$log" | tail -1))"
+  # With a GPU here the installed CUDA executor must have run, not skipped.
+  if [ "$no_gpu" = 0 ] && grep -q 'no CUDA device here' "$log"; then
+    fail "install consumer: make_executor(\"cuda\") skipped its runs on a GPU machine"
+  fi
 else
   fail "install consumer (device-check.log)"
   note "install consumer: FAILED ($(grep -E '^FAIL' "$log" | tail -1))"

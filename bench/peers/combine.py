@@ -116,7 +116,7 @@ def main(run_dir, out_csv):
         return 1
     Path(out_csv).parent.mkdir(parents=True, exist_ok=True)
     with open(out_csv, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
     Path(out_csv).with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")

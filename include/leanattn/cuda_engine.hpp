@@ -42,6 +42,10 @@ class CudaError : public std::runtime_error {
 // True when a CUDA device can be used here (a driver and at least one device). Never throws.
 bool device_available();
 
+// The calling thread's current CUDA device (what EngineOptions::device -1 means). Throws
+// CudaError when there is none.
+std::int32_t current_device();
+
 struct DeviceInfo {
   std::int32_t ordinal = 0;
   std::string name;

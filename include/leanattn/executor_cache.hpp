@@ -62,7 +62,9 @@ class ExecutorCache {
 
   // The executor make_executor(name, options) made for this (name, options, stream), made now
   // when none is kept; it becomes the most recently used. `stream` keys device executors per
-  // stream (the CUDA engine's workspace serves one stream); host executors take nullptr. When a
+  // stream (the CUDA engine's workspace serves one stream); host executors take nullptr. A device
+  // executor's options.device -1 is keyed as the calling thread's current device, so threads on
+  // different GPUs get executors of their own. When a
   // new executor exceeds the capacity the least recently used one is forgotten: a caller still
   // holding it keeps it alive until it lets go. Thread-safe; two threads asking for a new key at
   // once may each make an executor, and one of them is dropped. Throws what make_executor()

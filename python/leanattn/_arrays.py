@@ -162,9 +162,10 @@ def device_float32(x: Any, name: str, like: Any, any_real: bool) -> Any:
     framework, on like's device, for sinks, alibi_slopes (float32 only) and k_scale / v_scale
     (``any_real``: any real dtype, converted). An array already there (float32, contiguous) is
     passed as it is; one elsewhere, of another dtype or strided is copied by the framework on
-    the device; host data (a Python float, a NumPy array) is copied to the device. The values
-    are never read on the host, so no call synchronises (as device_index_array for block_table).
-    Raises TypeError naming ``name`` for another dtype."""
+    the device; host data (a Python float, a NumPy array, a CPU tensor) is copied to the device,
+    an ordinary host-to-device copy that waits for the stream: pass device arrays in a model's
+    step loop and under CUDA-graph capture. Device values are never read on the host. Raises
+    TypeError naming ``name`` for another dtype."""
     kind = framework(x)
     if framework(like) == "torch":
         torch = sys.modules["torch"]
@@ -182,13 +183,22 @@ def device_float32(x: Any, name: str, like: Any, any_real: bool) -> Any:
     cupy = sys.modules["cupy"]
     if kind == "torch":
         x = x.detach()
-        x = cupy.from_dlpack(x) if x.device.type == "cuda" else x.numpy()
+        if x.device.type == "cuda":
+            x = cupy.from_dlpack(x)
+        else:  # checked here: NumPy has no bfloat16 to check it as
+            torch = sys.modules["torch"]
+            if (x.dtype.is_complex or x.dtype == torch.bool
+                    or (not any_real and x.dtype != torch.float32)):
+                raise _float_dtype_error(name, x.dtype, any_real)
+            x = x.float().numpy()
     if framework(x) != "cupy":
         x = _host_float32(x, name, any_real)
     real = x.dtype.kind in "fiu" and x.dtype != np.bool_
     if not (real if any_real else x.dtype == np.float32):
         raise _float_dtype_error(name, x.dtype, any_real)
     with like.device:
+        if framework(x) == "cupy" and x.device.id != like.device.id:
+            x = cupy.array(x, copy=True)  # a peer copy onto like's device
         return cupy.ascontiguousarray(cupy.asarray(x), dtype=cupy.float32)
 
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "executors/factories.hpp"
 #include "leanattn/error.hpp"
 
 namespace leanattn {
@@ -13,10 +14,12 @@ namespace leanattn {
 const Plan& ExecutorCache::Entry::plan_for(const DecodeProblem& problem,
                                            const PlanOptions& options) {
   if (plan_ && problem == planned_problem_ && options == planned_options_) return *plan_;
-  plan_.reset();  // a failed plan() leaves nothing behind
-  plan_ = executor_->plan(problem, options);
-  planned_problem_ = problem;
+  plan_.reset();                // a failed plan() or copy leaves nothing behind
+  DecodeProblem key = problem;  // copied before the plan is kept: a throwing copy keeps no plan
+  Plan made = executor_->plan(problem, options);
+  planned_problem_ = std::move(key);
   planned_options_ = options;
+  plan_ = std::move(made);
   return *plan_;
 }
 
@@ -38,13 +41,15 @@ std::shared_ptr<ExecutorCache::Entry> ExecutorCache::find_locked(const Key& key)
 std::shared_ptr<ExecutorCache::Entry> ExecutorCache::get(std::string_view name,
                                                          const ExecutorOptions& options,
                                                          void* stream) {
-  Key key{std::string(name), options, stream};
+  // Device -1 ("the current device") keyed as the device it means now, so that threads on
+  // different devices get their own executors.
+  Key key{std::string(name), executors::resolved_options(name, options), stream};
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     if (std::shared_ptr<Entry> kept = find_locked(key)) return kept;
   }
   // Made without the lock: a CPU engine starts threads, a CUDA engine initialises its device.
-  auto made = std::make_shared<Entry>(make_executor(name, options));
+  auto made = std::make_shared<Entry>(make_executor(name, key.options));
   std::shared_ptr<Entry> evicted;  // destroyed after the lock is released (threads join)
   const std::lock_guard<std::mutex> lock(mutex_);
   if (std::shared_ptr<Entry> kept = find_locked(key)) {

@@ -40,4 +40,8 @@ std::unique_ptr<Executor> make_cuda_executor(const ExecutorOptions& options) {
   return std::make_unique<CudaExecutor>(options);
 }
 
+std::int32_t cuda_current_device() {
+  return cuda::current_device();
+}
+
 }  // namespace leanattn::executors

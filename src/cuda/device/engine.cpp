@@ -33,6 +33,12 @@ bool device_available() {
   return count > 0;
 }
 
+std::int32_t current_device() {
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  return device;
+}
+
 namespace {
 
 constexpr std::int32_t kMinTileTokens = 32;
@@ -159,8 +165,7 @@ Engine::Engine(const EngineOptions& options) {
     return "must be at least 1 (got " + std::to_string(options.plan_cache_entries) + ")";
   });
   impl_ = std::make_unique<Impl>(static_cast<std::size_t>(options.plan_cache_entries));
-  int device = options.device;
-  if (device < 0) check(cudaGetDevice(&device), "cudaGetDevice");
+  const int device = options.device < 0 ? current_device() : options.device;
   DeviceGuard guard(device);
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
