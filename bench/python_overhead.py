@@ -1,6 +1,7 @@
 """Per-call cost of leanattn.decode on a tiny problem (batch 1, 32/8 heads, head_dim 128, 16
 tokens: what a model pays per layer per token at short context), with and without a reused plan
-and caller outputs, for NumPy arrays and PyTorch tensors; and the same with 0 tokens (the
+and caller outputs (plain, and with Gemma 2's soft-cap), for NumPy arrays and PyTorch tensors;
+and the same with 0 tokens (the
 overhead alone, no attention work). Prints min and median microseconds over several runs.
 
     python bench/python_overhead.py [--runs 7] [--reps 2000]
@@ -48,10 +49,14 @@ def cases(lib: str, dtype: str, tokens: int):
         out, lse = np.empty_like(arrays[0]), np.empty((b, hq), np.float32)
     q, k, v = arrays
     plan = leanattn.plan([tokens], q_heads=hq, kv_heads=hk, head_dim=d)
+    capped = leanattn.plan([tokens], q_heads=hq, kv_heads=hk, head_dim=d, softcap=50.0)
     calls = [
         ("decode(q, k, v, seq_lens)", lambda: leanattn.decode(q, k, v, lens)),
         ("decode(..., plan=, out=, lse_out=)",
          lambda: leanattn.decode(q, k, v, plan=plan, out=out, lse_out=lse)),
+        # Gemma 2's decode: a plan made for its soft-cap (the fast path takes it along).
+        ("decode(..., plan=, out=, lse_out=, softcap=50)",
+         lambda: leanattn.decode(q, k, v, plan=capped, out=out, lse_out=lse, softcap=50.0)),
     ]
     if lib == "torch":
         import torch
@@ -76,13 +81,13 @@ def main() -> None:
         pass
     print(f"leanattn {leanattn.__version__}, {leanattn.default_workers()} workers, "
           f"SIMD {leanattn.simd_targets()[0]}")
-    print(f"{'framework':9} {'dtype':8} {'tokens':>6}  {'call':42} {'min us':>7} {'median us':>9}")
+    print(f"{'framework':9} {'dtype':8} {'tokens':>6}  {'call':48} {'min us':>7} {'median us':>9}")
     for lib in libs:
         for dtype in ("float16", "float32"):
             for tokens in (16, 0):
                 for label, fn in cases(lib, dtype, tokens):
                     lo, med = timed(fn, args.runs, args.reps)
-                    print(f"{lib:9} {dtype:8} {tokens:6}  {label:42} {lo:7.1f} {med:9.1f}")
+                    print(f"{lib:9} {dtype:8} {tokens:6}  {label:48} {lo:7.1f} {med:9.1f}")
 
 
 if __name__ == "__main__":

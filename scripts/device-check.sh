@@ -17,7 +17,8 @@
 #   6b. the Python module with the CUDA engine, built in the same build directory (the image's
 #      python3 has nanobind, PyTorch and CuPy), and pytest on the torch tests that use CUDA
 #      tensors: sinks, ALiBi and 8-bit scales on the device (test_torch_device_arrays.py) and the
-#      CUDA cases of test_torch_tensors.py / test_torch_quantized.py (python.log);
+#      CUDA cases of test_torch_tensors.py / test_torch_quantized.py, and Llama and Gemma 2
+#      generating through the CUDA engine in transformers (test_transformers.py; python.log);
 #   7. `leanattn bench --backend cuda` over a sweep, KV capped per case (contiguous d64/d128,
 #      then d256, paged, the variants: q_len 4, a 4096-token window on 128k, window + sinks, and
 #      8-bit caches: fp8 e4m3 and int8 beside bf16 at 32/8 heads, d 128, 128k, batch 1),
@@ -299,6 +300,7 @@ else
   PYTHONPATH=$pkg LEANATTN_REQUIRE_TORCH=1 timeout --signal=TERM --kill-after=5 "$limit" \
     "$python_bin" -m pytest -q -p no:cacheprovider -rs tests/python/torch/test_torch_device_arrays.py \
     tests/python/torch/test_torch_tensors.py tests/python/torch/test_torch_quantized.py \
+    tests/python/torch/test_transformers.py::test_cuda_generation_llama_and_gemma2 \
     >"$out/python.log" 2>&1
   rc=$?
   cat "$out/python.log" >>"$log"
@@ -306,7 +308,7 @@ else
   note "python: pytest exit $rc:${line:- see python.log}"
   [ $rc -eq 0 ] || fail "python tests with CUDA arrays (python.log)"
   # On the GPU nothing of the device-array tests may skip (a skip there would hide the check).
-  if grep -q "^SKIPPED.*test_torch_device_arrays" "$out/python.log"; then
+  if grep -q -E "^SKIPPED.*(test_torch_device_arrays|test_transformers)" "$out/python.log"; then
     fail "python: device-array tests skipped on the GPU (python.log)"
   fi
 fi

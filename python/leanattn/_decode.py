@@ -149,18 +149,19 @@ def decode(
     framework's current stream (seq_lens are read on the host; a host block_table is copied
     to the device). There is no autograd: PyTorch inputs are read through detached views.
 
-    With ``plan``, ``out`` and PyTorch tensors (and seq_lens None, no block_table), the call
-    takes a fast path: the tensors are read through the DLPack C exchange API, with no Python
-    work per tensor and no allocation (docs/integration.md, "Per-call overhead").
+    With ``plan``, ``out`` and PyTorch tensors (and seq_lens None, no block_table, no sinks,
+    ALiBi or 8-bit cache; causal, window_left and softcap allowed), the call takes a fast path:
+    the tensors are read through the DLPack C exchange API, with no Python work per tensor and no
+    allocation (docs/integration.md, "Per-call overhead").
 
     Raises:
         ValueError: a shape or value breaks a rule (the message starts with the argument name).
         TypeError: an unsupported dtype.
     """
-    plain = is_plain(causal, window_left, softcap, sinks, alibi_slopes)
     quantized = kv_dtype is not None or k_scale is not None or v_scale is not None
     if (
-        plain
+        sinks is None
+        and alibi_slopes is None
         and not quantized
         and out is not None
         and type(plan) is Plan
@@ -172,13 +173,17 @@ def decode(
         scale_f = 0.0 if scale is None else _arrays.optional_scale(scale)
         workers_n = 0 if workers is None else _arrays.optional_positive_int(
             workers, "workers", _ext.MAX_WORKERS)
+        # The variants without arrays ride along (the plan must have been made for them).
+        causal_b, window, cap = (True, -1, 0.0) if is_plain(
+            causal, window_left, softcap, None, None) else variant_args(
+                causal, window_left, softcap, None, None, q_heads=0)[:3]
         stream = _arrays.current_stream(q) if getattr(q, "is_cuda", False) else 0
         done = _ext._decode_planned(q, k_cache, v_cache, out, lse_out, plan._impl, scale_f,
-                                    workers_n, stream)
+                                    workers_n, stream, causal_b, window, cap)
         if not done and type(q) is np.ndarray and q.dtype in _FAST_NUMPY:
             # NumPy float32/float16 (DLPack describes them): no Python-level checks either.
             _ext._decode(q, "", k_cache, v_cache, "", plan._lens(), None, out, lse_out,
-                         scale_f, "lean", workers_n, 0, plan._impl, 0)
+                         scale_f, "lean", workers_n, 0, plan._impl, 0, causal_b, window, cap)
             done = True
         if done:
             return (out, lse_out) if (return_lse or lse_out is not None) else out

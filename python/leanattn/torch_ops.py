@@ -7,18 +7,20 @@ already imported, so nothing is paid without torch. Schemas::
 
     decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor seq_lens, Tensor? block_table=None,
            float? scale=None, Tensor? sinks=None, Tensor? alibi_slopes=None,
-           Tensor? k_scale=None, Tensor? v_scale=None, str? kv_dtype=None)
-           -> (Tensor out, Tensor lse)
+           Tensor? k_scale=None, Tensor? v_scale=None, str? kv_dtype=None,
+           float? softcap=None, int? window_left=None) -> (Tensor out, Tensor lse)
     decode_(Tensor q, Tensor k_cache, Tensor v_cache, Tensor seq_lens, Tensor(a!) out,
             Tensor(b!)? lse_out=None, Tensor? block_table=None, float? scale=None,
             Tensor? sinks=None, Tensor? alibi_slopes=None, Tensor? k_scale=None,
-            Tensor? v_scale=None, str? kv_dtype=None) -> ()
+            Tensor? v_scale=None, str? kv_dtype=None, float? softcap=None,
+            int? window_left=None) -> ()
 
 Shapes are those of :func:`leanattn.decode`: q ``[batch, q_heads, head_dim]``, caches
 ``[batch, capacity, kv_heads, head_dim]`` (or paged with block_table), seq_lens ``[batch]``
 integer (read on the host), out like q, lse ``[batch, q_heads]`` float32; sinks and
 alibi_slopes ``[q_heads]`` float32, an 8-bit cache's k_scale / v_scale tensors (the layouts of
-:func:`leanattn.decode`; kv_dtype for uint8 caches of fp8 bytes). On CUDA they are read on q's
+:func:`leanattn.decode`; kv_dtype for uint8 caches of fp8 bytes); softcap and window_left
+as in :func:`leanattn.decode` (Gemma 2's soft-cap, a sliding-window layer). On CUDA they are read on q's
 device as they are (float32, contiguous) or converted there by torch: they never make a host
 round trip (no ``.cpu()``, no ``.item()``); seq_lens alone is read on the host.
 """
@@ -38,32 +40,36 @@ _PLANS: Dict[Tuple[Any, ...], Plan] = {}
 atexit.register(_PLANS.clear)  # plans are freed before the extension module is
 
 
-# The optional tensors of the ops' schemas, after scale: (sinks, alibi_slopes, k_scale, v_scale,
-# kv_dtype), all None for plain attention over a 16-bit cache.
-_EXTRAS = ("sinks", "alibi_slopes", "k_scale", "v_scale", "kv_dtype")
+# The optional arguments of the ops' schemas, after scale: (sinks, alibi_slopes, k_scale,
+# v_scale, kv_dtype, softcap, window_left), all None for plain attention over a 16-bit cache.
+_EXTRAS = ("sinks", "alibi_slopes", "k_scale", "v_scale", "kv_dtype", "softcap", "window_left")
+# Those a plan is made for: the calls with only these keep the fast path.
+_PLANNED = ("softcap", "window_left")
 
 
 def _run(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,
          out: torch.Tensor, lse: Optional[torch.Tensor], block_table: Optional[torch.Tensor],
          scale: Optional[float], extras: Tuple[Any, ...]) -> None:
-    """decode into out/lse. With a host seq_lens, no block table and no extras, through a plan
-    kept per lengths and shapes, so the call takes decode's fast path (every layer of a step
-    reuses it). The extras (sinks, slopes, scales) go to decode as they are: on CUDA it keeps
-    them on q's device."""
+    """decode into out/lse. With a host seq_lens, no block table and no extras but softcap and
+    window_left, through a plan kept per lengths, shapes and those two, so the call takes
+    decode's fast path (every layer of a step reuses it). The other extras (sinks, slopes,
+    scales) go to decode as they are: on CUDA it keeps them on q's device."""
     named = {name: value for name, value in zip(_EXTRAS, extras) if value is not None}
-    if (named or block_table is not None or seq_lens.device.type != "cpu"
+    planned = {name: named[name] for name in _PLANNED if name in named}
+    if (len(named) > len(planned) or block_table is not None or seq_lens.device.type != "cpu"
             or q.device.type != "cpu"):
         _decode(q, k_cache, v_cache, seq_lens, block_table=block_table, scale=scale, out=out,
                 lse_out=lse, **named)
         return
-    key = (tuple(seq_lens.tolist()), q.shape[1], k_cache.shape[2], q.shape[2])
+    key = (tuple(seq_lens.tolist()), q.shape[1], k_cache.shape[2], q.shape[2],
+           planned.get("softcap"), planned.get("window_left"))
     plan = _PLANS.get(key)
     if plan is None:
         if len(_PLANS) >= 64:
             _PLANS.clear()
         plan = _PLANS[key] = _make_plan(seq_lens, q_heads=q.shape[1], kv_heads=k_cache.shape[2],
-                                        head_dim=q.shape[2])
-    _decode(q, k_cache, v_cache, plan=plan, scale=scale, out=out, lse_out=lse)
+                                        head_dim=q.shape[2], **planned)
+    _decode(q, k_cache, v_cache, plan=plan, scale=scale, out=out, lse_out=lse, **planned)
 
 
 def _decode_impl(
@@ -71,12 +77,13 @@ def _decode_impl(
     block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
     sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
     k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
-    kv_dtype: Optional[str] = None,
+    kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
+    window_left: Optional[int] = None,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     lse = torch.empty(q.shape[:2], dtype=torch.float32, device=q.device)
     _run(q, k_cache, v_cache, seq_lens, out, lse, block_table, scale,
-         (sinks, alibi_slopes, k_scale, v_scale, kv_dtype))
+         (sinks, alibi_slopes, k_scale, v_scale, kv_dtype, softcap, window_left))
     return out, lse
 
 
@@ -85,7 +92,8 @@ def _decode_fake(
     block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
     sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
     k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
-    kv_dtype: Optional[str] = None,
+    kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
+    window_left: Optional[int] = None,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     return out, q.new_empty(q.shape[:2], dtype=torch.float32)
@@ -97,10 +105,11 @@ def _decode_inplace_impl(
     block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
     sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
     k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
-    kv_dtype: Optional[str] = None,
+    kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
+    window_left: Optional[int] = None,
 ) -> None:
     _run(q, k_cache, v_cache, seq_lens, out, lse_out, block_table, scale,
-         (sinks, alibi_slopes, k_scale, v_scale, kv_dtype))
+         (sinks, alibi_slopes, k_scale, v_scale, kv_dtype, softcap, window_left))
 
 
 def _decode_inplace_fake(
@@ -109,7 +118,8 @@ def _decode_inplace_fake(
     block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
     sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
     k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
-    kv_dtype: Optional[str] = None,
+    kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
+    window_left: Optional[int] = None,
 ) -> None:
     return None
 
@@ -121,7 +131,8 @@ def register() -> None:
         return
     lib = torch.library.Library("leanattn", "DEF")
     extras = ("Tensor? sinks=None, Tensor? alibi_slopes=None, Tensor? k_scale=None, "
-              "Tensor? v_scale=None, str? kv_dtype=None")  # _EXTRAS
+              "Tensor? v_scale=None, str? kv_dtype=None, float? softcap=None, "
+              "int? window_left=None")  # _EXTRAS
     lib.define(
         "decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor seq_lens, "
         f"Tensor? block_table=None, float? scale=None, {extras}) -> (Tensor, Tensor)"

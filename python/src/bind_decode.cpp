@@ -83,11 +83,13 @@ void decode(const InArray& q, std::string_view q_dtype, const InArray& k_cache,
 }
 
 // The same for a contiguous cache, plan's seq_lens, and q, k_cache, v_cache, out, lse (or None)
-// of a type with the DLPack exchange API (PyTorch): no Python call, no allocation. Returns false,
-// having done nothing, when one of them is not such an object (the caller takes _decode).
+// of a type with the DLPack exchange API (PyTorch): no Python call, no allocation. The variants
+// without arrays (causal, window_left, softcap: Gemma 2's soft-cap, a sliding layer) come as
+// values; sinks and ALiBi take _decode. Returns false, having done nothing, when one of them is
+// not such an object (the caller takes _decode).
 bool decode_planned(nb::handle q, nb::handle k_cache, nb::handle v_cache, nb::handle out,
                     nb::handle lse, const Plan& plan, float scale, std::int32_t workers,
-                    std::uintptr_t stream) {
+                    std::uintptr_t stream, bool causal, std::int32_t window_left, float softcap) {
   DlView qv, kv, vv, ov, lv;
   const bool has_lse = !lse.is_none();
   if (!exchange_view(q, qv) || !exchange_view(k_cache, kv) || !exchange_view(v_cache, vv) ||
@@ -98,6 +100,7 @@ bool decode_planned(nb::handle q, nb::handle k_cache, nb::handle v_cache, nb::ha
   decode_views(views, qv, "", kv, vv, "", plan.seq_lens, static_cast<const DlView*>(nullptr),
                scale);
   attach_outputs(views, ov, "", has_lse ? &lv : nullptr);
+  attach_variant(views, causal, window_left, softcap, std::nullopt, std::nullopt);
   attach_kv_scales(views, std::nullopt, std::nullopt);  // an 8-bit cache needs _decode's scales
   run_views(views, &plan, "lean", workers, 0, stream);
   return true;
@@ -115,8 +118,8 @@ void bind_decode(nb::module_& m) {
         "k_scale"_a.noconvert().none() = nb::none(), "v_scale"_a.noconvert().none() = nb::none(),
         "Private: use leanattn.decode.");
   m.def("_decode_planned", &decode_planned, "q"_a, "k_cache"_a, "v_cache"_a, "out"_a,
-        "lse"_a.none(), "plan"_a, "scale"_a, "workers"_a, "stream"_a,
-        "Private: use leanattn.decode.");
+        "lse"_a.none(), "plan"_a, "scale"_a, "workers"_a, "stream"_a, "causal"_a = true,
+        "window_left"_a = -1, "softcap"_a = 0.0f, "Private: use leanattn.decode.");
 }
 
 }  // namespace leanattn::python

@@ -1,5 +1,7 @@
 // The variants' work on a block of scores in the CPU kernel: masking (causal rows, sliding
 // windows), the soft-cap and the ALiBi bias, per row, with the rules of core/variant_rules.hpp.
+// The SIMD kernels cap a whole block first (softcap_block) and pass these rules without it; the
+// portable fallback applies all of them here.
 // The engine fills one ScoreRules per segment; plain attention passes none, so its kernel path
 // does no per-token work. Blocks that every row sees whole skip the mask test entirely.
 #pragma once

@@ -5,7 +5,8 @@
 // rows (R a power of two, chosen so that R rows' accumulators fit the register file):
 //   1. scores  S[t][r] = q_r . k_t             (qk_block: R x U dot products at once, reduced
 //                                                four at a time by a transpose tree)
-//   2. softmax m, l update and P = exp(S - m)  (softmax_block, the state header's rules)
+//   2. the variants' rules (the soft-cap vectorised, then masks and ALiBi: score_rules.hpp),
+//      softmax m, l update and P = exp(S - m)  (softmax_block, the state header's rules)
 //   3. values  o_r = o_r * rescale_r + sum_t P[t][r] v_t   (pv_block: R rows x C vectors of o
 //                                                          stay in registers over the block)
 // K and V rows are converted to f32 in registers (kv_row_load-inl.hpp); an 8-bit cache's scales
@@ -241,6 +242,21 @@ HWY_INLINE void reduce_rows(const float* HWY_RESTRICT s, std::int32_t count, flo
   for (std::int32_t j = 0; j < vecs; ++j) hn::StoreU(acc[j], df, out + j * n);
 }
 
+// s[i] = cap * tanh(s[i] / cap) for i < count rounded up to whole vectors (the rows' padding
+// past count is overwritten after): the soft-cap of a block's scores, vectorised (Highway's Tanh,
+// 4 ulp). A tanhf per score in the per-score rules (score_rules.hpp) made a Gemma-2-shaped decode
+// 23-35% slower than plain attention (bench/results/softcap-cpu-ab-*).
+HWY_INLINE void softcap_block(float* HWY_RESTRICT s, std::int32_t count, float cap) {
+  const DF df;
+  const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
+  const VF c = hn::Set(df, cap);
+  const VF inv = hn::Set(df, 1.0f / cap);
+  for (std::int32_t i = 0; i < count; i += n) {
+    const VF x = hn::Load(df, s + i);
+    hn::Store(hn::Mul(c, hn::Tanh(df, hn::Mul(x, inv))), df, s + i);
+  }
+}
+
 // Online-softmax step for R rows over a block: turns S into P in place and updates m, l. Returns
 // the per-row rescale factors of o in `rescale`. `count` = padded entries (see reduce_rows).
 template <int R>
@@ -335,10 +351,13 @@ HWY_INLINE void pv_dispatch(const float* p, const KvT* const* vrow, std::int32_t
 }
 
 // One pass of R rows (starting at row r0) over one block of `tokens` K/V rows (keys t0 on).
+// `rules`: the job's rules less the soft-cap (null when none are left), `cap` the soft-cap (0:
+// off).
 template <int R, class KvT>
-HWY_INLINE void rows_pass(const SegmentJob& job, std::int32_t r0, std::int64_t t0,
-                          const KvT* const* krow, const KvT* const* vrow, std::int32_t tokens,
-                          const float* kscale, const float* vscale, const char* const* prefetch_k,
+HWY_INLINE void rows_pass(const SegmentJob& job, const ScoreRules* rules, float cap,
+                          std::int32_t r0, std::int64_t t0, const KvT* const* krow,
+                          const KvT* const* vrow, std::int32_t tokens, const float* kscale,
+                          const float* vscale, const char* const* prefetch_k,
                           const char* const* prefetch_v, std::int32_t prefetch_count) {
   constexpr int U = score_tokens<R>();
   const std::int32_t d = job.head_dim;
@@ -349,7 +368,8 @@ HWY_INLINE void rows_pass(const SegmentJob& job, std::int32_t r0, std::int64_t t
   HWY_ALIGN float s[kRowsPadded * kMaxRows + 64];
   qk_block<R>(job.q + r0 * d, krow, padded_tokens, d, s, prefetch_k, prefetch_count);
   if constexpr (kScaledKv<KvT>) scale_token_rows<R>(s, kscale, tokens);
-  if (job.rules != nullptr) apply_score_rules(*job.rules, r0, R, t0, tokens, s);
+  if (cap > 0.0f) softcap_block(s, tokens * R, cap);
+  if (rules != nullptr) apply_score_rules(*rules, r0, R, t0, tokens, s);
   for (std::int32_t i = tokens * R; i < count; ++i) s[i] = -std::numeric_limits<float>::infinity();
   float rescale[R];
   softmax_block<R>(s, count, job.m + r0, job.l + r0, rescale);
@@ -380,6 +400,17 @@ void compute_typed(const SegmentJob& job) {
   const KvT* krow[kRowsPadded];
   const KvT* vrow[kRowsPadded];
   static const char* const kNoRows[kRowsPadded] = {};
+  // The soft-cap is applied per block by softcap_block, the other rules (masks, ALiBi) by
+  // apply_score_rules, after it.
+  ScoreRules rest;
+  const ScoreRules* rules = nullptr;
+  float cap = 0.0f;
+  if (job.rules != nullptr) {
+    rest = *job.rules;
+    cap = rest.softcap;
+    rest.softcap = 0.0f;
+    rules = &rest;
+  }
   for (std::int64_t t0 = job.token_begin; t0 < job.token_end; t0 += kBlock) {
     const auto tokens =
         static_cast<std::int32_t>(std::min<std::int64_t>(kBlock, job.token_end - t0));
@@ -403,16 +434,20 @@ void compute_typed(const SegmentJob& job) {
     while (r0 < job.rows) {
       const std::int32_t left = job.rows - r0;
       if (kRegisters >= 32 && left >= 8) {
-        rows_pass<8>(job, r0, t0, krow, vrow, tokens, ks, vs, pk, pv, r0 == 0 ? lines : 0);
+        rows_pass<8>(job, rules, cap, r0, t0, krow, vrow, tokens, ks, vs, pk, pv,
+                     r0 == 0 ? lines : 0);
         r0 += 8;
       } else if (left >= 4) {
-        rows_pass<4>(job, r0, t0, krow, vrow, tokens, ks, vs, pk, pv, r0 == 0 ? lines : 0);
+        rows_pass<4>(job, rules, cap, r0, t0, krow, vrow, tokens, ks, vs, pk, pv,
+                     r0 == 0 ? lines : 0);
         r0 += 4;
       } else if (left >= 2) {
-        rows_pass<2>(job, r0, t0, krow, vrow, tokens, ks, vs, pk, pv, r0 == 0 ? lines : 0);
+        rows_pass<2>(job, rules, cap, r0, t0, krow, vrow, tokens, ks, vs, pk, pv,
+                     r0 == 0 ? lines : 0);
         r0 += 2;
       } else {
-        rows_pass<1>(job, r0, t0, krow, vrow, tokens, ks, vs, pk, pv, r0 == 0 ? lines : 0);
+        rows_pass<1>(job, rules, cap, r0, t0, krow, vrow, tokens, ks, vs, pk, pv,
+                     r0 == 0 ? lines : 0);
         r0 += 1;
       }
     }

@@ -1,6 +1,6 @@
 """Shared helpers of the leanattn Python tests: random decode problems (contiguous and paged
-caches in every dtype), an independent NumPy fp64 attention written from the definition, and
-the accuracy check used against it and against leanattn.reference.
+caches in every dtype), independent NumPy fp64 attentions written from the definitions (plain,
+and with the variants), and the accuracy check used against them and against leanattn.reference.
 """
 
 from __future__ import annotations
@@ -133,6 +133,44 @@ def numpy_attention(q, k, v, seq_lens, block_table=None, scale=None):
         total = p.sum(axis=1)
         out[b] = np.einsum("hn,nhd->hd", p, values[:, heads]) / total[:, None]
         lse[b] = m[:, 0] + np.log(total)
+    return out, lse
+
+
+def numpy_variant_attention(q, k, v, lens, causal=True, window_left=None, softcap=None,
+                            sinks=None, alibi=None, scale=None):
+    """The variants of docs/numerics.md from their definitions, in float64, one query row at a
+    time: q [batch, q_len, q_heads, d]; k, v [batch, capacity, kv_heads, d]; out and lse."""
+    batch, q_len, q_heads, d = q.shape
+    group = q_heads // k.shape[2]
+    scale = 1.0 / np.sqrt(d) if scale is None else scale
+    out = np.zeros(q.shape)
+    lse = np.full((batch, q_len, q_heads), -np.inf)
+    for b in range(batch):
+        n = int(lens[b])
+        if n == 0:
+            continue
+        for i in range(q_len):
+            pos = n - q_len + i
+            keys = np.arange(n)
+            visible = np.ones(n, bool)
+            if causal:
+                visible &= keys <= pos
+            if window_left is not None and window_left >= 0:
+                visible &= keys >= pos - window_left
+            for h in range(q_heads):
+                kh = h // group
+                s = (k[b, :n, kh].astype(np.float64) @ q[b, i, h].astype(np.float64)) * scale
+                if softcap:
+                    s = softcap * np.tanh(s / softcap)
+                if alibi is not None:
+                    s = s - float(alibi[h]) * np.abs(keys - pos)
+                s = np.where(visible, s, -np.inf)
+                terms = [s] if sinks is None else [s, np.array([float(sinks[h])])]
+                m = max(t.max() for t in terms)
+                denom = sum(np.exp(t - m).sum() for t in terms)
+                w = np.exp(s - m) / denom
+                out[b, i, h] = w @ v[b, :n, kh].astype(np.float64)
+                lse[b, i, h] = m + np.log(denom)
     return out, lse
 
 

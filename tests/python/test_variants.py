@@ -7,43 +7,7 @@ import numpy as np
 import pytest
 
 import leanattn
-
-
-def numpy_attention(q, k, v, lens, causal=True, window_left=None, softcap=None, sinks=None,
-                    alibi=None, scale=None):
-    """q [batch, q_len, q_heads, d]; k, v [batch, capacity, kv_heads, d]: float64 out and lse."""
-    batch, q_len, q_heads, d = q.shape
-    group = q_heads // k.shape[2]
-    scale = 1.0 / np.sqrt(d) if scale is None else scale
-    out = np.zeros(q.shape)
-    lse = np.full((batch, q_len, q_heads), -np.inf)
-    for b in range(batch):
-        n = int(lens[b])
-        if n == 0:
-            continue
-        for i in range(q_len):
-            pos = n - q_len + i
-            keys = np.arange(n)
-            visible = np.ones(n, bool)
-            if causal:
-                visible &= keys <= pos
-            if window_left is not None and window_left >= 0:
-                visible &= keys >= pos - window_left
-            for h in range(q_heads):
-                kh = h // group
-                s = (k[b, :n, kh].astype(np.float64) @ q[b, i, h].astype(np.float64)) * scale
-                if softcap:
-                    s = softcap * np.tanh(s / softcap)
-                if alibi is not None:
-                    s = s - float(alibi[h]) * np.abs(keys - pos)
-                s = np.where(visible, s, -np.inf)
-                terms = [s] if sinks is None else [s, np.array([float(sinks[h])])]
-                m = max(t.max() for t in terms)
-                denom = sum(np.exp(t - m).sum() for t in terms)
-                w = np.exp(s - m) / denom
-                out[b, i, h] = w @ v[b, :n, kh].astype(np.float64)
-                lse[b, i, h] = m + np.log(denom)
-    return out, lse
+from conftest import numpy_variant_attention as numpy_attention
 
 
 def make(batch=3, q_len=4, q_heads=8, kv_heads=2, d=32, lens=(70, 0, 33), dtype=np.float32,
@@ -133,3 +97,44 @@ def test_q_len_longer_than_a_request():
     q, k, v, lens = make(lens=(70, 2, 33))
     with pytest.raises(ValueError, match="seq_lens"):
         leanattn.decode(q, k, v, lens)
+
+
+@pytest.mark.parametrize("q_len, variant", [
+    (1, {"softcap": 1.5}),
+    (1, {"window_left": 9}),
+    (1, {"window_left": 20, "softcap": 2.0}),
+    (3, {"causal": False, "softcap": 0.7}),
+])
+def test_planned_fast_path_takes_scalar_variants(monkeypatch, q_len, variant):
+    # decode(plan=, out=) with a plan made for the variant: the fast path runs it (the general
+    # path is made to fail), NaN-poisoned outputs, workers and tiles that cut every request.
+    q, k, v, lens = make(q_len=q_len, lens=(70, 0, 33, 5), batch=4)
+    q3 = q[:, 0] if q_len == 1 else q
+    want, want_lse = numpy_attention(q, k, v, lens, **variant)
+    if q_len == 1:
+        want, want_lse = want[:, 0], want_lse[:, 0]
+    import leanattn._decode as decode_module
+
+    def general(*args, **kwargs):
+        raise AssertionError("took the general path")
+
+    monkeypatch.setattr(decode_module, "_decode_general", general)
+    for workers, tile in ((1, 16), (3, 16), (7, 32)):
+        plan = leanattn.plan(lens, q_heads=8, kv_heads=2, head_dim=32, workers=workers, tile=tile,
+                             q_len=q_len, **variant)
+        out = np.full_like(q3, np.nan)
+        lse = np.full(q3.shape[:-1], np.nan, np.float32)
+        leanattn.decode(q3, k, v, plan=plan, out=out, lse_out=lse, **variant)
+        np.testing.assert_allclose(out, want, atol=2e-5)
+        np.testing.assert_allclose(lse, want_lse, atol=2e-5)
+
+
+def test_planned_call_with_another_variant_is_refused():
+    q, k, v, lens = make(q_len=1)
+    out = np.empty_like(q[:, 0])
+    plain = leanattn.plan(lens, q_heads=8, kv_heads=2, head_dim=32)
+    with pytest.raises(ValueError, match="^plan: .*variant"):
+        leanattn.decode(q[:, 0], k, v, plan=plain, out=out, softcap=2.0)
+    capped = leanattn.plan(lens, q_heads=8, kv_heads=2, head_dim=32, softcap=2.0)
+    with pytest.raises(ValueError, match="^plan: .*variant"):
+        leanattn.decode(q[:, 0], k, v, plan=capped, out=out)

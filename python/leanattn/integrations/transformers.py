@@ -9,7 +9,7 @@ Importing this module registers an attention function named ``"leanattn"`` with 
 
 decodes every generated token (one query token per request) through leanattn, and prefills
 (several query tokens) through transformers' SDPA, or the model's own eager attention where SDPA
-cannot run it (attention sinks). Settings are read from the module each call is made for:
+cannot run it (attention sinks, soft-capping). Settings are read from the module each call is made for:
 
 - GQA/MQA (kv heads from the key tensor), ``scaling``;
 - the mask (padding, sliding windows): each request's row of the boolean mask must be one
@@ -17,8 +17,8 @@ cannot run it (attention sinks). Settings are read from the module each call is 
   block table over the key tensor (no copy). Any other mask is refused (ValueError);
 - attention sinks (gpt-oss ``module.sinks``): applied exactly from the returned LSE,
   ``out * sigmoid(lse - sink)``;
-- soft-capping (Gemma 2 ``attn_logit_softcapping``): refused (ValueError): it cannot be applied
-  after the fact;
+- soft-capping (Gemma 2 ``attn_logit_softcapping``): leanattn's ``softcap`` (prefill through the
+  model's eager attention, which applies it; SDPA cannot);
 - dropout while training: refused.
 """
 
@@ -39,8 +39,9 @@ from .._decode import decode
 from .._plan import Plan, plan as make_plan
 
 NAME = "leanattn"
-# Worker threads of leanattn's calls (None: one per core). Match it to torch.get_num_threads()
-# when the model's other operations should keep their cores.
+# Worker threads of leanattn's CPU calls (None: one per core). Match it to
+# torch.get_num_threads() when the model's other operations should keep their cores. CUDA calls
+# use the CUDA engine's occupancy.
 workers: Optional[int] = None
 
 _PLANS: Dict[Tuple[int, ...], Plan] = {}
@@ -48,15 +49,26 @@ atexit.register(_PLANS.clear)  # plans are freed before the extension module is
 _MASK_CACHE: Dict[str, Any] = {"key": None, "rows": None}
 
 
-def _plan_for(batch: int, kv_len: int, q_heads: int, kv_heads: int, head_dim: int) -> Plan:
-    """The plan of a step with every request at kv_len keys, made once per shape."""
-    key = (batch, kv_len, q_heads, kv_heads, head_dim, workers)
+def _plan_for(batch: int, kv_len: int, q_heads: int, kv_heads: int, head_dim: int,
+              softcap: Optional[float], device: torch.device) -> Plan:
+    """The plan of a step with every request at kv_len keys, made once per shape, soft-cap and
+    device: for a CUDA query the CUDA engine's (its occupancy, order and tile on that device;
+    ``workers`` counts CPU threads only), else the CPU engine's."""
+    on_cuda = device.type == "cuda"
+    key = (batch, kv_len, q_heads, kv_heads, head_dim, softcap, device.type, device.index,
+           None if on_cuda else workers)
     found = _PLANS.get(key)
     if found is None:
         if len(_PLANS) >= 16:
             _PLANS.clear()
-        found = _PLANS[key] = make_plan([kv_len] * batch, q_heads=q_heads, kv_heads=kv_heads,
-                                        head_dim=head_dim, workers=workers)
+        if on_cuda:
+            with torch.cuda.device(device):  # the CUDA plan is made for the current device
+                found = make_plan([kv_len] * batch, q_heads=q_heads, kv_heads=kv_heads,
+                                  head_dim=head_dim, softcap=softcap, backend="cuda")
+        else:
+            found = make_plan([kv_len] * batch, q_heads=q_heads, kv_heads=kv_heads,
+                              head_dim=head_dim, workers=workers, softcap=softcap)
+        _PLANS[key] = found
     return found
 
 
@@ -108,24 +120,28 @@ def _token_pages(x: torch.Tensor, name: str) -> Tuple[torch.Tensor, int]:
     return view, per_request
 
 
-def _refuse_unsupported(module: Any, dropout: float, kwargs: Dict[str, Any]) -> None:
+def _softcap_of(module: Any, kwargs: Dict[str, Any]) -> Optional[float]:
+    """The logit soft-cap the model passes (Gemma 2: ``softcap=``), else its config's, or None."""
     softcap = kwargs.get("softcap")
     if softcap is None:
         softcap = getattr(getattr(module, "config", None), "attn_logit_softcapping", None)
-    if softcap is not None:
-        raise ValueError(
-            f"softcap: leanattn does not apply attention logit soft-capping (this model's "
-            f"attn_logit_softcapping = {softcap}); it cannot be applied after the fact. Use "
-            "attn_implementation='eager' for this model")
+    return None if softcap is None else float(softcap)
+
+
+def _refuse_unsupported(module: Any, dropout: float) -> None:
     if dropout and getattr(module, "training", False):
         raise ValueError(f"dropout: leanattn is inference only (got dropout = {dropout})")
 
 
 def _prefill(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
              mask: Optional[torch.Tensor], dropout: float, scaling: Optional[float],
-             sinks: Optional[torch.Tensor], **kwargs: Any) -> Tuple[torch.Tensor, Any]:
-    """Several query tokens: transformers' SDPA, or the model's eager attention for sinks."""
-    if sinks is None:
+             sinks: Optional[torch.Tensor], softcap: Optional[float],
+             **kwargs: Any) -> Tuple[torch.Tensor, Any]:
+    """Several query tokens: transformers' SDPA, or the model's eager attention for sinks and
+    soft-caps (passed as the model passes it, ``softcap=``)."""
+    if softcap is not None:
+        kwargs["softcap"] = softcap
+    if sinks is None and softcap is None:
         return sdpa_attention_forward(module, query, key, value, mask, dropout=dropout,
                                       scaling=scaling, **kwargs)
     eager = sys.modules[type(module).__module__].eager_attention_forward
@@ -168,13 +184,15 @@ def leanattn_attention_forward(
 ) -> Tuple[torch.Tensor, None]:
     """The attention function registered as "leanattn"; returns ([batch, q_len, q_heads,
     head_dim], None)."""
-    _refuse_unsupported(module, dropout, kwargs)
+    _refuse_unsupported(module, dropout)
+    softcap = _softcap_of(module, kwargs)
+    kwargs.pop("softcap", None)
     sinks = kwargs.pop("s_aux", None)
     if sinks is None:
         sinks = getattr(module, "sinks", None)
     if query.shape[2] != 1:
         return _prefill(module, query, key, value, attention_mask, dropout, scaling, sinks,
-                        **kwargs)
+                        softcap, **kwargs)
     batch, q_heads, _, head_dim = query.shape
     kv_heads, kv_len = key.shape[1], key.shape[2]
     out = torch.empty(batch, 1, q_heads, head_dim, dtype=query.dtype, device=query.device)
@@ -186,14 +204,14 @@ def leanattn_attention_forward(
         _check_window(module, kv_len)
         lens = torch.full((batch,), kv_len, dtype=torch.int32)
         torch.ops.leanattn.decode_(q, key.transpose(1, 2), value.transpose(1, 2), lens, o, lse,
-                                   None, scaling)
+                                   None, scaling, softcap=softcap)
         return _apply_sinks(o, lse, sinks, out), None
     rows = _mask_rows(attention_mask, batch, kv_len)  # a mask under torch.compile: graph break
     if rows is None:
         _check_window(module, kv_len)
         decode(q, key.transpose(1, 2), value.transpose(1, 2),
-               plan=_plan_for(batch, kv_len, q_heads, kv_heads, head_dim), scale=scaling,
-               out=o, lse_out=lse)
+               plan=_plan_for(batch, kv_len, q_heads, kv_heads, head_dim, softcap, q.device),
+               scale=scaling, out=o, lse_out=lse, softcap=softcap)
     else:
         starts, counts = rows
         k_pages, per_k = _token_pages(key, "key")
@@ -205,7 +223,7 @@ def leanattn_attention_forward(
                  + np.arange(width)[None, :])
         table = np.where(np.arange(width)[None, :] < counts[:, None], table, 0).astype(np.int32)
         decode(q, k_pages, v_pages, counts, block_table=table, scale=scaling, out=o,
-               lse_out=lse, workers=workers)
+               lse_out=lse, workers=None if q.is_cuda else workers, softcap=softcap)
     return _apply_sinks(o, lse, sinks, out), None
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import assert_close, import_torch, make_case, numpy_attention
+from conftest import (assert_close, import_torch, make_case, numpy_attention,
+                      numpy_variant_attention)
 
 torch = import_torch()
 import leanattn  # noqa: E402  (after torch: registers the ops)
@@ -68,3 +69,35 @@ def test_compile_fullgraph(rng):
     explained = torch._dynamo.explain(step)(q, k, v, lens)
     assert explained.graph_break_count == 0 and explained.graph_count == 1
     assert np.isfinite(got[1].numpy()).all()
+
+
+@pytest.mark.parametrize("variant", [{"softcap": 1.5}, {"window_left": 11},
+                                     {"softcap": 0.8, "window_left": 40}])
+def test_op_takes_softcap_and_window(rng, monkeypatch, variant):
+    # Gemma 2's soft-cap and a sliding layer through both ops, eager and compiled, against the
+    # fp64 definition; the plain plan the op keeps must not serve them (the planned path runs).
+    case = make_case(rng, [300, 0, 17, 64], q_heads=8, kv_heads=2, head_dim=64)
+    q, k, v, lens = tensors(case)
+    want, want_lse = numpy_variant_attention(case.q[:, None], case.k, case.v, case.seq_lens,
+                                             scale=0.2, **variant)
+    want, want_lse = want[:, 0], want_lse[:, 0]
+    plain, _ = torch.ops.leanattn.decode(q, k, v, lens, None, 0.2)
+    assert not np.allclose(plain.numpy(), want, atol=1e-3)  # the variant changes the result
+    import leanattn._decode as decode_module
+
+    def general(*args, **kwargs):
+        raise AssertionError("took the general path")
+
+    monkeypatch.setattr(decode_module, "_decode_general", general)
+    out, lse = torch.ops.leanattn.decode(q, k, v, lens, None, 0.2, **variant)
+    assert_close(out, want, "float32", lse, want_lse)
+    buf, buf_lse = torch.full_like(q, float("nan")), torch.full((4, 8), float("nan"))
+    torch.ops.leanattn.decode_(q, k, v, lens, buf, buf_lse, None, 0.2, **variant)
+    assert_close(buf, want, "float32", buf_lse, want_lse)
+
+    def step(q, k, v, lens):
+        return torch.ops.leanattn.decode(q, k, v, lens, None, 0.2, **variant)[0] + 0.0
+
+    torch._dynamo.reset()
+    got = torch.compile(step, fullgraph=True)(q, k, v, lens)
+    torch.testing.assert_close(got, out, rtol=0, atol=0)

@@ -1,6 +1,7 @@
 """attn_implementation="leanattn" through the real transformers code: small random-weight
 models in fp32, greedy generation of 32 tokens against transformers' own attention (SDPA, or
-eager where SDPA cannot run the model), left-padded batches, and the clear refusals."""
+eager where SDPA cannot run the model: sinks, soft-caps), left-padded batches, and the clear
+refusals."""
 
 from __future__ import annotations
 
@@ -69,11 +70,44 @@ def test_gpt_oss_sinks():
     assert torch.equal(outs[0], outs[1]), outs
 
 
-def test_gemma2_softcap_refused():
-    model = model_of(transformers.Gemma2Config, "leanattn", attn_logit_softcapping=50.0)
-    ids = torch.randint(1, 256, (1, 5))
-    with pytest.raises(ValueError, match="^softcap: "):
-        greedy(model, ids, tokens=2)
+def gemma2_scores_sharpened(attn, **extra):
+    """A Gemma 2 (soft-cap 50, its real value; a sliding layer of 12 keys and a full one) whose
+    q and k projections are drawn wider than at init (std 0.3), so that scores reach the cap."""
+    model = model_of(transformers.Gemma2Config, attn,
+                     **{"attn_logit_softcapping": 50.0, "sliding_window": 12,
+                        "query_pre_attn_scalar": 16, **extra})
+    gen = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            for proj in (layer.self_attn.q_proj, layer.self_attn.k_proj):
+                proj.weight.normal_(0.0, 0.3, generator=gen)
+    return model
+
+
+def tokens_and_logits(model, ids, mask=None, tokens=32):
+    with torch.no_grad():
+        r = model.generate(ids, attention_mask=mask, max_new_tokens=tokens, do_sample=False,
+                           min_new_tokens=tokens, pad_token_id=0, output_logits=True,
+                           return_dict_in_generate=True)
+    return r.sequences, torch.stack(r.logits)
+
+
+def test_gemma2_softcap():
+    # Decode through leanattn's softcap (the full layer through a plan, the sliding one through
+    # the mask's token pages once generation passes 12 keys), prefill through eager; a batch of
+    # two, one left-padded. Logits within fp32 noise of eager's; without the soft-cap they are
+    # not (the test would see a dropped or misapplied cap).
+    ids = torch.randint(1, 256, (2, 9), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones_like(ids)
+    mask[1, :3] = 0
+    ids[mask == 0] = 0
+    want, want_logits = tokens_and_logits(gemma2_scores_sharpened("eager"), ids, mask)
+    got, got_logits = tokens_and_logits(gemma2_scores_sharpened("leanattn"), ids, mask)
+    assert torch.equal(got, want), (got, want)
+    torch.testing.assert_close(got_logits, want_logits, rtol=1e-4, atol=1e-4)
+    _, uncapped = tokens_and_logits(
+        gemma2_scores_sharpened("eager", attn_logit_softcapping=None), ids, mask)
+    assert (uncapped - want_logits).abs().max() > 0.1
 
 
 def test_llama_left_padded_batch():
@@ -96,7 +130,8 @@ def test_mask_that_is_not_a_run_is_refused():
         _mask_rows(mask, 2, 6)
 
 
-def test_attention_function_compiles_without_graph_break():
+@pytest.mark.parametrize("softcap", [None, 0.9])
+def test_attention_function_compiles_without_graph_break(softcap):
     from leanattn.integrations.transformers import leanattn_attention_forward
 
     class Attn(torch.nn.Module):
@@ -112,13 +147,64 @@ def test_attention_function_compiles_without_graph_break():
     k, v = (torch.randn(2, 2, 50, 32, generator=gen) for _ in range(2))
 
     def step(q, k, v):
-        return leanattn_attention_forward(module, q, k, v, None, scaling=0.3)[0] * 1.0
+        return leanattn_attention_forward(module, q, k, v, None, scaling=0.3,
+                                          softcap=softcap)[0] * 1.0
 
     torch._dynamo.reset()
     got = torch.compile(step, fullgraph=True)(q, k, v)
     torch.testing.assert_close(got, step(q, k, v), rtol=0, atol=0)
     eager_scores = torch.einsum("bhd,bhnd->bhn", q[:, :, 0], k.repeat_interleave(4, 1)) * 0.3
+    if softcap is not None:
+        eager_scores = softcap * torch.tanh(eager_scores / softcap)
     logits = torch.cat([eager_scores, module.sinks.detach()[None, :, None].expand(2, 8, 1)], -1)
     probs = torch.softmax(logits, -1)[..., :-1]
     want = torch.einsum("bhn,bhnd->bhd", probs, v.repeat_interleave(4, 1))
     torch.testing.assert_close(got[:, 0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_cuda_queries_get_cuda_plans(monkeypatch):
+    # The plan of a step on a CUDA query is the CUDA engine's, made on the query's device and
+    # without the CPU thread count; CPU and CUDA plans of one shape are kept apart.
+    import contextlib
+
+    from leanattn.integrations import transformers as integration
+
+    made, current = [], []
+
+    def spy(lens, **kwargs):
+        made.append(kwargs)
+        return ("plan", len(made))
+
+    monkeypatch.setattr(integration, "make_plan", spy)
+    monkeypatch.setattr(integration, "workers", 3)
+    monkeypatch.setattr(torch.cuda, "device",
+                        lambda d: current.append(d) or contextlib.nullcontext())
+    integration._PLANS.clear()
+    cpu = integration._plan_for(2, 40, 8, 2, 64, 50.0, torch.device("cpu"))
+    gpu = integration._plan_for(2, 40, 8, 2, 64, 50.0, torch.device("cuda", 1))
+    assert integration._plan_for(2, 40, 8, 2, 64, 50.0, torch.device("cuda", 1)) is gpu
+    other = integration._plan_for(2, 40, 8, 2, 64, 50.0, torch.device("cuda", 0))
+    assert len({cpu, gpu, other}) == 3
+    assert made[0] == dict(q_heads=8, kv_heads=2, head_dim=64, workers=3, softcap=50.0)
+    assert made[1] == dict(q_heads=8, kv_heads=2, head_dim=64, softcap=50.0, backend="cuda")
+    assert current == [torch.device("cuda", 1), torch.device("cuda", 0)]
+    integration._PLANS.clear()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or "cuda" not in leanattn.backends,
+                    reason="needs a GPU and leanattn's CUDA backend")
+def test_cuda_generation_llama_and_gemma2():
+    # On the GPU: Llama against SDPA and Gemma 2 (soft-cap, a sliding layer, a left-padded
+    # batch) against eager, every decode step through leanattn's CUDA engine.
+    ids = torch.randint(1, 256, (2, 9), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones_like(ids)
+    mask[1, :3] = 0
+    ids[mask == 0] = 0
+    ids, mask = ids.cuda(), mask.cuda()
+    want = greedy(model_of(transformers.LlamaConfig, "sdpa").cuda(), ids, mask)
+    got = greedy(model_of(transformers.LlamaConfig, "leanattn").cuda(), ids, mask)
+    assert torch.equal(got, want), (got, want)
+    want, want_logits = tokens_and_logits(gemma2_scores_sharpened("eager").cuda(), ids, mask)
+    got, got_logits = tokens_and_logits(gemma2_scores_sharpened("leanattn").cuda(), ids, mask)
+    assert torch.equal(got, want), (got, want)
+    torch.testing.assert_close(got_logits, want_logits, rtol=1e-3, atol=1e-3)
