@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import atexit
 import sys
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -46,7 +46,13 @@ workers: Optional[int] = None
 
 _PLANS: Dict[Tuple[int, ...], Plan] = {}
 atexit.register(_PLANS.clear)  # plans are freed before the extension module is
-_MASK_CACHE: Dict[str, Any] = {"key": None, "rows": None}
+# The last masks mapped, most recent first: (mask, its _version, batch, kv_len, rows). A step's
+# layers share its mask(s): Gemma 2 and gpt-oss alternate a sliding and a full one, hence two.
+# The mask itself is held, so its memory cannot go to another tensor while it is kept: identity
+# and version then mean the same contents (a key of address and version alone matched a new mask
+# allocated where a freed one had been).
+_MASKS: List[Tuple[torch.Tensor, int, int, int, Any]] = []
+_MASKS_KEPT = 2
 
 
 def _plan_for(batch: int, kv_len: int, q_heads: int, kv_heads: int, head_dim: int,
@@ -86,9 +92,9 @@ def _mask_rows(mask: Optional[torch.Tensor], batch: int, kv_len: int
         raise ValueError(
             f"attention_mask: shape {tuple(mask.shape)} does not match {batch} requests of "
             f"{kv_len} keys")
-    key = (mask.data_ptr(), tuple(mask.shape), mask._version)
-    if _MASK_CACHE["key"] == key:
-        return _MASK_CACHE["rows"]
+    for kept in _MASKS:
+        if kept[0] is mask and kept[1:4] == (mask._version, batch, kv_len):
+            return kept[4]
     rows = mask[:, 0, 0, :].expand(batch, kv_len).cpu().numpy()
     if rows.all():
         result = None
@@ -103,7 +109,8 @@ def _mask_rows(mask: Optional[torch.Tensor], batch: int, kv_len: int
                 f"attention_mask: request {int(bad[0])}'s keys are not one contiguous run, so "
                 "they cannot be mapped to leanattn's seq_lens; use attn_implementation='sdpa'")
         result = (starts, counts)
-    _MASK_CACHE["key"], _MASK_CACHE["rows"] = key, result
+    _MASKS.insert(0, (mask, mask._version, batch, kv_len, result))
+    del _MASKS[_MASKS_KEPT:]
     return result
 
 

@@ -5,6 +5,7 @@ refusals."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from conftest import import_torch
@@ -128,6 +129,42 @@ def test_mask_that_is_not_a_run_is_refused():
     mask[1, 0, 0, 2] = False
     with pytest.raises(ValueError, match="^attention_mask: request 1"):
         _mask_rows(mask, 2, 6)
+
+
+def test_mask_rows_are_never_those_of_another_mask():
+    # A new mask at the address of an earlier one, with the same shape and version (as when
+    # the allocator hands a freed mask's memory to the next step's): its own rows, not the
+    # earlier mask's. Made deterministic with two tensors over one NumPy buffer. An in-place
+    # change of a mask is seen too.
+    from leanattn.integrations.transformers import _mask_rows
+
+    buf = np.ones((2, 1, 1, 64), dtype=bool)
+    buf[1, 0, 0, :5] = False
+    first = torch.from_numpy(buf)
+    assert _mask_rows(first, 2, 64)[1].tolist() == [64, 59]
+    buf[1, 0, 0, :9] = False
+    second = torch.from_numpy(buf)
+    assert second.data_ptr() == first.data_ptr() and second._version == first._version
+    assert _mask_rows(second, 2, 64)[1].tolist() == [64, 55]
+    second[0, 0, 0, :2] = False
+    assert _mask_rows(second, 2, 64)[0].tolist() == [2, 9]
+
+
+def test_a_steps_two_masks_are_mapped_once_each(monkeypatch):
+    # Gemma 2 and gpt-oss alternate a sliding and a full mask over a step's layers: each is read
+    # on the host once.
+    from leanattn.integrations import transformers as integration
+
+    full = torch.ones(1, 1, 1, 40, dtype=torch.bool)
+    full[..., :3] = False
+    sliding = full.clone()
+    sliding[..., :28] = False
+    reads, where = [], np.where
+    monkeypatch.setattr(integration.np, "where", lambda *a: reads.append(1) or where(*a))
+    for _ in range(4):
+        assert integration._mask_rows(full, 1, 40)[1].tolist() == [37]
+        assert integration._mask_rows(sliding, 1, 40)[1].tolist() == [12]
+    assert len(reads) == 2
 
 
 @pytest.mark.parametrize("softcap", [None, 0.9])
