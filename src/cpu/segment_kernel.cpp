@@ -89,11 +89,13 @@ void compute_typed(const SegmentJob& job) {
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-// Vector registers the loops may plan with: 32 with AVX-512, 16 with AVX2; SSE4 counts 12 of its
-// 16, since its f16 conversion is a dozen integer operations with temporaries of their own.
-constexpr int kRegisters = (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) ? 32
-                           : HWY_TARGET == HWY_SSE4                              ? 12
-                                                                                 : 16;
+// Vector registers the loops may plan with: 32 with AVX-512 (HWY_AVX3 and every better x86
+// target: AVX3_DL, and AVX3_ZEN4 / AVX3_SPR of newer Highway versions, whose bits are lower), 16
+// with AVX2 (and elsewhere); SSE4 counts 12 of its 16, since its f16 conversion is a dozen integer
+// operations with temporaries of their own.
+constexpr int kRegisters = (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3) ? 32
+                           : HWY_TARGET == HWY_SSE4                 ? 12
+                                                                    : 16;
 // Accumulators a loop keeps for R query rows: up to 3/4 of the registers (12 of 16 with AVX2),
 // as long as the accumulators, the vectors they multiply (one per token or column of a step)
 // and one more still fit, which the compiler otherwise spills. 12 independent FMA chains hide
