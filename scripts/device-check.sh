@@ -300,7 +300,7 @@ else
   PYTHONPATH=$pkg LEANATTN_REQUIRE_TORCH=1 timeout --signal=TERM --kill-after=5 "$limit" \
     "$python_bin" -m pytest -q -p no:cacheprovider -rs tests/python/torch/test_torch_device_arrays.py \
     tests/python/torch/test_torch_tensors.py tests/python/torch/test_torch_quantized.py \
-    tests/python/torch/test_transformers.py::test_cuda_generation_llama_and_gemma2 \
+    tests/python/torch/test_transformers.py::test_bf16_generation_llama_and_gemma2 \
     >"$out/python.log" 2>&1
   rc=$?
   cat "$out/python.log" >>"$log"

@@ -81,6 +81,9 @@ def _decode_planned(
     scale: float,
     workers: int,
     stream: int,
+    causal: bool = ...,
+    window_left: int = ...,
+    softcap: float = ...,
 ) -> bool: ...
 def _make_plan(
     seq_lens: np.ndarray,

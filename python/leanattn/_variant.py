@@ -18,7 +18,7 @@ VariantArgs = Tuple[bool, int, float, Any, Any]
 
 
 def is_plain(causal: Any, window_left: Any, softcap: Any, sinks: Any, alibi_slopes: Any) -> bool:
-    """True when no variant argument is set (decode's fast path applies)."""
+    """True when no variant argument is set."""
     return (causal is True and window_left is None and softcap is None and sinks is None
             and alibi_slopes is None)
 

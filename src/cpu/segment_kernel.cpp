@@ -252,10 +252,10 @@ HWY_INLINE void softcap_block(float* HWY_RESTRICT s, std::int32_t count, float c
   const DF df;
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
   const VF c = hn::Set(df, cap);
-  const VF inv = hn::Set(df, 1.0f / cap);
+  // s / cap as the rules define it: 1 / cap would overflow for a subnormal cap.
   for (std::int32_t i = 0; i < count; i += n) {
     const VF x = hn::Load(df, s + i);
-    hn::Store(hn::Mul(c, hn::Tanh(df, hn::Mul(x, inv))), df, s + i);
+    hn::Store(hn::Mul(c, hn::Tanh(df, hn::Div(x, c))), df, s + i);
   }
 }
 
@@ -353,8 +353,8 @@ HWY_INLINE void pv_dispatch(const float* p, const KvT* const* vrow, std::int32_t
 }
 
 // One pass of R rows (starting at row r0) over one block of `tokens` K/V rows (keys t0 on).
-// `rules`: the job's rules less the soft-cap (null when none are left), `cap` the soft-cap (0:
-// off).
+// `rules`: the job's rules less the soft-cap (null for plain attention); `cap`: the soft-cap
+// (0: off).
 template <int R, class KvT>
 HWY_INLINE void rows_pass(const SegmentJob& job, const ScoreRules* rules, float cap,
                           std::int32_t r0, std::int64_t t0, const KvT* const* krow,

@@ -106,8 +106,9 @@ def test_q_len_longer_than_a_request():
     (3, {"causal": False, "softcap": 0.7}),
 ])
 def test_planned_fast_path_takes_scalar_variants(monkeypatch, q_len, variant):
-    # decode(plan=, out=) with a plan made for the variant: the fast path runs it (the general
-    # path is made to fail), NaN-poisoned outputs, workers and tiles that cut every request.
+    # decode(plan=, out=) with a plan made for the variant: the fast path's NumPy branch runs it
+    # (the general path is made to fail; torch tensors: test_torch_op.py), NaN-poisoned outputs,
+    # workers and tiles that cut every request.
     q, k, v, lens = make(q_len=q_len, lens=(70, 0, 33, 5), batch=4)
     q3 = q[:, 0] if q_len == 1 else q
     want, want_lse = numpy_attention(q, k, v, lens, **variant)

@@ -9,7 +9,7 @@ Importing this module registers an attention function named ``"leanattn"`` with 
 
 decodes every generated token (one query token per request) through leanattn, and prefills
 (several query tokens) through transformers' SDPA, or the model's own eager attention where SDPA
-cannot run it (attention sinks, soft-capping). Settings are read from the module each call is made for:
+cannot run it (attention sinks, soft-capping). Settings are read from the module and the call:
 
 - GQA/MQA (kv heads from the key tensor), ``scaling``;
 - the mask (padding, sliding windows): each request's row of the boolean mask must be one
@@ -17,15 +17,17 @@ cannot run it (attention sinks, soft-capping). Settings are read from the module
   block table over the key tensor (no copy). Any other mask is refused (ValueError);
 - attention sinks (gpt-oss ``module.sinks``): applied exactly from the returned LSE,
   ``out * sigmoid(lse - sink)``;
-- soft-capping (Gemma 2 ``attn_logit_softcapping``): leanattn's ``softcap`` (prefill through the
-  model's eager attention, which applies it; SDPA cannot);
+- soft-capping (Gemma 2 passes its ``attn_logit_softcapping`` as ``softcap=``): leanattn's
+  ``softcap`` (prefill through the model's eager attention, which applies it; SDPA cannot);
 - dropout while training: refused.
 """
 
 from __future__ import annotations
 
 import atexit
+import math
 import sys
+import weakref
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -46,13 +48,17 @@ workers: Optional[int] = None
 
 _PLANS: Dict[Tuple[int, ...], Plan] = {}
 atexit.register(_PLANS.clear)  # plans are freed before the extension module is
-# The last masks mapped, most recent first: (mask, its _version, batch, kv_len, rows). A step's
-# layers share its mask(s): Gemma 2 and gpt-oss alternate a sliding and a full one, hence two.
-# The mask itself is held, so its memory cannot go to another tensor while it is kept: identity
-# and version then mean the same contents (a key of address and version alone matched a new mask
-# allocated where a freed one had been).
-_MASKS: List[Tuple[torch.Tensor, int, int, int, Any]] = []
+# The last masks mapped, most recent first: (weak reference to the mask, its version, batch,
+# kv_len, rows). A step's layers share its mask(s): Gemma 2 and gpt-oss alternate a sliding and
+# a full one, hence two. An entry matches only the same live tensor object at the same version
+# (a key of address and version matched a new mask allocated where a freed one had been). Masks
+# made under torch.inference_mode() have no version counter: matched by identity alone.
+_MASKS: List[Tuple[Any, int, int, int, Any]] = []
 _MASKS_KEPT = 2
+
+
+def _version_of(mask: torch.Tensor) -> int:
+    return -1 if mask.is_inference() else mask._version
 
 
 def _plan_for(batch: int, kv_len: int, q_heads: int, kv_heads: int, head_dim: int,
@@ -78,6 +84,7 @@ def _plan_for(batch: int, kv_len: int, q_heads: int, kv_heads: int, head_dim: in
     return found
 
 
+@torch.compiler.disable  # host work on a mask; a graph break, not guards on the cache
 def _mask_rows(mask: Optional[torch.Tensor], batch: int, kv_len: int
                ) -> Optional[Tuple[np.ndarray, np.ndarray]]:
     """(first key, key count) per request from a decode step's boolean mask [batch, 1, 1, kv_len],
@@ -92,8 +99,9 @@ def _mask_rows(mask: Optional[torch.Tensor], batch: int, kv_len: int
         raise ValueError(
             f"attention_mask: shape {tuple(mask.shape)} does not match {batch} requests of "
             f"{kv_len} keys")
+    version = _version_of(mask)
     for kept in _MASKS:
-        if kept[0] is mask and kept[1:4] == (mask._version, batch, kv_len):
+        if kept[0]() is mask and kept[1:4] == (version, batch, kv_len):
             return kept[4]
     rows = mask[:, 0, 0, :].expand(batch, kv_len).cpu().numpy()
     if rows.all():
@@ -109,7 +117,7 @@ def _mask_rows(mask: Optional[torch.Tensor], batch: int, kv_len: int
                 f"attention_mask: request {int(bad[0])}'s keys are not one contiguous run, so "
                 "they cannot be mapped to leanattn's seq_lens; use attn_implementation='sdpa'")
         result = (starts, counts)
-    _MASKS.insert(0, (mask, mask._version, batch, kv_len, result))
+    _MASKS.insert(0, (weakref.ref(mask), version, batch, kv_len, result))
     del _MASKS[_MASKS_KEPT:]
     return result
 
@@ -127,12 +135,17 @@ def _token_pages(x: torch.Tensor, name: str) -> Tuple[torch.Tensor, int]:
     return view, per_request
 
 
-def _softcap_of(module: Any, kwargs: Dict[str, Any]) -> Optional[float]:
-    """The logit soft-cap the model passes (Gemma 2: ``softcap=``), else its config's, or None."""
+def _softcap_of(kwargs: Dict[str, Any]) -> Optional[float]:
+    """The logit soft-cap the model passes its attention (Gemma 2: ``softcap=``; None or 0: off),
+    as its own eager attention receives it: a config value the model does not pass (Gemma 3
+    keeps ``attn_logit_softcapping`` without using it) is not applied."""
     softcap = kwargs.get("softcap")
-    if softcap is None:
-        softcap = getattr(getattr(module, "config", None), "attn_logit_softcapping", None)
-    return None if softcap is None else float(softcap)
+    if not softcap:
+        return None
+    cap = float(softcap)
+    if not math.isfinite(cap) or cap < 0:
+        raise ValueError(f"softcap: must be finite and >= 0 (0 / None: off) (got {cap})")
+    return cap
 
 
 def _refuse_unsupported(module: Any, dropout: float) -> None:
@@ -192,7 +205,7 @@ def leanattn_attention_forward(
     """The attention function registered as "leanattn"; returns ([batch, q_len, q_heads,
     head_dim], None)."""
     _refuse_unsupported(module, dropout)
-    softcap = _softcap_of(module, kwargs)
+    softcap = _softcap_of(kwargs)
     kwargs.pop("softcap", None)
     sinks = kwargs.pop("s_aux", None)
     if sinks is None:

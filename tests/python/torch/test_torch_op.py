@@ -101,3 +101,29 @@ def test_op_takes_softcap_and_window(rng, monkeypatch, variant):
     torch._dynamo.reset()
     got = torch.compile(step, fullgraph=True)(q, k, v, lens)
     torch.testing.assert_close(got, out, rtol=0, atol=0)
+
+
+def test_planned_torch_call_takes_scalar_variants(monkeypatch):
+    # decode(plan=, out=) with torch tensors reads them through the DLPack exchange
+    # (_decode_planned) with the variant's values: 3 query tokens per request, not causal, a
+    # soft-cap; workers and tiles that cut the requests.
+    gen = np.random.default_rng(3)
+    lens = np.array([70, 0, 33, 5], np.int32)
+    q = torch.from_numpy(gen.standard_normal((4, 3, 8, 32)).astype(np.float32))
+    k, v = (torch.from_numpy(gen.standard_normal((4, 73, 2, 32)).astype(np.float32))
+            for _ in range(2))
+    variant = {"causal": False, "softcap": 0.7}
+    want, want_lse = numpy_variant_attention(q.numpy(), k.numpy(), v.numpy(), lens, **variant)
+    import leanattn._decode as decode_module
+
+    def general(*args, **kwargs):
+        raise AssertionError("took the general path")
+
+    monkeypatch.setattr(decode_module, "_decode_general", general)
+    for workers, tile in ((1, 16), (3, 16), (7, 32)):
+        plan = leanattn.plan(lens, q_heads=8, kv_heads=2, head_dim=32, workers=workers,
+                             tile=tile, q_len=3, **variant)
+        out, lse = torch.full_like(q, float("nan")), torch.full((4, 3, 8), float("nan"))
+        leanattn.decode(q, k, v, plan=plan, out=out, lse_out=lse, **variant)
+        np.testing.assert_allclose(out.numpy(), want, atol=2e-5)
+        np.testing.assert_allclose(lse.numpy(), want_lse, atol=2e-5)

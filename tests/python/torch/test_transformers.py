@@ -19,11 +19,11 @@ SMALL = dict(vocab_size=256, hidden_size=128, intermediate_size=256, num_hidden_
              max_position_embeddings=256)
 
 
-def model_of(config_cls, attn, **extra):
+def model_of(config_cls, attn, dtype=torch.float32, **extra):
     torch.manual_seed(0)
-    config = config_cls(**SMALL, **extra)
+    config = config_cls(**{**SMALL, **extra})
     model = transformers.AutoModelForCausalLM.from_config(
-        config, attn_implementation=attn, dtype=torch.float32)
+        config, attn_implementation=attn, dtype=dtype)
     return model.eval()
 
 
@@ -93,15 +93,19 @@ def tokens_and_logits(model, ids, mask=None, tokens=32):
     return r.sequences, torch.stack(r.logits)
 
 
-def test_gemma2_softcap():
-    # Decode through leanattn's softcap (the full layer through a plan, the sliding one through
-    # the mask's token pages once generation passes 12 keys), prefill through eager; a batch of
-    # two, one left-padded. Logits within fp32 noise of eager's; without the soft-cap they are
-    # not (the test would see a dropped or misapplied cap).
+@pytest.mark.parametrize("padded", [False, True], ids=["one-request", "padded-batch"])
+def test_gemma2_softcap(padded):
+    # Decode through leanattn's softcap, prefill through eager. One request: the full layer
+    # decodes through a kept plan (no mask), the sliding one through the mask's token pages once
+    # generation passes 12 keys; a batch of two, one left-padded: both layers through masks.
+    # Logits within fp32 noise of eager's; without the soft-cap they are not (the test would see
+    # a dropped or misapplied cap).
     ids = torch.randint(1, 256, (2, 9), generator=torch.Generator().manual_seed(1))
     mask = torch.ones_like(ids)
     mask[1, :3] = 0
     ids[mask == 0] = 0
+    if not padded:
+        ids, mask = ids[:1], None
     want, want_logits = tokens_and_logits(gemma2_scores_sharpened("eager"), ids, mask)
     got, got_logits = tokens_and_logits(gemma2_scores_sharpened("leanattn"), ids, mask)
     assert torch.equal(got, want), (got, want)
@@ -109,6 +113,27 @@ def test_gemma2_softcap():
     _, uncapped = tokens_and_logits(
         gemma2_scores_sharpened("eager", attn_logit_softcapping=None), ids, mask)
     assert (uncapped - want_logits).abs().max() > 0.1
+
+
+def test_softcap_argument():
+    from leanattn.integrations.transformers import _softcap_of
+
+    assert _softcap_of({}) is None and _softcap_of({"softcap": None}) is None
+    assert _softcap_of({"softcap": 0.0}) is None and _softcap_of({"softcap": 30}) == 30.0
+    with pytest.raises(ValueError, match="^softcap: "):
+        _softcap_of({"softcap": -1.0})
+
+
+def test_padded_generation_under_inference_mode():
+    # Masks made under torch.inference_mode() have no version counter.
+    ids = torch.randint(1, 256, (2, 11), generator=torch.Generator().manual_seed(3))
+    mask = torch.ones_like(ids)
+    mask[0, :4] = 0
+    ids[mask == 0] = 0
+    with torch.inference_mode():
+        want = greedy(model_of(transformers.LlamaConfig, "sdpa"), ids, mask, tokens=8)
+        got = greedy(model_of(transformers.LlamaConfig, "leanattn"), ids, mask, tokens=8)
+    assert torch.equal(got, want), (got, want)
 
 
 def test_llama_left_padded_batch():
@@ -228,20 +253,43 @@ def test_cuda_queries_get_cuda_plans(monkeypatch):
     integration._PLANS.clear()
 
 
-@pytest.mark.skipif(not torch.cuda.is_available() or "cuda" not in leanattn.backends,
-                    reason="needs a GPU and leanattn's CUDA backend")
-def test_cuda_generation_llama_and_gemma2():
-    # On the GPU: Llama against SDPA and Gemma 2 (soft-cap, a sliding layer, a left-padded
-    # batch) against eager, every decode step through leanattn's CUDA engine.
+def shared_steps(*runs):
+    """Steps of several generations (tokens, step logits) while all saw the same tokens: up to
+    and including the first step where one greedy token differs (a near tie in bf16 may flip
+    it)."""
+    steps = runs[0][1].shape[0]
+    new = [tokens[:, -steps:] for tokens, _ in runs]
+    differ = torch.stack([(n != new[0]).any(dim=0) for n in new[1:]]).any(dim=0).nonzero()
+    return int(differ[0]) + 1 if differ.numel() else steps
+
+
+@pytest.mark.parametrize("device", [
+    "cpu",
+    pytest.param("cuda", marks=pytest.mark.skipif(
+        not torch.cuda.is_available() or "cuda" not in leanattn.backends,
+        reason="needs a GPU and leanattn's CUDA backend")),
+])
+@pytest.mark.parametrize("padded", [False, True], ids=["one-request", "padded-batch"])
+def test_bf16_generation_llama_and_gemma2(device, padded):
+    # bf16 models with head_dim 64 (what the CUDA engine takes: bf16/f16, head_dim 64/128/256),
+    # on the CPU and on the GPU: Llama (baseline SDPA) and Gemma 2 (soft-cap, a sliding layer;
+    # baseline eager). One request decodes its full layers through a kept plan (a CUDA plan on
+    # the GPU), a left-padded batch through masks. Both bf16 runs are measured against the
+    # baseline in fp32 with the same weights: leanattn (fp32 arithmetic on bf16 inputs) must be
+    # no further from it than the bf16 baseline (eager rounds Gemma 2's sharp scores to bf16).
+    bf16 = dict(head_dim=64, hidden_size=512, dtype=torch.bfloat16)
     ids = torch.randint(1, 256, (2, 9), generator=torch.Generator().manual_seed(1))
     mask = torch.ones_like(ids)
     mask[1, :3] = 0
     ids[mask == 0] = 0
-    ids, mask = ids.cuda(), mask.cuda()
-    want = greedy(model_of(transformers.LlamaConfig, "sdpa").cuda(), ids, mask)
-    got = greedy(model_of(transformers.LlamaConfig, "leanattn").cuda(), ids, mask)
-    assert torch.equal(got, want), (got, want)
-    want, want_logits = tokens_and_logits(gemma2_scores_sharpened("eager").cuda(), ids, mask)
-    got, got_logits = tokens_and_logits(gemma2_scores_sharpened("leanattn").cuda(), ids, mask)
-    assert torch.equal(got, want), (got, want)
-    torch.testing.assert_close(got_logits, want_logits, rtol=1e-3, atol=1e-3)
+    ids, mask = (ids.to(device), mask.to(device)) if padded else (ids[:1].to(device), None)
+    for make, baseline in ((lambda attn: model_of(transformers.LlamaConfig, attn, **bf16), "sdpa"),
+                           (lambda attn: gemma2_scores_sharpened(attn, **bf16), "eager")):
+        lean = tokens_and_logits(make("leanattn").to(device), ids, mask, tokens=16)
+        base = tokens_and_logits(make(baseline).to(device), ids, mask, tokens=16)
+        ref = tokens_and_logits(make(baseline).float().to(device), ids, mask, tokens=16)
+        steps = shared_steps(lean, base, ref)
+        assert steps >= 2  # at least one step decoded by leanattn
+        lean_err = (lean[1][:steps].float() - ref[1][:steps]).abs().max()
+        base_err = (base[1][:steps].float() - ref[1][:steps]).abs().max()
+        assert lean_err <= 1.25 * base_err + 0.02, (lean_err, base_err)
