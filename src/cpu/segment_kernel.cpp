@@ -247,7 +247,7 @@ HWY_INLINE void reduce_rows(const float* HWY_RESTRICT s, std::int32_t count, flo
 // s[i] = cap * tanh(s[i] / cap) for i < count rounded up to whole vectors (the rows' padding
 // past count is overwritten after): the soft-cap of a block's scores, vectorised (Highway's Tanh,
 // 4 ulp). A tanhf per score in the per-score rules (score_rules.hpp) made a Gemma-2-shaped decode
-// 23-35% slower than plain attention (bench/results/softcap-cpu-ab-*).
+// 23-51% slower than plain attention (bench/results/softcap-cpu-ab-*).
 HWY_INLINE void softcap_block(float* HWY_RESTRICT s, std::int32_t count, float cap) {
   const DF df;
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
