@@ -1,8 +1,7 @@
 """Per-call cost of leanattn.decode on a tiny problem (batch 1, 32/8 heads, head_dim 128, 16
 tokens: what a model pays per layer per token at short context), with and without a reused plan
 and caller outputs (plain, and with Gemma 2's soft-cap), for NumPy arrays and PyTorch tensors;
-and the same with 0 tokens (the
-overhead alone, no attention work). Prints min and median microseconds over several runs.
+and the same with 0 tokens (the overhead alone, no attention work). Prints min and median microseconds over several runs.
 
     python bench/python_overhead.py [--runs 7] [--reps 2000]
 """

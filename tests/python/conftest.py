@@ -188,5 +188,16 @@ def assert_close(out, ref, dtype: str, lse=None, ref_lse=None):
 
 
 @pytest.fixture
+def fast_path_only(monkeypatch):
+    """decode's general path made to fail, so a decode call that returns took the fast path."""
+    import leanattn._decode as decode_module
+
+    def general(*args, **kwargs):
+        raise AssertionError("took the general path")
+
+    monkeypatch.setattr(decode_module, "_decode_general", general)
+
+
+@pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)

@@ -105,7 +105,7 @@ def test_q_len_longer_than_a_request():
     (1, {"window_left": 20, "softcap": 2.0}),
     (3, {"causal": False, "softcap": 0.7}),
 ])
-def test_planned_fast_path_takes_scalar_variants(monkeypatch, q_len, variant):
+def test_planned_fast_path_takes_scalar_variants(fast_path_only, q_len, variant):
     # decode(plan=, out=) with a plan made for the variant: the fast path's NumPy branch runs it
     # (the general path is made to fail; torch tensors: test_torch_op.py), NaN-poisoned outputs,
     # workers and tiles that cut every request.
@@ -114,12 +114,6 @@ def test_planned_fast_path_takes_scalar_variants(monkeypatch, q_len, variant):
     want, want_lse = numpy_attention(q, k, v, lens, **variant)
     if q_len == 1:
         want, want_lse = want[:, 0], want_lse[:, 0]
-    import leanattn._decode as decode_module
-
-    def general(*args, **kwargs):
-        raise AssertionError("took the general path")
-
-    monkeypatch.setattr(decode_module, "_decode_general", general)
     for workers, tile in ((1, 16), (3, 16), (7, 32)):
         plan = leanattn.plan(lens, q_heads=8, kv_heads=2, head_dim=32, workers=workers, tile=tile,
                              q_len=q_len, **variant)
