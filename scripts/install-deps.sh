@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages leanattn needs, only those missing. Called by scripts/main.sh and
 # scripts/test.sh; safe to run again. Groups: build (always), fuzz (clang + libFuzzer runtime),
-# python (headers and venv), peers (oneDNN for bench/peers).
+# python (headers and venv), peers (oneDNN for bench/peers). ccache: scripts/compiler-cache.sh.
 #   scripts/install-deps.sh [fuzz] [python] [peers]
 set -euo pipefail
 
-packages=(cmake ninja-build g++ make pkg-config git clang-format libgtest-dev libhwy-dev
+packages=(cmake ninja-build g++ make pkg-config git ccache clang-format libgtest-dev libhwy-dev
           libcli11-dev nlohmann-json3-dev libfmt-dev)
 for group in "$@"; do
   case "$group" in

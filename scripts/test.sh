@@ -18,10 +18,19 @@
 #             built against it; the wheel, repaired, in a fresh venv with the system's libhwy
 #             hidden
 # Stages can be chosen: scripts/test.sh release asan ... (default: all). Exit code non-zero if
-# any stage failed; a summary of the stages is printed last, a stage that could not run on this
-# machine (cuda without nvcc) as "skipped", never as passed.
+# any stage failed. Printed last: a timing table, each stage's seconds split into build
+# (compiling, linking, wheels), setup (installs, venvs) and run (the tests), its tests passed,
+# failed and skipped (read from CTest's, pytest's and `leanattn check`'s closing lines, and the
+# mutants caught), and ccache's hits; then the stages' summary line. A stage that could not run
+# on this machine (cuda without nvcc) is "skipped", never passed.
+# Builds go through ccache with its cache outside the clone (scripts/compiler-cache.sh), so a
+# fresh clone on a machine that built before recompiles little: docs/testing.md has the measured
+# times, warm and cold. Each stage's output is also kept in $LEANATTN_TEST_LOGS (default: a
+# temporary folder, removed at the end).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. scripts/compiler-cache.sh
+. scripts/stage-timing.sh
 jobs=$(nproc)
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(release asan tsan cuda mutation fuzz python torch package)
@@ -33,27 +42,76 @@ for s in "${stages[@]}"; do
     python | torch | package) groups+=(python) ;;
   esac
 done
+install_start=$SECONDS
 scripts/install-deps.sh "${groups[@]}" || exit 1
+install_seconds=$((SECONDS - install_start))
 
-declare -A result
-declare -A seconds
+logs=${LEANATTN_TEST_LOGS:-}
+if [ -z "$logs" ]; then
+  logs=$(mktemp -d)
+  trap 'rm -rf "$logs"' EXIT
+fi
+mkdir -p "$logs"
+
+declare -A result seconds build setup tests hits
 run_stage() {
   local name=$1
   shift
   echo
   echo "======== stage $name"
+  export LEANATTN_STAGE_TIMES=$logs/$name.times
+  : >"$LEANATTN_STAGE_TIMES"
+  command -v ccache >/dev/null && ccache --zero-stats >/dev/null
   local start=$SECONDS rc=0
-  "$@" || rc=$?
+  "$@" 2>&1 | tee "$logs/$name.log"
+  rc=${PIPESTATUS[0]}
   case $rc in
     0) result[$name]=passed ;;
     77) result[$name]=skipped ;;
     *) result[$name]=FAILED ;;
   esac
   seconds[$name]=$((SECONDS - start))
+  build[$name]=$(stage_seconds "$LEANATTN_STAGE_TIMES" build)
+  setup[$name]=$(stage_seconds "$LEANATTN_STAGE_TIMES" setup)
+  tests[$name]=$(count_tests "$logs/$name.log")
+  hits[$name]=$(ccache_stats)
+  unset LEANATTN_STAGE_TIMES
 }
 
+# count_tests LOG: "passed failed skipped" summed over the closing lines of the runners in LOG:
+# CTest ("N tests failed out of M", "(Skipped)" lines), pytest ("N passed, N skipped ... in Xs"),
+# `leanattn check` and the install checks ("N passed, N failed"), the mutation check (a mutant
+# caught is a pass, "NOT CAUGHT" a failure).
+count_tests() {
+  awk '
+    /tests passed, [0-9]+ tests? failed out of [0-9]+/ {
+      for (i = 1; i <= NF; i++) if ($i == "out") total = $(i + 2)
+      for (i = 1; i <= NF; i++) if ($i == "failed" && $(i - 1) ~ /^tests?$/) f = $(i - 2)
+      ctest_p += total - f; ctest_f += f; next
+    }
+    /\(Skipped\)$/ { ctest_s++; next }
+    /^[0-9]+ passed, [0-9]+ failed$/ { p += $1; f2 += $3; next }
+    /^=* ?([0-9]+ (passed|failed|skipped|errors?|deselected|xfailed|xpassed|warnings?),? ?)+in [0-9.]+s/ {
+      for (i = 1; i < NF; i++) {
+        n = $i + 0; w = $(i + 1); sub(/,$/, "", w)
+        if (w == "passed" || w == "xfailed" || w == "xpassed") p += n
+        else if (w == "failed" || w == "error" || w == "errors") f2 += n
+        else if (w == "skipped") s += n
+      }
+      next
+    }
+    /^== [a-z_0-9]+: [0-9]+ failing/ { p++; next }
+    /NOT CAUGHT$/ { f2++; next }
+    END { printf "%d %d %d\n", p + ctest_p - ctest_s, f2 + ctest_f, s + ctest_s }' "$1"
+}
+
+# build_preset PRESET [TARGET...]: configures and builds (all, or the targets given), timed as
+# the stage's build.
 build_preset() {
-  cmake --preset "$1" >/dev/null && cmake --build --preset "$1" -j "$jobs"
+  local preset=$1
+  shift
+  timed build cmake --preset "$preset" >/dev/null &&
+    timed build cmake --build --preset "$preset" -j "$jobs" ${1+--target "$@"}
 }
 
 # Every C++/CUDA source tracked by git must match the repo's .clang-format.
@@ -77,8 +135,10 @@ stage_asan() {
     ASAN_OPTIONS=detect_leaks=1 build/asan/apps/leanattn/leanattn check --count 60
 }
 
+# The threaded tests: the CPU engine's, the checks' and the executor cache's. Only their three
+# test programs are built (CTest lists the others as *_NOT_BUILT, which -R leaves out).
 stage_tsan() {
-  build_preset tsan &&
+  build_preset tsan cpu_tests checks_tests executors_tests &&
     TSAN_OPTIONS=halt_on_error=1 ctest --preset tsan -j 1 \
       -R "EngineTest|NumericsTest|Reproducibility|BadInput|LargeSizes|ExecutorCache|PlanMemo"
 }
@@ -124,18 +184,37 @@ stage_package() {
 for s in "${stages[@]}"; do
   case "$s" in
     release | asan | tsan | cuda | mutation | fuzz | python | torch | package) run_stage "$s" "stage_$s" ;;
-    *) echo "test.sh: unknown stage '$s'"; result[$s]=FAILED; seconds[$s]=0 ;;
+    *)
+      echo "test.sh: unknown stage '$s'"
+      result[$s]=FAILED seconds[$s]=0 build[$s]=0 setup[$s]=0 tests[$s]="0 0 0" hits[$s]=-
+      ;;
   esac
 done
 
 echo
-echo "======== summary"
+echo "======== timing (seconds: build = compiling, linking, wheels; setup = installs, venvs;"
+echo "         run = the rest, mostly tests; ccache: hits / compiles)"
+printf '  %-8s %-7s %6s %6s %6s %6s %7s %6s %7s  %s\n' stage result build setup run total \
+  passed failed skipped ccache
 status=0
 declare -A count=([passed]=0 [FAILED]=0 [skipped]=0)
+sum_b=0 sum_s=$install_seconds sum_t=$install_seconds sum_p=0 sum_f=0 sum_k=0
+printf '  %-8s %-7s %6s %6s %6s %6s\n' deps "" 0 "$install_seconds" 0 "$install_seconds"
 for s in "${stages[@]}"; do
-  printf '  %-8s %-7s %5ss\n' "$s" "${result[$s]}" "${seconds[$s]}"
+  read -r p f k <<<"${tests[$s]}"
+  b=${build[$s]} u=${setup[$s]} t=${seconds[$s]}
+  r=$((t - b - u))
+  [ $r -lt 0 ] && r=0
+  printf '  %-8s %-7s %6s %6s %6s %6s %7s %6s %7s  %s\n' "$s" "${result[$s]}" "$b" "$u" "$r" "$t" \
+    "$p" "$f" "$k" "${hits[$s]}"
+  sum_b=$((sum_b + b)) sum_s=$((sum_s + u)) sum_t=$((sum_t + t))
+  sum_p=$((sum_p + p)) sum_f=$((sum_f + f)) sum_k=$((sum_k + k))
   count[${result[$s]}]=$((count[${result[$s]}] + 1))
   [ "${result[$s]}" = FAILED ] && status=1
 done
+printf '  %-8s %-7s %6s %6s %6s %6s %7s %6s %7s\n' total "" "$sum_b" "$sum_s" \
+  $((sum_t - sum_b - sum_s)) "$sum_t" "$sum_p" "$sum_f" "$sum_k"
+printf '  (%d min %02d s)\n' $((sum_t / 60)) $((sum_t % 60))
+echo "tests: $sum_p passed, $sum_f failed, $sum_k skipped"
 echo "stages: ${count[passed]} passed, ${count[FAILED]} failed, ${count[skipped]} skipped"
 exit $status
