@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages leanattn needs, only those missing. Called by scripts/main.sh and
 # scripts/test.sh; safe to run again. Groups: build (always), fuzz (clang + libFuzzer runtime),
-# python (headers and venv), peers (oneDNN for bench/peers). ccache: scripts/compiler-cache.sh.
+# python (headers and venv), peers (oneDNN for bench/peers). ccache: scripts/ccache-launcher.sh.
 #   scripts/install-deps.sh [fuzz] [python] [peers]
 set -euo pipefail
 

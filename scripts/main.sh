@@ -6,7 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-. scripts/compiler-cache.sh
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)"
 exec build/release/apps/leanattn/leanattn bench "$@"

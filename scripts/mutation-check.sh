@@ -23,9 +23,8 @@ checks_filter='Reproducibility.RandomStrategies*'
 check_args=(check --count 40 --seed 5)
 
 # Only core and the CPU engine compile differently here (LEANATTN_MUTATIONS is private to them:
-# src/CMakeLists.txt); ccache (scripts/compiler-cache.sh) serves every other object from the
+# src/CMakeLists.txt); ccache (scripts/ccache-launcher.sh) serves every other object from the
 # release build's, so the build costs what the mutation hooks change.
-. scripts/compiler-cache.sh
 . scripts/stage-timing.sh
 timed build cmake --preset mutation >/dev/null &&
   timed build cmake --build --preset mutation -j "$(nproc)" --target cpu_tests checks_tests \

@@ -23,7 +23,7 @@
 # failed and skipped (read from CTest's, pytest's and `leanattn check`'s closing lines, and the
 # mutants caught), and ccache's hits; then the stages' summary line. A stage that could not run
 # on this machine (cuda without nvcc) is "skipped", never passed.
-# Builds go through ccache with its cache outside the clone (scripts/compiler-cache.sh), so a
+# Builds go through ccache with its cache outside the clone (scripts/ccache-launcher.sh), so a
 # fresh clone on a machine that built before recompiles little: docs/testing.md has the measured
 # times, warm and cold. Each stage's output is also kept in $LEANATTN_TEST_LOGS (default: a
 # temporary folder, removed at the end).
@@ -61,7 +61,7 @@ run_stage() {
   echo "======== stage $name"
   export LEANATTN_STAGE_TIMES=$logs/$name.times
   : >"$LEANATTN_STAGE_TIMES"
-  command -v ccache >/dev/null && ccache --zero-stats >/dev/null
+  ccache_zero
   local start=$SECONDS rc=0
   "$@" 2>&1 | tee "$logs/$name.log"
   rc=${PIPESTATUS[0]}
