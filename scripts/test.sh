@@ -17,6 +17,9 @@
 #   package   scripts/package-check.sh: `cmake --install` and a find_package(leanattn) consumer
 #             built against it; the wheel, repaired, in a fresh venv with the system's libhwy
 #             hidden
+#   llama     scripts/test-llama-cpp.sh: the ggml backend (integrations/llama.cpp) in a stock
+#             llama.cpp built once per machine and cached: llama.cpp's test-backend-ops, the
+#             node translation against an fp64 oracle, placement in a real GGUF model
 # Stages can be chosen: scripts/test.sh release asan ... (default: all). Exit code non-zero if
 # any stage failed. Printed last: a timing table, each stage's seconds split into build
 # (compiling, linking, wheels), setup (installs, venvs) and run (the tests), its tests passed,
@@ -33,13 +36,13 @@ cd "$(dirname "$0")/.."
 . scripts/stage-timing.sh
 jobs=$(nproc)
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(release asan tsan cuda mutation fuzz python torch package)
+[ ${#stages[@]} -eq 0 ] && stages=(release asan tsan cuda mutation fuzz python torch package llama)
 
 groups=()
 for s in "${stages[@]}"; do
   case "$s" in
     fuzz) groups+=(fuzz) ;;
-    python | torch | package) groups+=(python) ;;
+    python | torch | package | llama) groups+=(python) ;;
   esac
 done
 install_start=$SECONDS
@@ -80,8 +83,8 @@ run_stage() {
 
 # count_tests LOG: "passed failed skipped" summed over the closing lines of the runners in LOG:
 # CTest ("N tests failed out of M", "(Skipped)" lines), pytest ("N passed, N skipped ... in Xs"),
-# `leanattn check` and the install checks ("N passed, N failed"), the mutation check (a mutant
-# caught is a pass, "NOT CAUGHT" a failure).
+# `leanattn check`, the install and llama.cpp checks ("N passed, N failed[, N skipped]"), the
+# mutation check (a mutant caught is a pass, "NOT CAUGHT" a failure).
 count_tests() {
   awk '
     /tests passed, [0-9]+ tests? failed out of [0-9]+/ {
@@ -90,7 +93,7 @@ count_tests() {
       ctest_p += total - f; ctest_f += f; next
     }
     /\(Skipped\)$/ { ctest_s++; next }
-    /^[0-9]+ passed, [0-9]+ failed$/ { p += $1; f2 += $3; next }
+    /^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$/ { p += $1; f2 += $3; s += $5; next }
     /^=* ?([0-9]+ (passed|failed|skipped|errors?|deselected|xfailed|xpassed|warnings?),? ?)+in [0-9.]+s/ {
       for (i = 1; i < NF; i++) {
         n = $i + 0; w = $(i + 1); sub(/,$/, "", w)
@@ -181,9 +184,15 @@ stage_package() {
   scripts/package-check.sh
 }
 
+stage_llama() {
+  scripts/test-llama-cpp.sh
+}
+
 for s in "${stages[@]}"; do
   case "$s" in
-    release | asan | tsan | cuda | mutation | fuzz | python | torch | package) run_stage "$s" "stage_$s" ;;
+    release | asan | tsan | cuda | mutation | fuzz | python | torch | package | llama)
+      run_stage "$s" "stage_$s"
+      ;;
     *)
       echo "test.sh: unknown stage '$s'"
       result[$s]=FAILED seconds[$s]=0 build[$s]=0 setup[$s]=0 tests[$s]="0 0 0" hits[$s]=-

@@ -26,6 +26,16 @@
 
 namespace leanattn::cpu {
 
+// Threads a caller lends the engine instead of its own pool (an OpenMP team, a task system):
+// run(context, threads, job, job_context) must call job(job_context, t) once for every t in
+// [0, threads), on any threads, concurrently or not, and return when all calls have returned.
+// The engine's workers never wait on each other, so fewer real threads than `threads` is fine.
+struct ParallelFor {
+  using Job = void (*)(void* job_context, std::int32_t thread);
+  void (*run)(void* context, std::int32_t threads, Job job, void* job_context) = nullptr;
+  void* context = nullptr;
+};
+
 struct EngineOptions {
   std::int32_t workers = 0;  // persistent threads; 0 = one per available core
   std::string simd{};        // SIMD target ("AVX3", "AVX2", "SSE4", "EMU128"); "" = best here
@@ -34,6 +44,9 @@ struct EngineOptions {
   // calling thread: waking the pool costs more than it saves (microseconds per call, more on a
   // busy machine). Outputs are bitwise the same either way. 0 = always use the pool.
   std::int64_t inline_kv_bytes = 0;
+  // Set: every run's `workers` threads are the caller's (ParallelFor), the engine starts none
+  // and pin_threads does not apply. Unset: the engine's own pool of workers - 1 threads.
+  ParallelFor parallel{};
 };
 
 class Engine {

@@ -52,6 +52,9 @@ struct AttentionVariant {
   float softcap = 0.0f;           // logits soft-cap: s = softcap * tanh(s / softcap); 0: off
   bool sinks = false;             // DecodeTensors::sinks holds one sink logit per query head
   bool alibi = false;             // DecodeTensors::alibi_slopes holds one slope per query head
+  bool bias = false;              // DecodeTensors::bias holds an additive score bias per query
+                                  //   row and key (ggml's and transformers' float masks; -inf
+                                  //   hides a key), in DecodeProblem::bias_dtype
 
   bool operator==(const AttentionVariant&) const = default;
   bool has_window() const { return window_left >= 0; }
@@ -74,7 +77,8 @@ struct DecodeProblem {
   DType kv_dtype = DType::f16;          // K and V
   KvScales kv_scales = KvScales::none;  // quantized kv_dtype: how its scales are laid out
   float scale = 0.0f;                   // softmax scale; 0 means 1 / sqrt(head_dim)
-  AttentionVariant variant;             // masking, soft-cap, sinks, ALiBi; plain by default
+  AttentionVariant variant;             // masking, soft-cap, sinks, ALiBi, bias; plain by default
+  DType bias_dtype = DType::f32;        // variant.bias: f32, f16 (ggml's mask) or bf16
 
   bool operator==(const DecodeProblem&) const = default;  // every field (ExecutorCache's memo)
   std::int32_t batch() const { return static_cast<std::int32_t>(seq_lens.size()); }
@@ -99,7 +103,7 @@ inline constexpr std::int32_t kMaxQLen = 256;
 // of kv_heads, head_dim a positive multiple of 16 up to 256, q_len in [1, 256], lengths >= 0,
 // >= q_len when not 0, and within the layout's capacity, layout sizes consistent, scale finite and
 // >= 0, window_left >= -1, softcap finite and >= 0, q_dtype not 8-bit, kv_scales none exactly
-// when kv_dtype is not 8-bit.
+// when kv_dtype is not 8-bit, bias_dtype f32, f16 or bf16.
 void validate(const DecodeProblem& problem);
 
 // Pages of `page_size` tokens that `tokens` tokens occupy (the paged layout's block-table row).

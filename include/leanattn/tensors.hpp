@@ -58,6 +58,17 @@ struct DecodeTensors {
   // Variants (problem.variant.sinks / .alibi): float32 [q_heads], contiguous; null otherwise.
   const float* sinks = nullptr;         // sink logit per query head (same scale as the scores)
   const float* alibi_slopes = nullptr;  // ALiBi slope per query head
+
+  // Variant bias (problem.variant.bias), in problem.bias_dtype: the score of request b's query i
+  // (of the q_len), query head h, key j (the request's own key index, 0..seq_len-1, whatever
+  // the layout) gets bias[b * bias_stride_batch + i * bias_stride_token + h * bias_stride_head +
+  // j] added (after the soft-cap, with ALiBi's), so -inf hides the key. Keys are contiguous;
+  // stride 0 broadcasts (llama.cpp's mask is shared by the heads). A row whose every key is
+  // hidden gives output 0 and lse -inf, as an empty request. Null without the variant.
+  const void* bias = nullptr;
+  std::int64_t bias_stride_batch = 0;
+  std::int64_t bias_stride_token = 0;
+  std::int64_t bias_stride_head = 0;
 };
 
 // Where the rows of K (strides = tensors.k_strides) or V (tensors.v_strides) live: the one place
@@ -82,7 +93,8 @@ enum class MemorySpace : std::uint8_t { host, device };
 
 // Throws Error naming the first tensor argument that breaks a rule: required pointers present,
 // strides >= 0 (0 broadcasts an input), output rows that do not overlap, sinks and alibi_slopes
-// present exactly when the variant uses them, k_scale and v_scale present exactly for a quantized
+// present exactly when the variant uses them, bias present exactly with variant.bias (strides >=
+// 0, aligned to bias_dtype), k_scale and v_scale present exactly for a quantized
 // cache with strides that fit problem.kv_scales, pointers aligned to the element size, and (host
 // memory only) block-table entries in [0, num_pages) for every page a request uses and every
 // scale a request uses finite and > 0. Repeated block-table entries are allowed (K and V are only

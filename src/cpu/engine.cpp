@@ -46,6 +46,7 @@ struct Scratch {
   std::vector<SegmentJob> jobs;
   std::vector<std::int64_t> key_begin, key_end, position;  // [rows]
   std::vector<float> slope;                                // [n, rows]
+  std::vector<const void*> bias;                           // [n, rows]: each row's bias at key 0
   std::vector<ScoreRules> rules;                           // [n]
   std::vector<const char*> prefetch;  // [2, kKernelRowsPadded]: a call's K and V prefetch lines
   void reserve(std::size_t n, std::int32_t rows, std::int32_t d) {
@@ -59,7 +60,7 @@ struct Scratch {
       key_end.resize(static_cast<std::size_t>(rows));
       position.resize(static_cast<std::size_t>(rows));
     }
-    if (slope.size() < ml) slope.resize(ml);
+    if (slope.size() < ml) slope.resize(ml), bias.resize(ml);
     prefetch.resize(2 * kKernelRowsPadded);
   }
 };
@@ -135,7 +136,7 @@ void prepare_rules(const RunContext& cx, std::span<const Segment> group, Scratch
   const AttentionVariant& var = p.variant;
   const bool masks = (var.causal && p.q_len > 1) || var.has_window();
   for (std::size_t i = 0; i < group.size(); ++i) sc.jobs[i].rules = nullptr;
-  if (!masks && var.softcap == 0.0f && !var.alibi) return;
+  if (!masks && var.softcap == 0.0f && !var.alibi && !var.bias) return;
   const std::int32_t g = p.group_size(), rows = p.pair_rows();
   const std::int64_t len = p.seq_lens[group.front().request];
   for (std::int32_t r = 0; r < rows; ++r) {
@@ -152,8 +153,21 @@ void prepare_rules(const RunContext& cx, std::span<const Segment> group, Scratch
         slope[r] = cx.tensors.alibi_slopes[group[i].kv_head * g + r % g];
       }
     }
-    sc.rules[i] = ScoreRules{sc.key_begin.data(), sc.key_end.data(), sc.position.data(),
-                             var.alibi ? slope : nullptr, var.softcap};
+    const void** bias = sc.bias.data() + i * static_cast<std::size_t>(rows);
+    if (var.bias) {
+      const DecodeTensors& t = cx.tensors;
+      const std::size_t size = dtype_size(p.bias_dtype);
+      for (std::int32_t r = 0; r < rows; ++r) {
+        const std::int64_t at = group[i].request * t.bias_stride_batch +
+                                (r / g) * t.bias_stride_token +
+                                (group[i].kv_head * g + r % g) * t.bias_stride_head;
+        bias[r] = static_cast<const std::byte*>(t.bias) + at * static_cast<std::int64_t>(size);
+      }
+    }
+    sc.rules[i] = ScoreRules{sc.key_begin.data(), sc.key_end.data(),
+                             sc.position.data(),  var.alibi ? slope : nullptr,
+                             var.softcap,         var.bias ? bias : nullptr,
+                             p.bias_dtype};
     sc.jobs[i].rules = &sc.rules[i];
   }
 }
@@ -290,9 +304,16 @@ struct Engine::Impl {
     known_plans.push_back(plan);
   }
   std::int64_t inline_kv_bytes = 0;
+  std::int32_t threads = 1;
+  ParallelFor parallel;  // the caller's threads; else the pool's
 
-  Impl(const SimdKernel& k, std::int32_t threads, bool spin, bool pin)
-      : kernel(k), pool(threads, spin, pin), scratch(static_cast<std::size_t>(threads)) {}
+  // A caller's ParallelFor leaves the pool with the calling thread alone.
+  Impl(const SimdKernel& k, std::int32_t n, bool spin, bool pin, const ParallelFor& lent)
+      : kernel(k),
+        pool(lent.run != nullptr ? 1 : n, spin, pin),
+        scratch(static_cast<std::size_t>(n)),
+        threads(n),
+        parallel(lent) {}
 };
 
 Engine::Engine(const EngineOptions& options) {
@@ -301,14 +322,14 @@ Engine::Engine(const EngineOptions& options) {
   require(options.inline_kv_bytes >= 0, "inline_kv_bytes",
           [&] { return "must be >= 0 (got " + std::to_string(options.inline_kv_bytes) + ")"; });
   impl_ = std::make_unique<Impl>(find_simd_kernel(options.simd), threads, threads <= cores,
-                                 options.pin_threads);
+                                 options.pin_threads, options.parallel);
   impl_->inline_kv_bytes = options.inline_kv_bytes;
 }
 
 Engine::~Engine() = default;
 
 std::int32_t Engine::workers() const {
-  return impl_->pool.size();
+  return impl_->threads;
 }
 
 const std::string& Engine::simd_target() const {
@@ -396,13 +417,20 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
     }
     return;
   }
-  const std::int32_t threads = impl_->pool.size();
-  impl_->pool.run([&](std::int32_t thread) {
+  const std::int32_t threads = impl_->threads;
+  auto job = [&](std::int32_t thread) {
     Scratch& sc = impl_->scratch[static_cast<std::size_t>(thread)];
     for (std::int32_t w = thread; w < plan.workers; w += threads) {
       run_worker(cx, plan.worker_segments(w), sc);
     }
-  });
+  };
+  if (impl_->parallel.run != nullptr) {
+    impl_->parallel.run(
+        impl_->parallel.context, threads,
+        [](void* j, std::int32_t thread) { (*static_cast<decltype(job)*>(j))(thread); }, &job);
+    return;
+  }
+  impl_->pool.run(job);
 }
 
 std::vector<std::string> simd_targets() {

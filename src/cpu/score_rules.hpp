@@ -1,5 +1,6 @@
 // The variants' work on a block of scores in the CPU kernel: masking (causal rows, sliding
-// windows), the soft-cap and the ALiBi bias, per row, with the rules of core/variant_rules.hpp.
+// windows), the soft-cap, the ALiBi bias and the caller's bias, per row, with the rules of
+// core/variant_rules.hpp.
 // The SIMD kernels cap a whole block first (softcap_block) and pass these rules without it; the
 // portable fallback applies all of them here.
 // The engine fills one ScoreRules per segment; plain attention passes none, so its kernel path
@@ -9,7 +10,9 @@
 #include <cstdint>
 #include <limits>
 
+#include "leanattn/core/float16.hpp"
 #include "leanattn/core/variant_rules.hpp"
+#include "leanattn/dtype.hpp"
 
 namespace leanattn::cpu {
 
@@ -19,7 +22,21 @@ struct ScoreRules {
   const std::int64_t* position = nullptr;   // [rows]: the row's query position (ALiBi)
   const float* slope = nullptr;             // [rows]: ALiBi slope; null when off
   float softcap = 0.0f;                     // 0: off
+  const void* const* bias = nullptr;        // [rows]: the row's bias at key 0; null when off
+  DType bias_dtype = DType::f32;            // f32, f16 or bf16
 };
+
+// The caller's bias of key `key` in a row that starts at `row` (DecodeTensors::bias).
+inline float bias_at(const void* row, DType type, std::int64_t key) {
+  switch (type) {
+    case DType::f16:
+      return f16_bits_to_float(static_cast<const std::uint16_t*>(row)[key]);
+    case DType::bf16:
+      return bf16_bits_to_float(static_cast<const std::uint16_t*>(row)[key]);
+    default:
+      return static_cast<const float*>(row)[key];
+  }
+}
 
 // Applies `rules` to S[t * R + r] for rows r0 + r (r < R) and the keys t0 + t (t < tokens):
 // invisible keys get -inf (exp gives 0), visible ones the soft-cap and the ALiBi bias.
@@ -30,7 +47,7 @@ inline void apply_score_rules(const ScoreRules& rules, std::int32_t r0, std::int
     whole = whole && rules.key_begin[r0 + r] <= t0 && t0 + tokens <= rules.key_end[r0 + r];
   }
   const float cap = rules.softcap;
-  if (whole && cap == 0.0f && rules.slope == nullptr) return;
+  if (whole && cap == 0.0f && rules.slope == nullptr && rules.bias == nullptr) return;
   const float neg_inf = -std::numeric_limits<float>::infinity();
   for (std::int32_t r = 0; r < R; ++r) {
     const std::int64_t b = rules.key_begin[r0 + r], e = rules.key_end[r0 + r];
@@ -45,6 +62,7 @@ inline void apply_score_rules(const ScoreRules& rules, std::int32_t r0, std::int
       }
       if (cap > 0.0f) x = apply_softcap(x, cap);
       if (rules.slope != nullptr) x += alibi_bias(slope, key, pos);
+      if (rules.bias != nullptr) x += bias_at(rules.bias[r0 + r], rules.bias_dtype, key);
     }
   }
 }

@@ -43,6 +43,9 @@ std::string compiled_head_dims(DType dtype, std::int32_t bits) {
 }  // namespace
 
 std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block) {
+  if (p.variant.bias) {
+    return "bias: the CUDA engine does not add a per-key bias yet (the CPU engine does)";
+  }
   if (is_quantized(p.kv_dtype)) {  // docs/cuda-engine.md, "Quantized KV caches"
     if (p.q_dtype != DType::f16 && p.q_dtype != DType::bf16) {
       return "q_dtype: must be f16 or bf16 with an 8-bit cache for the CUDA engine (got " +
@@ -79,6 +82,7 @@ std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block)
 
 const KernelHandle* find_kernel(const DecodeProblem& p, std::int32_t smem_per_block) {
   if (p.kv_heads < 1 || (!is_quantized(p.kv_dtype) && p.q_dtype != p.kv_dtype)) return nullptr;
+  if (p.variant.bias) return nullptr;       // why_unsupported says so
   const std::int32_t rows = p.pair_rows();  // q_len x the GQA group, packed in the MMA rows
   const KernelHandle* fit = nullptr;        // fewest rows that hold the group
   const KernelHandle* largest = nullptr;    // most rows (several passes)

@@ -143,7 +143,7 @@ void check_plan_matches(const Plan& plan, const DecodeProblem& problem) {
       return "causal=" + std::to_string(v.causal) +
              " window_left=" + std::to_string(v.window_left) +
              " softcap=" + std::to_string(v.softcap) + " sinks=" + std::to_string(v.sinks) +
-             " alibi=" + std::to_string(v.alibi);
+             " alibi=" + std::to_string(v.alibi) + " bias=" + std::to_string(v.bias);
     };
     return "was made for the variant (" + text(a) + "), not (" + text(b) + ")";
   });

@@ -106,6 +106,9 @@ void validate(const DecodeProblem& p) {
     return "must be finite and >= 0 (0 means 1/sqrt(head_dim)) (got " + std::to_string(p.scale) +
            ")";
   });
+  require(!is_quantized(p.bias_dtype), "bias_dtype", [&] {
+    return "must be f32, f16 or bf16 (got " + std::string(dtype_name(p.bias_dtype)) + ")";
+  });
   require(!is_quantized(p.q_dtype), "q_dtype", [&] {
     return "must be f32, f16 or bf16 (8-bit types are for the KV cache only) (got " +
            std::string(dtype_name(p.q_dtype)) + ")";

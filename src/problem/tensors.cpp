@@ -107,6 +107,19 @@ void require_head_array(const float* ptr, bool used, const char* argument, const
   require_aligned(ptr, alignof(float), argument);
 }
 
+// The variant bias: present exactly with variant.bias, aligned to its element, strides >= 0.
+void require_bias(const DecodeProblem& p, const DecodeTensors& t) {
+  require((t.bias != nullptr) == p.variant.bias, "bias", [&] {
+    return p.variant.bias ? "must not be null when the variant uses a bias"
+                          : "must be null unless the variant uses a bias";
+  });
+  if (t.bias == nullptr) return;
+  require_aligned(t.bias, dtype_size(p.bias_dtype), "bias");
+  require_non_negative(t.bias_stride_batch, "bias_stride_batch");
+  require_non_negative(t.bias_stride_token, "bias_stride_token");
+  require_non_negative(t.bias_stride_head, "bias_stride_head");
+}
+
 // The bytes [begin, end) a strided tensor can touch: rows of `width` elements at offsets
 // sum_i index_i * stride_i for index_i < extent_i. Empty when any extent is 0 or ptr is null.
 struct ByteRange {
@@ -309,6 +322,7 @@ void validate(const DecodeProblem& p, const DecodeTensors& t, MemorySpace space)
   }
   require_head_array(t.sinks, p.variant.sinks, "sinks", "sinks");
   require_head_array(t.alibi_slopes, p.variant.alibi, "alibi_slopes", "ALiBi");
+  require_bias(p, t);
   require_scale_layout(p, t.k_scale, t.k_scale_strides, "k_scale", "k_scale_strides");
   require_scale_layout(p, t.v_scale, t.v_scale_strides, "v_scale", "v_scale_strides");
   require_outputs_apart(p, t);

@@ -63,12 +63,19 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, RowId row, double
   const double cap = var.softcap;
   const double slope = var.alibi ? t.alibi_slopes[qh] : 0.0;
   const double inf = std::numeric_limits<double>::infinity();
+  // The bias row of (b, query, qh): key j at bias_row + j.
+  const std::int64_t bias_row =
+      b * t.bias_stride_batch + row.query * t.bias_stride_token + qh * t.bias_stride_head;
+  auto bias = [&](std::int64_t j) { return read_element(t.bias, p.bias_dtype, bias_row + j); };
+  // Keys the bias hides (-inf): not read at all, as ggml's flash attention skips them.
+  std::vector<char> hidden(static_cast<std::size_t>(n), 0);
   double m = -inf;
   bool nan = false;
   for (std::int64_t j = 0; j < n; ++j) {
     double& x = s[static_cast<std::size_t>(j)];
-    if (!visible(j)) {
+    if (!visible(j) || (var.bias && bias(j) == -inf)) {
       x = -inf;  // exp(-inf - m) = 0: an invisible key has no weight
+      hidden[static_cast<std::size_t>(j)] = var.bias && visible(j);
       continue;
     }
     const std::int64_t base = kv_offset(t.k_strides, j);
@@ -80,9 +87,13 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, RowId row, double
     x = dot * scale;
     if (cap > 0.0) x = cap * std::tanh(x / cap);
     if (var.alibi) x += -slope * std::abs(static_cast<double>(j - pos));
+    if (var.bias) x += bias(j);
     nan = nan || std::isnan(x);
     m = std::max(m, x);
   }
+  // Every key hidden by the bias: the row sees nothing, output 0 and lse -inf as an empty
+  // request (no sink joins it).
+  if (!nan && m == -inf) return;
   // A sink is one more logit in the denominator, with no value.
   const double sink = var.sinks ? t.sinks[qh] : -inf;
   m = std::max(m, sink);
@@ -93,7 +104,8 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, RowId row, double
   }
   if (nan || std::isnan(sink)) l = std::numeric_limits<double>::quiet_NaN();
   for (std::int64_t j = 0; j < n; ++j) {
-    if (!visible(j)) continue;  // its value is never read (a NaN there does not count)
+    // An invisible or hidden key's value is never read (a NaN there does not count).
+    if (!visible(j) || hidden[static_cast<std::size_t>(j)] != 0) continue;
     const double w = s[static_cast<std::size_t>(j)] / l;
     const std::int64_t base = kv_offset(t.v_strides, j);
     const double vs = v_scale(j);

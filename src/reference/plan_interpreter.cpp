@@ -83,6 +83,8 @@ class Interpreter {
         const std::int64_t q_base =
             s.request * t_.q_stride_batch + query * t_.q_stride_token + qh * t_.q_stride_head;
         const std::int64_t pos = query_position(len, p_.q_len, query);
+        const std::int64_t bias_row = s.request * t_.bias_stride_batch +
+                                      query * t_.bias_stride_token + qh * t_.bias_stride_head;
         for (std::int64_t j = t0; j < t1; ++j) {
           const std::int64_t kb = k_.row(s.request, j, s.kv_head);
           const double ks = scale_of(t_.k_scale, k_scale_, s.request, j, s.kv_head);
@@ -94,6 +96,7 @@ class Interpreter {
           double x = dot * scale;
           if (var.softcap > 0.0f) x = apply_softcap<double>(x, var.softcap);
           if (var.alibi) x += alibi_bias<double>(t_.alibi_slopes[qh], j, pos);
+          if (var.bias) x += read_element(t_.bias, p_.bias_dtype, bias_row + j);
           scores[static_cast<std::size_t>(j - t0)] = x;
         }
         const double rescale = update_with_block(st.stats[static_cast<std::size_t>(r)],

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "cpu/engine_fixture.hpp"
 #include "harness/accuracy.hpp"
@@ -197,6 +198,40 @@ TEST_P(EngineTest, ChecksEditedCopiesOfItsOwnPlans) {
 
 INSTANTIATE_TEST_SUITE_P(SimdTargets, EngineTest, ::testing::ValuesIn(cpu::simd_targets()),
                          [](const auto& param_info) { return param_info.param; });
+
+// A caller's threads (EngineOptions::parallel, as the llama.cpp backend lends ggml's OpenMP
+// team): every worker runs, on fewer real threads than workers and in any order, and the output
+// is bitwise the engine's own pool's.
+TEST(LentThreads, RunEveryWorkerAndMatchTheEnginesOwnPool) {
+  harness::HostCase c =
+      harness::make_case(harness::test_problem({700, 0, 129, 33, 1000}, 8, 2, 64, DType::f16), 41);
+  cpu::Engine own({.workers = 5});
+  const Plan plan = own.plan(c.problem, {.tile_tokens = 16});
+  own.run(c.problem, plan, c.tensors());
+  const std::vector<std::byte> expected = c.out;
+  const auto ref = reference::naive_attention(c.problem, c.tensors());
+  ASSERT_TRUE(harness::check_accuracy(c, ref, true).ok());
+  struct Calls {
+    std::int32_t count = 0;
+  } calls;
+  // Two real threads, each taking every other worker, the second half first.
+  const cpu::ParallelFor two_threads{
+      [](void* context, std::int32_t threads, cpu::ParallelFor::Job job, void* jc) {
+        ++static_cast<Calls*>(context)->count;
+        std::thread other([&] {
+          for (std::int32_t t = threads - 1; t >= 0; t -= 2) job(jc, t);
+        });
+        for (std::int32_t t = threads - 2; t >= 0; t -= 2) job(jc, t);
+        other.join();
+      },
+      &calls};
+  cpu::Engine lent({.workers = 5, .parallel = two_threads});
+  EXPECT_EQ(lent.workers(), 5);
+  harness::poison_outputs(c);
+  lent.run(c.problem, plan, c.tensors());
+  EXPECT_EQ(calls.count, 1);
+  EXPECT_EQ(c.out, expected);
+}
 
 TEST(SimdTargets, AtLeastOneIsSupportedAndUnknownNamesAreRejected) {
   EXPECT_FALSE(cpu::simd_targets().empty());

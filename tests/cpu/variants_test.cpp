@@ -1,9 +1,9 @@
 // The attention variants in the CPU engine against the fp64 reference, for every SIMD target and
 // strategy: several query tokens per request (causal or not), sliding windows shorter and longer
 // than the sequence and on tile edges, soft-caps near the score range, sinks above every score,
-// ALiBi, their combinations, empty requests and paged caches. Outputs are poisoned before each
-// run. Also: the planner plans only the tiles a window leaves visible, and a plan made for other
-// settings is refused.
+// ALiBi, a per-key bias (ggml's mask: hidden runs, hidden rows), their combinations, empty
+// requests and paged caches. Outputs are poisoned before each run. Also: the planner plans only
+// the tiles a window leaves visible, and a plan made for other settings is refused.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -105,6 +105,88 @@ TEST_P(VariantsTest, SinksAboveEveryScoreAndPagedCaches) {
   harness::HostCase c = harness::make_case(p, 21);
   for (float& s : c.sinks) s = 60.0f;  // far above every score: outputs tiny, finite, exact
   check_everything(c, "paged, sinks 60");
+}
+
+// A per-key bias (ggml's mask): random values with runs of -inf and 0, one row in 16 hidden
+// whole, per head or shared by the heads (odd seeds), in every bias dtype, with the other
+// variants and a paged cache.
+TEST_P(VariantsTest, BiasWithHiddenRunsEveryDtypeAndCombination) {
+  const std::vector<std::pair<std::string, AttentionVariant>> variants = {
+      {"bias", {.bias = true}},
+      {"bias, non-causal", {.causal = false, .bias = true}},
+      {"bias + window + softcap", {.window_left = 40, .softcap = 2.0f, .bias = true}},
+      {"bias + sinks + alibi", {.sinks = true, .alibi = true, .bias = true}}};
+  std::uint64_t seed = 30;
+  for (const auto& [name, v] : variants) {
+    for (DType bias_dtype : {DType::f32, DType::f16, DType::bf16}) {
+      for (std::int32_t q_len : {1, 3}) {
+        DecodeProblem p = problem({200, 0, 5, 129}, q_len, v, DType::f32);
+        p.bias_dtype = bias_dtype;
+        if (seed % 3 == 0) {
+          p.layout = KvLayout::paged;
+          p.page_size = 16;
+        }
+        harness::HostCase c = harness::make_case(p, seed++);
+        check_everything(c, name + " " + std::string(dtype_name(bias_dtype)) + " q_len " +
+                                std::to_string(q_len) + " seed " + std::to_string(seed - 1));
+      }
+    }
+  }
+}
+
+// Rows whose every key the bias hides: output 0 and lse -inf, as an empty request, with and
+// without sinks, while the request's other rows and requests are computed.
+TEST_P(VariantsTest, BiasHidingEveryKeyOfARowGivesZeros) {
+  for (bool sinks : {false, true}) {
+    DecodeProblem p = problem({150, 40}, 2, {.sinks = sinks, .bias = true}, DType::f32);
+    harness::HostCase c = harness::make_case(p, 8);  // even: one bias row per head
+    auto* bias = reinterpret_cast<float*>(c.bias.data());
+    const float inf = std::numeric_limits<float>::infinity();
+    // Request 0, query 1, head 3; request 1, query 0, every head.
+    std::fill_n(bias + c.bias_stride_token + 3 * c.bias_stride_head, 150, -inf);
+    for (std::int32_t h = 0; h < p.q_heads; ++h) {
+      std::fill_n(bias + c.bias_stride_batch + h * c.bias_stride_head, 150, -inf);
+    }
+    check_everything(c, sinks ? "hidden rows, sinks" : "hidden rows");
+    const std::size_t row = (static_cast<std::size_t>(0) * p.q_len + 1) * p.q_heads + 3;
+    const std::vector<double> out = harness::read_output(c);
+    for (std::int32_t i = 0; i < p.head_dim; ++i) EXPECT_EQ(out[row * p.head_dim + i], 0.0);
+    EXPECT_EQ(c.lse[row], -inf);
+    EXPECT_EQ(c.lse[static_cast<std::size_t>(p.q_len) * p.q_heads + 5], -inf);
+  }
+}
+
+TEST(VariantsBias, BadBiasArgumentsAreRefusedByName) {
+  DecodeProblem p = problem({30, 10}, 1, {.bias = true}, DType::f32);
+  p.bias_dtype = DType::f16;
+  harness::HostCase c = harness::make_case(p, 2);
+  cpu::Engine e({.workers = 2});
+  const Plan plan = e.plan(c.problem);
+  auto refused = [&](DecodeTensors t, const std::string& argument) {
+    try {
+      e.run(c.problem, plan, t);
+      ADD_FAILURE() << "ran with a bad " << argument;
+    } catch (const Error& err) {
+      EXPECT_EQ(err.argument(), argument) << err.what();
+    }
+  };
+  DecodeTensors t = c.tensors();
+  t.bias_stride_token = -1;
+  refused(t, "bias_stride_token");
+  t = c.tensors();
+  t.bias = static_cast<const std::byte*>(t.bias) + 1;
+  refused(t, "bias");
+  t = c.tensors();
+  t.bias = nullptr;
+  refused(t, "bias");
+  DecodeProblem plain = c.problem;
+  plain.variant.bias = false;
+  try {
+    e.run(plain, e.plan(plain), c.tensors());
+    ADD_FAILURE() << "ran with a bias the variant does not use";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.argument(), "bias") << err.what();
+  }
 }
 
 TEST_P(VariantsTest, RandomVariantProblems) {

@@ -120,6 +120,12 @@ std::vector<BadInput> bad_inputs() {
                            [](auto& p) { p.variant.alibi = true; }));
   v.push_back(tensor_rule("sinks without the variant", "sinks", "must be null unless",
                           [](auto& c, auto& t) { t.sinks = c.lse.data(); }));
+  v.push_back(problem_rule("bias missing", "bias", "must not be null",
+                           [](auto& p) { p.variant.bias = true; }));
+  v.push_back(problem_rule("8-bit bias_dtype", "bias_dtype", "must be f32, f16 or bf16",
+                           [](auto& p) { p.bias_dtype = DType::int8; }));
+  v.push_back(tensor_rule("bias without the variant", "bias", "must be null unless",
+                          [](auto& c, auto& t) { t.bias = c.lse.data(); }));
   v.push_back(
       problem_rule("negative scale", "scale", "finite and >= 0", [](auto& p) { p.scale = -0.5f; }));
   v.push_back(problem_rule("infinite scale", "scale", "finite",

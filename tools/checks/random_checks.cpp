@@ -64,6 +64,7 @@ std::string describe(const DecodeProblem& p, std::int32_t workers, std::int32_t 
   if (v.softcap != 0.0f) os << " softcap " << v.softcap;
   if (v.sinks) os << " sinks";
   if (v.alibi) os << " alibi";
+  if (v.bias) os << " bias " << dtype_name(p.bias_dtype);
   os << " workers " << workers << " tile " << tile;
   return os.str();
 }
@@ -89,6 +90,24 @@ std::pair<std::vector<std::byte>, std::vector<float>> request_rows(const harness
   std::vector<float> lse(c.lse.begin() + static_cast<std::ptrdiff_t>(heads * b),
                          c.lse.begin() + static_cast<std::ptrdiff_t>(heads * (b + 1)));
   return {out, lse};
+}
+
+// Request 0's bias rows of `a` into request `at` of `b` (variant.bias). make_case shares one row
+// among the heads for odd seeds, and the two cases' seeds have the same parity.
+void copy_request_bias(const harness::HostCase& a, harness::HostCase& b, std::int32_t at) {
+  const DecodeProblem& p = a.problem;
+  if (!p.variant.bias) return;
+  const std::size_t size = dtype_size(p.bias_dtype);
+  const auto keys = static_cast<std::size_t>(p.seq_lens[0]);
+  for (std::int32_t i = 0; i < p.q_len; ++i) {
+    for (std::int32_t h = 0; h < p.q_heads; ++h) {
+      const std::int64_t from = i * a.bias_stride_token + h * a.bias_stride_head;
+      const std::int64_t to =
+          at * b.bias_stride_batch + i * b.bias_stride_token + h * b.bias_stride_head;
+      std::memcpy(b.bias.data() + static_cast<std::size_t>(to) * size,
+                  a.bias.data() + static_cast<std::size_t>(from) * size, keys * size);
+    }
+  }
 }
 
 }  // namespace
@@ -227,6 +246,7 @@ CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, Executor
         static_cast<std::size_t>(p.q_len) * p.q_heads * p.head_dim * dtype_size(p.q_dtype);
     std::memcpy(b.q.data() + qrow * at, a.q.data(), qrow);
     b.sinks = a.sinks;  // per query head: the same for both batches
+    copy_request_bias(a, b, at);
     const std::size_t kvrow =
         static_cast<std::size_t>(p.capacity) * p.kv_heads * p.head_dim * dtype_size(p.kv_dtype);
     std::memcpy(b.k.data() + kvrow * at, a.k.data(), kvrow);

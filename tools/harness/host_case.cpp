@@ -117,8 +117,59 @@ DecodeTensors HostCase::tensors() {
   t.v_scale = v_scale.empty() ? nullptr : v_scale.data();
   t.sinks = sinks.empty() ? nullptr : sinks.data();
   t.alibi_slopes = alibi_slopes.empty() ? nullptr : alibi_slopes.data();
+  t.bias = bias.empty() ? nullptr : bias.data();
+  t.bias_stride_batch = bias_stride_batch;
+  t.bias_stride_token = bias_stride_token;
+  t.bias_stride_head = bias_stride_head;
   return t;
 }
+
+namespace {
+
+// Element i of a 16- or 32-bit float array.
+void write_float(void* dst, DType type, std::int64_t i, float f) {
+  if (type == DType::f16) {
+    static_cast<std::uint16_t*>(dst)[i] = float_to_f16_bits(f);
+  } else if (type == DType::bf16) {
+    static_cast<std::uint16_t*>(dst)[i] = float_to_bf16_bits(f);
+  } else {
+    static_cast<float*>(dst)[i] = f;
+  }
+}
+
+// The variant bias (see make_case): [batch, q_len, heads, keys] in p.bias_dtype.
+void fill_bias(HostCase& c, const DecodeProblem& p, std::int32_t keys, std::uint64_t seed) {
+  const std::int64_t heads = seed % 2 == 1 ? 1 : p.q_heads;
+  const std::int64_t n = std::max(keys, 1);
+  c.bias_stride_head = heads == 1 ? 0 : n;
+  c.bias_stride_token = heads * n;
+  c.bias_stride_batch = p.q_len * heads * n;
+  const std::int64_t rows = p.batch() * p.q_len * heads;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> row(static_cast<std::size_t>(n));
+  c.bias.resize(static_cast<std::size_t>(rows * n) * dtype_size(p.bias_dtype));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (float& x : row) x = value(rng);
+    if (rng() % 16 == 0) {
+      std::fill(row.begin(), row.end(), -inf);
+    } else {
+      for (std::int64_t covered = 0; covered < n / 5;) {  // runs of -inf or 0
+        const std::int64_t len = 1 + static_cast<std::int64_t>(rng() % 40);
+        const std::int64_t at = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n));
+        const float fill = rng() % 2 == 0 ? -inf : 0.0f;
+        std::fill(row.begin() + at, row.begin() + std::min(n, at + len), fill);
+        covered += len;
+      }
+    }
+    for (std::int64_t j = 0; j < n; ++j) {
+      write_float(c.bias.data(), p.bias_dtype, r * n + j, row[static_cast<std::size_t>(j)]);
+    }
+  }
+}
+
+}  // namespace
 
 HostCase make_case(DecodeProblem p, std::uint64_t seed) {
   HostCase c;
@@ -172,6 +223,7 @@ HostCase make_case(DecodeProblem p, std::uint64_t seed) {
           std::exp2(-8.0f * static_cast<float>(h + 1) / static_cast<float>(p.q_heads));
     }
   }
+  if (p.variant.bias) fill_bias(c, p, longest, seed * 7 + 9);
   const std::int64_t scales = scale_count(p);
   c.k_scale.resize(static_cast<std::size_t>(scales));
   c.v_scale.resize(static_cast<std::size_t>(scales));

@@ -25,6 +25,10 @@ struct HostCase {
   std::vector<float> sinks;               // variant.sinks: [q_heads], else empty
   std::vector<float> alibi_slopes;        // variant.alibi: [q_heads], else empty
   std::vector<std::int32_t> block_table;  // paged: [batch, max_pages]
+  std::vector<std::byte> bias;            // variant.bias: [batch, q_len, q_heads or 1, keys] in
+  std::int64_t bias_stride_batch = 0;     //   bias_dtype, keys = the longest request; the heads
+  std::int64_t bias_stride_token = 0;     //   share one row (stride 0) for odd seeds
+  std::int64_t bias_stride_head = 0;
 
   // Dense views of the buffers above (lse included).
   DecodeTensors tensors();
@@ -35,6 +39,8 @@ struct HostCase {
 // few spare ones), allocates, and fills q, k, v with approximately normal values from `seed`.
 // Paged block tables are a random permutation of the pages, so requests are scattered. Sinks
 // are drawn around 0 (scale 2); ALiBi slopes are the ALiBi paper's 2^(-8 (h + 1) / q_heads).
+// A bias is uniform in [-1, 1] (as llama.cpp's test-backend-ops draws masks) with runs of -inf
+// and of 0 over a fifth of the keys, and one row in 16 hidden whole.
 // A quantized cache stores N(0, 1) values quantized with the nominal scale (4 / the type's largest
 // value: |x| <= 4 fits) and its scales are that nominal scale times 2^(N(0, 1) / 2), so the
 // dequantized values are about normal with a spread of magnitudes between blocks.

@@ -99,6 +99,8 @@ NaiveBaseline naive_same_precision(const DecodeProblem& p, const DecodeTensors& 
         b * t.q_stride_batch + query * t.q_stride_token + qh * t.q_stride_head;
     s.assign(static_cast<std::size_t>(seen.end - seen.begin), 0.0f);
     float m = var.sinks ? t.sinks[qh] : -std::numeric_limits<float>::infinity();
+    const std::int64_t bias_row =
+        b * t.bias_stride_batch + query * t.bias_stride_token + qh * t.bias_stride_head;
     double score_abs = 0.0;
     for (std::int64_t j = seen.begin; j < seen.end; ++j) {
       float dot = 0.0f, dot_abs = 0.0f;
@@ -113,9 +115,12 @@ NaiveBaseline naive_same_precision(const DecodeProblem& p, const DecodeTensors& 
       float x = round_to(qt, round_to(qt, dot) * scale);
       if (var.softcap > 0.0f) x = round_to(qt, apply_softcap(x, var.softcap));
       if (var.alibi) x = round_to(qt, x + alibi_bias(t.alibi_slopes[qh], j, pos));
+      if (var.bias) x = round_to(qt, x + read(t.bias, p.bias_dtype, bias_row + j));
       s[static_cast<std::size_t>(j - seen.begin)] = x;
       m = std::max(m, x);
     }
+    // Every key hidden by the bias (and no sink): output 0, as an empty request.
+    if (m == -std::numeric_limits<float>::infinity()) continue;
     float l = var.sinks ? std::exp(t.sinks[qh] - m) : 0.0f;  // a sink joins the denominator
     for (float& x : s) {
       x = std::exp(x - m);

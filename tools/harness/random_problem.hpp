@@ -2,7 +2,7 @@
 // ratios (powers of two and not), ragged and empty lengths around the tile size, contiguous and
 // paged layouts with small and large pages, every dtype, and the attention variants (q_len up
 // to 8, windows shorter and longer than the sequence and on tile edges, soft-caps near the score
-// range, sinks, ALiBi) alone and combined.
+// range, sinks, ALiBi, a per-key bias with hidden runs) alone and combined.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,8 @@ struct RandomLimits {
   bool any_head_dim = false;  // false: 16..128 only (keeps fp64 checks fast)
   bool variants = true;       // draw q_len 1..8, causal or not, windows, soft-caps, sinks, ALiBi
   bool quantized_kv = true;   // a third of the cases get an 8-bit K/V cache with scales
+  bool bias = true;           // with variants, a quarter of the cases add a per-key bias
+                              //   (f32, f16 or bf16); off for the CUDA engine, which lacks it
 };
 
 struct RandomCase {

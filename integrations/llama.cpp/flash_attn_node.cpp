@@ -1,0 +1,261 @@
+// A GGML_OP_FLASH_ATTN_EXT node as one leanattn decode call (see flash_attn_node.hpp).
+#include "flash_attn_node.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "ggml.h"
+#include "leanattn/core/float16.hpp"
+#include "leanattn/error.hpp"
+
+namespace leanattn::llama_cpp {
+
+namespace {
+
+constexpr std::uint16_t kF16NegInf = 0xFC00;
+
+std::string text(std::int64_t v) {
+  return std::to_string(v);
+}
+
+// The leanattn dtype of a K/V type it reads; false for the others.
+bool kv_dtype_of(ggml_type type, DType& out) {
+  switch (type) {
+    case GGML_TYPE_F16:
+      out = DType::f16;
+      return true;
+    case GGML_TYPE_BF16:
+      out = DType::bf16;
+      return true;
+    case GGML_TYPE_F32:
+      out = DType::f32;
+      return true;
+    default:
+      return false;
+  }
+}
+
+float op_param(const ggml_tensor* node, int i) {
+  float f;
+  std::memcpy(&f, &node->op_params[i], sizeof f);
+  return f;
+}
+
+// Every byte stride of `t` a multiple of its element size, the innermost one that size.
+bool element_strided(const ggml_tensor* t) {
+  const std::size_t es = ggml_type_size(t->type);
+  return t->nb[0] == es && t->nb[1] % es == 0 && t->nb[2] % es == 0 && t->nb[3] % es == 0;
+}
+
+// ALiBi's slope of head h as ggml computes it from max_bias (ggml-cpu/ops.cpp).
+float alibi_slope(float max_bias, std::int64_t n_head, std::int64_t h) {
+  const auto log2_heads = static_cast<std::int64_t>(1)
+                          << static_cast<int>(std::floor(std::log2(n_head)));
+  const float m0 = std::pow(2.0f, -max_bias / static_cast<float>(log2_heads));
+  const float m1 = std::pow(2.0f, -(max_bias / 2.0f) / static_cast<float>(log2_heads));
+  return h < log2_heads ? std::pow(m0, static_cast<float>(h + 1))
+                        : std::pow(m1, static_cast<float>(2 * (h - log2_heads) + 1));
+}
+
+}  // namespace
+
+std::string why_not(const ggml_tensor* node) {
+  if (node->op != GGML_OP_FLASH_ATTN_EXT) return std::string("op: ") + ggml_op_name(node->op);
+  const ggml_tensor* q = node->src[0];
+  const ggml_tensor* k = node->src[1];
+  const ggml_tensor* v = node->src[2];
+  const ggml_tensor* mask = node->src[3];
+  const ggml_tensor* sinks = node->src[4];
+  DType kv{};
+  if (q->type != GGML_TYPE_F32)
+    return std::string("q: f32 only (got ") + ggml_type_name(q->type) + ")";
+  if (!kv_dtype_of(k->type, kv)) {
+    return std::string("k: ") + ggml_type_name(k->type) +
+           " caches are not read yet (f16, bf16, f32)";
+  }
+  if (v->type != k->type) return "v: must have k's type";
+  const std::int64_t d = k->ne[0];
+  if (v->ne[0] != d)
+    return "v: head size " + text(v->ne[0]) + " != k's " + text(d) + " (MLA) not yet";
+  if (d % kHeadDimMultiple != 0 || d > kMaxHeadDim) {
+    return "head size " + text(d) + ": must be a multiple of 16 up to 256";
+  }
+  const std::int64_t rows = q->ne[1], heads = q->ne[2], streams = q->ne[3];
+  if (rows > kMaxRows) return "rows: " + text(rows) + " query rows (prefill) stay on ggml";
+  if (k->ne[2] < 1 || heads % k->ne[2] != 0 || v->ne[2] != k->ne[2] || v->ne[1] != k->ne[1] ||
+      k->ne[3] != streams || v->ne[3] != streams || q->ne[0] != d) {
+    return "shapes: q, k, v do not match";
+  }
+  if (!element_strided(q) || !element_strided(k) || !element_strided(v)) {
+    return "strides: rows must be contiguous and strides whole elements";
+  }
+  if (streams > 1 && rows > 1 && q->nb[3] != static_cast<std::size_t>(rows) * q->nb[1]) {
+    return "q: streams not a whole number of rows apart";
+  }
+  if (node->type != GGML_TYPE_F32 || !ggml_is_contiguous(node)) return "dst: f32, contiguous";
+  if (mask != nullptr) {
+    if (mask->type != GGML_TYPE_F16 || !ggml_is_contiguous(mask)) return "mask: f16, contiguous";
+    if (mask->ne[0] < k->ne[1] || mask->ne[1] < rows) return "mask: smaller than n_kv x rows";
+    if (mask->ne[2] != 1 && mask->ne[2] != heads) return "mask: per-head groups of heads";
+    if (mask->ne[3] != 1 && mask->ne[3] != streams) return "mask: broadcast over stream groups";
+  }
+  if (sinks != nullptr &&
+      (sinks->type != GGML_TYPE_F32 || sinks->ne[0] != heads || !ggml_is_contiguous(sinks))) {
+    return "sinks: f32 [n_head], contiguous";
+  }
+  const float scale = op_param(node, 0), max_bias = op_param(node, 1), cap = op_param(node, 2);
+  if (!(std::isfinite(scale) && scale > 0.0f)) return "scale: must be finite and > 0";
+  if (!(std::isfinite(max_bias) && max_bias >= 0.0f)) return "max_bias: must be finite, >= 0";
+  if (max_bias > 0.0f && mask == nullptr) return "max_bias: ALiBi without a mask";
+  if (!(std::isfinite(cap) && cap >= 0.0f)) return "logit_softcap: must be finite, >= 0";
+  if (node->op_params[4] != 0) return "n_kv_max: the sparsity hint is not honoured";
+  return "";
+}
+
+void FlashAttnRunner::set_threads(std::int32_t threads, const cpu::ParallelFor& parallel) {
+  threads = std::max(threads, 1);
+  if (threads != threads_ || parallel.run != parallel_.run ||
+      parallel.context != parallel_.context) {
+    engine_.reset();
+  }
+  threads_ = threads;
+  parallel_ = parallel;
+}
+
+void FlashAttnRunner::run(const ggml_tensor* node) {
+  if (const std::string why = why_not(node); !why.empty()) throw Error("node", why);
+  const ggml_tensor* q = node->src[0];
+  const ggml_tensor* k = node->src[1];
+  const ggml_tensor* v = node->src[2];
+  const ggml_tensor* mask = node->src[3];
+  const ggml_tensor* sinks = node->src[4];
+  const std::int64_t d = k->ne[0], n_kv = k->ne[1];
+  const std::int64_t rows = q->ne[1], heads = q->ne[2], streams = q->ne[3];
+  const std::int64_t requests = rows * streams;  // request b = stream b / rows, row b % rows
+  const float max_bias = op_param(node, 1);
+
+  // Each request reads cells [0, last visible]; the mask becomes a bias only when it hides a
+  // cell inside that range or adds a non-zero value there.
+  DecodeProblem& p = problem_;
+  p.seq_lens.assign(static_cast<std::size_t>(requests), static_cast<std::int32_t>(n_kv));
+  bool bias = false;
+  const std::int64_t mask_heads = mask != nullptr ? mask->ne[2] : 1;
+  auto mask_row = [&](std::int64_t b, std::int64_t h) {
+    const std::int64_t s = b / rows, r = b % rows;
+    return reinterpret_cast<const std::uint16_t*>(
+        static_cast<const char*>(mask->data) + r * mask->nb[1] + (h % mask->ne[2]) * mask->nb[2] +
+        (s % mask->ne[3]) * mask->nb[3]);
+  };
+  if (mask != nullptr) {
+    for (std::int64_t b = 0; b < requests; ++b) {
+      std::int64_t last = 0;  // past the last cell some head of the row sees
+      for (std::int64_t h = 0; h < mask_heads; ++h) {
+        const std::uint16_t* m = mask_row(b, h);
+        std::int64_t end = n_kv;
+        while (end > last && m[end - 1] == kF16NegInf) --end;
+        last = std::max(last, end);
+      }
+      // A bias when some cell before `last` is hidden (-inf) or not 0 (+0 and -0 are 0).
+      for (std::int64_t h = 0; h < mask_heads && !bias; ++h) {
+        const std::uint16_t* m = mask_row(b, h);
+        for (std::int64_t j = 0; j < last && !bias; ++j) bias = (m[j] & 0x7FFF) != 0;
+      }
+      p.seq_lens[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(last);
+    }
+  }
+  const bool alibi = max_bias > 0.0f;
+  const std::int64_t bias_heads = alibi || mask_heads > 1 ? heads : 1;
+  if (bias) {
+    if (alibi) {
+      slope_.resize(static_cast<std::size_t>(heads));
+      for (std::int64_t h = 0; h < heads; ++h) {
+        slope_[static_cast<std::size_t>(h)] = alibi_slope(max_bias, heads, h);
+      }
+    }
+    bias_.resize(static_cast<std::size_t>(requests * bias_heads * n_kv));
+    for (std::int64_t b = 0; b < requests; ++b) {
+      for (std::int64_t h = 0; h < bias_heads; ++h) {
+        const std::uint16_t* m = mask_row(b, h);
+        const float slope = alibi ? slope_[static_cast<std::size_t>(h)] : 1.0f;
+        float* out = bias_.data() + (b * bias_heads + h) * n_kv;
+        const std::int64_t len = p.seq_lens[static_cast<std::size_t>(b)];
+        for (std::int64_t j = 0; j < len; ++j) out[j] = slope * f16_bits_to_float(m[j]);
+      }
+    }
+  }
+
+  DType kv{};
+  kv_dtype_of(k->type, kv);
+  p.q_heads = static_cast<std::int32_t>(heads);
+  p.kv_heads = static_cast<std::int32_t>(k->ne[2]);
+  p.head_dim = static_cast<std::int32_t>(d);
+  p.q_len = 1;
+  p.q_dtype = DType::f32;
+  p.kv_dtype = kv;
+  p.scale = op_param(node, 0);
+  p.variant = AttentionVariant{};
+  p.variant.softcap = op_param(node, 2);
+  p.variant.sinks = sinks != nullptr;
+  p.variant.bias = bias;
+  p.bias_dtype = DType::f32;
+  // One stream, or one row per stream: request b's cells are b x (stream stride) on. Several
+  // rows in each of several streams: one page per stream, the same page for its rows.
+  const bool paged = streams > 1 && rows > 1;
+  std::vector<std::int32_t> block_table;
+  if (paged) {
+    p.layout = KvLayout::paged;
+    p.page_size = static_cast<std::int32_t>(n_kv);
+    p.num_pages = streams;
+    p.max_pages = 1;
+    p.capacity = 0;
+    block_table.resize(static_cast<std::size_t>(requests));
+    for (std::int64_t b = 0; b < requests; ++b) {
+      block_table[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(b / rows);
+    }
+  } else {
+    p.layout = KvLayout::contiguous;
+    p.capacity = n_kv;
+  }
+  auto kv_strides = [&](const ggml_tensor* t) {
+    const std::size_t es = ggml_type_size(t->type);
+    const auto stream = static_cast<std::int64_t>(t->nb[3] / es);
+    return KvStrides{streams == 1 ? 0 : stream, static_cast<std::int64_t>(t->nb[1] / es),
+                     static_cast<std::int64_t>(t->nb[2] / es)};
+  };
+
+  DecodeTensors t;
+  t.q = q->data;
+  // Request b = stream b / rows, row b % rows: rows apart within a stream, and streams a whole
+  // number of rows apart (why_not), or one row per stream: streams apart.
+  t.q_stride_batch = static_cast<std::int64_t>((rows == 1 ? q->nb[3] : q->nb[1]) / sizeof(float));
+  t.q_stride_head = static_cast<std::int64_t>(q->nb[2] / sizeof(float));
+  t.q_stride_token = t.q_stride_batch;
+  t.k_cache = k->data;
+  t.v_cache = v->data;
+  t.k_strides = kv_strides(k);
+  t.v_strides = kv_strides(v);
+  if (paged) {
+    t.block_table = block_table.data();
+    t.block_table_stride = 1;
+  }
+  t.out = node->data;
+  t.out_stride_batch = d * heads;  // dst [Dv, n_head, rows, streams]: request b is row b
+  t.out_stride_head = d;
+  t.out_stride_token = d * heads;
+  t.sinks = sinks != nullptr ? static_cast<const float*>(sinks->data) : nullptr;
+  if (bias) {
+    t.bias = bias_.data();
+    t.bias_stride_batch = bias_heads * n_kv;
+    t.bias_stride_head = bias_heads > 1 ? n_kv : 0;
+    t.bias_stride_token = 0;
+  }
+  if (!engine_) {
+    engine_ = std::make_unique<cpu::Engine>(
+        cpu::EngineOptions{.workers = threads_, .parallel = parallel_});
+  }
+  engine_->run(p, engine_->plan(p), t);
+}
+
+}  // namespace leanattn::llama_cpp

@@ -1,0 +1,56 @@
+// One GGML_OP_FLASH_ATTN_EXT node of a llama.cpp graph, computed by leanattn's CPU engine: what
+// the backend takes (why_not: "" when taken, else the reason it declines, shape and type rules
+// only, since the scheduler asks before any data exists) and how a taken node becomes one
+// leanattn decode call (FlashAttnRunner). The node, as ggml defines it (ggml.h,
+// ggml_flash_attn_ext; ggml-cpu/ops.cpp computes it):
+//   q    [Dk, n_rows, n_head, n_stream]     f32, any strides (a permuted view)
+//   k    [Dk, n_kv, n_head_kv, n_stream]    the cache, a view read in place
+//   v    [Dv, n_kv, n_head_kv, n_stream]    not transposed
+//   mask [n_kv, n_rows_pad, 1 or n_head, 1 or n_stream]  f16, contiguous, additive (-inf hides)
+//   sinks [n_head] f32 (src[4]), optional
+//   dst  [Dv, n_head, n_rows, n_stream]     f32, contiguous
+//   op_params: scale, max_bias (ALiBi: the mask times the head's slope), logit_softcap,
+//   precision, n_kv_max (a sparsity hint of newer versions)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "leanattn/cpu_engine.hpp"
+
+struct ggml_tensor;
+
+namespace leanattn::llama_cpp {
+
+// Query rows per stream above which the node stays on ggml (prefill: ggml's tiled path reads
+// each K/V tile once for many rows; leanattn makes each row a request of its own).
+inline constexpr std::int64_t kMaxRows = 8;
+
+// "" when the backend computes `node` (a FLASH_ATTN_EXT node); otherwise why not, naming the
+// setting (the node then stays on ggml's CPU backend).
+std::string why_not(const ggml_tensor* node);
+
+// Computes taken nodes with the CPU engine: each (stream, query row) becomes a request of its
+// own reading keys [0, last visible cell] of its stream's cache, in place; the mask becomes a
+// bias only when it hides a cell inside that range or adds a non-zero value (ALiBi scales it by
+// the head's slope), so a plain decode step runs the engine's unmasked path.
+class FlashAttnRunner {
+ public:
+  // threads: the CPU engine's workers (llama.cpp's thread count); parallel: the threads to run
+  // them on (ggml's OpenMP team), or none for the engine's own pool.
+  void set_threads(std::int32_t threads, const cpu::ParallelFor& parallel = {});
+  // Computes `node` into node->data. Throws leanattn::Error for a node why_not() declines.
+  void run(const ggml_tensor* node);
+
+ private:
+  std::int32_t threads_ = 1;
+  cpu::ParallelFor parallel_;
+  std::unique_ptr<cpu::Engine> engine_;
+  std::vector<float> bias_;   // [rows, heads or 1, n_kv] when the mask is a bias
+  std::vector<float> slope_;  // ALiBi slopes [n_head]
+  DecodeProblem problem_;
+};
+
+}  // namespace leanattn::llama_cpp

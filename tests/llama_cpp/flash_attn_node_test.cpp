@@ -1,0 +1,369 @@
+// The llama.cpp backend's node translation (integrations/llama.cpp/flash_attn_node.cpp) against an
+// fp64 oracle of GGML_OP_FLASH_ATTN_EXT written from ggml's definition (ggml-cpu/ops.cpp): nodes
+// built with ggml's own API the way llama.cpp builds them (K and V as permuted views of a larger
+// cache, several streams, padded masks), masks with holes (several sequences interleaved in one
+// unified cache, sliding windows, empty rows, test-backend-ops' random additive masks), ALiBi from
+// max_bias, soft-cap, sinks, 1 to 8 query rows, odd GQA ratios, f16 / bf16 / f32 caches and
+// several thread counts. The output is poisoned (NaN) first. Then every decline, by reason.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "flash_attn_node.hpp"
+#include "ggml.h"
+
+namespace leanattn::llama_cpp {
+namespace {
+
+const float kInf = std::numeric_limits<float>::infinity();
+
+enum class MaskKind { none, prefix, sequences, window, alibi, random };
+
+struct NodeSpec {
+  std::int64_t d = 64, heads = 8, kv_heads = 2, rows = 1, streams = 1, n_kv = 300;
+  std::int64_t kv_size = 0;  // the cache's cells (>= n_kv; 0: n_kv + 37)
+  ggml_type kv = GGML_TYPE_F16;
+  MaskKind mask = MaskKind::prefix;
+  std::int64_t mask_heads = 1;
+  float max_bias = 0.0f, softcap = 0.0f;
+  bool sinks = false;
+};
+
+// A FLASH_ATTN_EXT node and the context holding its data.
+struct Node {
+  ggml_context* ctx = nullptr;
+  ggml_tensor* node = nullptr;
+  Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  ~Node() {
+    if (ctx != nullptr) ggml_free(ctx);
+  }
+};
+
+void set_value(ggml_tensor* t, std::size_t offset, float x) {
+  char* p = static_cast<char*>(t->data) + offset;
+  switch (t->type) {
+    case GGML_TYPE_F16:
+      *reinterpret_cast<ggml_fp16_t*>(p) = ggml_fp32_to_fp16(x);
+      break;
+    case GGML_TYPE_BF16:
+      *reinterpret_cast<ggml_bf16_t*>(p) = ggml_fp32_to_bf16(x);
+      break;
+    default:
+      *reinterpret_cast<float*>(p) = x;
+  }
+}
+
+double value(const ggml_tensor* t, std::size_t offset) {
+  const char* p = static_cast<const char*>(t->data) + offset;
+  switch (t->type) {
+    case GGML_TYPE_F16:
+      return ggml_fp16_to_fp32(*reinterpret_cast<const ggml_fp16_t*>(p));
+    case GGML_TYPE_BF16:
+      return ggml_bf16_to_fp32(*reinterpret_cast<const ggml_bf16_t*>(p));
+    default:
+      return *reinterpret_cast<const float*>(p);
+  }
+}
+
+// Fills a contiguous tensor with N(0, 1) values (a block-quantized one with zeros: it is only
+// declined).
+void fill_normal(ggml_tensor* t, std::mt19937& rng) {
+  if (ggml_is_quantized(t->type)) {
+    std::memset(t->data, 0, ggml_nbytes(t));
+    return;
+  }
+  std::normal_distribution<float> normal;
+  const std::int64_t n = ggml_nelements(t);
+  for (std::int64_t i = 0; i < n; ++i) {
+    set_value(t, static_cast<std::size_t>(i) * ggml_type_size(t->type), normal(rng));
+  }
+}
+
+// The mask row of stream s, query row r, head group g: what each cell adds (-inf hides it).
+std::vector<float> mask_row(const NodeSpec& s, std::int64_t stream, std::int64_t r, std::int64_t g,
+                            std::mt19937& rng) {
+  std::vector<float> m(static_cast<std::size_t>(s.n_kv), -kInf);
+  // Filled cells: stream-dependent, the rest of the view is padding. The query rows are the
+  // last `rows` filled cells (their own positions).
+  const std::int64_t filled = s.n_kv - 5 - 17 * stream;
+  const std::int64_t pos = filled - s.rows + r;
+  switch (s.mask) {
+    case MaskKind::none:
+      break;
+    case MaskKind::prefix:
+      for (std::int64_t j = 0; j <= pos; ++j) m[static_cast<std::size_t>(j)] = 0.0f;
+      break;
+    case MaskKind::window:
+      for (std::int64_t j = std::max<std::int64_t>(0, pos - 40); j <= pos; ++j) {
+        m[static_cast<std::size_t>(j)] = 0.0f;
+      }
+      break;
+    case MaskKind::alibi:
+      for (std::int64_t j = 0; j <= pos; ++j) {
+        m[static_cast<std::size_t>(j)] = -static_cast<float>(pos - j);
+      }
+      break;
+    case MaskKind::sequences: {
+      // Three sequences interleaved cell by cell (llama-server's slots decoding together); row r
+      // belongs to sequence r % 3 and sees that sequence's cells up to its own; sequence 2 of
+      // stream 1 has no cell (an empty row).
+      const std::int64_t seq = r % 3;
+      if (stream == 1 && seq == 2) break;
+      for (std::int64_t j = seq; j <= pos; j += 3) m[static_cast<std::size_t>(j)] = 0.0f;
+      break;
+    }
+    case MaskKind::random: {
+      std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+      for (float& x : m) x = uniform(rng);
+      for (int run = 0; run < 4; ++run) {  // runs of -inf and of 0
+        const std::int64_t at = static_cast<std::int64_t>(rng() % s.n_kv);
+        const float fill = run % 2 == 0 ? -kInf : 0.0f;
+        for (std::int64_t j = at; j < std::min(s.n_kv, at + 30); ++j) {
+          m[static_cast<std::size_t>(j)] = fill;
+        }
+      }
+      if (g == 1) m.assign(m.size(), -kInf);  // a whole head group hidden
+      break;
+    }
+  }
+  return m;
+}
+
+// Builds the node as llama.cpp's graph does: q from a [d, heads, rows, streams] tensor, K and V
+// as views of a [d * kv_heads, kv_size, streams] cache, the mask padded to 8 rows.
+void build(Node& out, const NodeSpec& s, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  const std::int64_t kv_size = s.kv_size > 0 ? s.kv_size : s.n_kv + 37;
+  const std::size_t es = ggml_type_size(s.kv);
+  const std::size_t head_bytes = ggml_row_size(s.kv, s.d);
+  const std::size_t bytes = static_cast<std::size_t>(
+      (s.d * s.heads * s.rows * s.streams * 2 + s.heads) * 4 +
+      2 * s.d * s.kv_heads * kv_size * s.streams * static_cast<std::int64_t>(es) +
+      s.n_kv * 8 * s.mask_heads * s.streams * 2 + (1 << 20));
+  out.ctx = ggml_init({bytes, nullptr, false});
+  ggml_context* ctx = out.ctx;
+  ggml_tensor* q = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, s.d, s.heads, s.rows, s.streams);
+  fill_normal(q, rng);
+  ggml_tensor* caches[2];
+  ggml_tensor* views[2];
+  for (int i = 0; i < 2; ++i) {
+    caches[i] = ggml_new_tensor_3d(ctx, s.kv, s.d * s.kv_heads, kv_size, s.streams);
+    fill_normal(caches[i], rng);
+    ggml_tensor* v4 = ggml_view_4d(ctx, caches[i], s.d, s.kv_heads, s.n_kv, s.streams, head_bytes,
+                                   caches[i]->nb[1], caches[i]->nb[2], 0);
+    views[i] = ggml_permute(ctx, v4, 0, 2, 1, 3);  // [d, n_kv, kv_heads, streams]
+  }
+  ggml_tensor* mask = nullptr;
+  if (s.mask != MaskKind::none) {
+    mask = ggml_new_tensor_4d(ctx, GGML_TYPE_F16, s.n_kv, 8, s.mask_heads, s.streams);
+    for (std::int64_t st = 0; st < s.streams; ++st) {
+      for (std::int64_t g = 0; g < s.mask_heads; ++g) {
+        for (std::int64_t r = 0; r < 8; ++r) {  // rows past `rows`: padding, never read
+          const std::vector<float> m = mask_row(s, st, std::min(r, s.rows - 1), g, rng);
+          for (std::int64_t j = 0; j < s.n_kv; ++j) {
+            set_value(mask, j * mask->nb[0] + r * mask->nb[1] + g * mask->nb[2] + st * mask->nb[3],
+                      r < s.rows ? m[static_cast<std::size_t>(j)] : 7.0f);
+          }
+        }
+      }
+    }
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.d));
+  out.node = ggml_flash_attn_ext(ctx, ggml_permute(ctx, q, 0, 2, 1, 3), views[0], views[1], mask,
+                                 scale, s.max_bias, s.softcap);
+  if (s.sinks) {
+    ggml_tensor* sinks = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, s.heads);
+    fill_normal(sinks, rng);
+    ggml_flash_attn_ext_add_sinks(out.node, sinks);
+  }
+  std::memset(out.node->data, 0xff, ggml_nbytes(out.node));  // NaN: an unwritten row fails
+}
+
+// ggml's definition in fp64: dst [d, heads, rows, streams].
+std::vector<double> oracle(const ggml_tensor* node) {
+  const ggml_tensor* q = node->src[0];
+  const ggml_tensor* k = node->src[1];
+  const ggml_tensor* v = node->src[2];
+  const ggml_tensor* mask = node->src[3];
+  const ggml_tensor* sinks = node->src[4];
+  float scale, max_bias, cap;
+  std::memcpy(&scale, &node->op_params[0], 4);
+  std::memcpy(&max_bias, &node->op_params[1], 4);
+  std::memcpy(&cap, &node->op_params[2], 4);
+  const std::int64_t d = q->ne[0], rows = q->ne[1], heads = q->ne[2], streams = q->ne[3];
+  const std::int64_t n_kv = k->ne[1], group = heads / k->ne[2];
+  const std::int64_t h2 = std::int64_t{1} << static_cast<int>(std::floor(std::log2(heads)));
+  std::vector<double> out(static_cast<std::size_t>(d * heads * rows * streams));
+  std::vector<double> score(static_cast<std::size_t>(n_kv));
+  std::vector<char> seen(static_cast<std::size_t>(n_kv));
+  for (std::int64_t st = 0; st < streams; ++st) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t h = 0; h < heads; ++h) {
+        const double slope =
+            max_bias <= 0.0f ? 1.0
+            : h < h2         ? std::pow(std::pow(2.0, -max_bias / static_cast<double>(h2)), h + 1)
+                             : std::pow(std::pow(2.0, -max_bias / 2.0 / static_cast<double>(h2)),
+                                        2 * (h - h2) + 1);
+        double m = -kInf;
+        for (std::int64_t j = 0; j < n_kv; ++j) {
+          const double mv = mask == nullptr
+                                ? 0.0
+                                : slope * value(mask, j * mask->nb[0] + r * mask->nb[1] +
+                                                          (h % mask->ne[2]) * mask->nb[2] +
+                                                          (st % mask->ne[3]) * mask->nb[3]);
+          seen[static_cast<std::size_t>(j)] = mv != -kInf;
+          if (mv == -kInf) continue;
+          double dot = 0.0;
+          for (std::int64_t i = 0; i < d; ++i) {
+            dot += value(q, i * q->nb[0] + r * q->nb[1] + h * q->nb[2] + st * q->nb[3]) *
+                   value(k, i * k->nb[0] + j * k->nb[1] + (h / group) * k->nb[2] + st * k->nb[3]);
+          }
+          double x = dot * scale;
+          if (cap > 0.0f) x = cap * std::tanh(x / cap);
+          x += mv;
+          score[static_cast<std::size_t>(j)] = x;
+          m = std::max(m, x);
+        }
+        double* o = &out[static_cast<std::size_t>(((st * rows + r) * heads + h) * d)];
+        if (m == -kInf) continue;  // no visible cell: 0, with or without a sink
+        const double sink = sinks != nullptr ? static_cast<const float*>(sinks->data)[h] : -kInf;
+        const double top = std::max(m, sink);
+        double l = sinks != nullptr ? std::exp(sink - top) : 0.0;
+        for (std::int64_t j = 0; j < n_kv; ++j) {
+          if (!seen[static_cast<std::size_t>(j)]) continue;
+          const double w = std::exp(score[static_cast<std::size_t>(j)] - top);
+          l += w;
+          for (std::int64_t i = 0; i < d; ++i) {
+            o[i] +=
+                w * value(v, i * v->nb[0] + j * v->nb[1] + (h / group) * v->nb[2] + st * v->nb[3]);
+          }
+        }
+        for (std::int64_t i = 0; i < d; ++i) o[i] /= l;
+      }
+    }
+  }
+  return out;
+}
+
+void expect_matches(const NodeSpec& s, std::uint32_t seed, const std::string& what) {
+  for (std::int32_t threads : {1, 3}) {
+    Node n;
+    build(n, s, seed);
+    ASSERT_EQ(why_not(n.node), "") << what;
+    FlashAttnRunner runner;
+    runner.set_threads(threads);
+    runner.run(n.node);
+    const std::vector<double> ref = oracle(n.node);
+    const auto* got = static_cast<const float*>(n.node->data);
+    double worst = 0.0, largest = 0.0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(got[i])) << what << " threads " << threads << " element " << i;
+      worst = std::max(worst, std::abs(got[i] - ref[i]));
+      largest = std::max(largest, std::abs(ref[i]));
+    }
+    EXPECT_LT(worst, 2e-4 * std::max(1.0, largest)) << what << " threads " << threads;
+  }
+}
+
+TEST(FlashAttnNode, DecodeStepsAsLlamaCppBuildsThem) {
+  std::uint32_t seed = 1;
+  for (ggml_type kv : {GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_F32}) {
+    for (std::int64_t rows : {1, 2, 5, 8}) {
+      NodeSpec s;
+      s.kv = kv;
+      s.rows = rows;
+      expect_matches(s, seed++, std::string(ggml_type_name(kv)) + " rows " + std::to_string(rows));
+    }
+  }
+}
+
+TEST(FlashAttnNode, MasksWithHolesWindowsAndEmptyRows) {
+  std::uint32_t seed = 100;
+  for (MaskKind mask : {MaskKind::none, MaskKind::sequences, MaskKind::window, MaskKind::random}) {
+    for (std::int64_t streams : {1, 3}) {
+      for (std::int64_t rows : {1, 4}) {
+        NodeSpec s;
+        s.mask = mask;
+        s.streams = streams;
+        s.rows = rows;
+        s.n_kv = 257;
+        expect_matches(s, seed++,
+                       "mask " + std::to_string(static_cast<int>(mask)) + " streams " +
+                           std::to_string(streams) + " rows " + std::to_string(rows));
+      }
+    }
+  }
+}
+
+TEST(FlashAttnNode, AlibiSoftcapSinksAndPerHeadMasks) {
+  NodeSpec alibi;
+  alibi.mask = MaskKind::alibi;
+  alibi.max_bias = 8.0f;
+  alibi.heads = 12;  // not a power of two: both slope series
+  alibi.kv_heads = 12;
+  expect_matches(alibi, 7, "alibi");
+  NodeSpec cap;
+  cap.softcap = 2.0f;
+  cap.sinks = true;
+  cap.rows = 3;
+  expect_matches(cap, 8, "softcap + sinks");
+  NodeSpec heads;
+  heads.mask = MaskKind::random;
+  heads.mask_heads = 8;
+  heads.sinks = true;
+  heads.streams = 2;
+  expect_matches(heads, 9, "a mask per head, sinks, random");
+}
+
+TEST(FlashAttnNode, GqaRatiosAndHeadSizes) {
+  const std::vector<std::array<std::int64_t, 3>> shapes = {
+      {64, 9, 3}, {128, 7, 7}, {80, 6, 1}, {256, 4, 2}, {16, 16, 4}};
+  std::uint32_t seed = 200;
+  for (const auto& [d, heads, kv_heads] : shapes) {
+    NodeSpec s;
+    s.d = d;
+    s.heads = heads;
+    s.kv_heads = kv_heads;
+    s.rows = 2;
+    s.n_kv = 129;
+    expect_matches(s, seed++,
+                   "d " + std::to_string(d) + " heads " + std::to_string(heads) + "/" +
+                       std::to_string(kv_heads));
+  }
+}
+
+TEST(FlashAttnNode, DeclinesWhatItDoesNotComputeByReason) {
+  const std::vector<std::pair<std::string, std::function<void(NodeSpec&)>>> specs = {
+      {"k: q8_0", [](NodeSpec& s) { s.kv = GGML_TYPE_Q8_0; }},
+      {"head size 72", [](NodeSpec& s) { s.d = 72; }},
+      {"rows: 9", [](NodeSpec& s) { s.rows = 9; }},
+      {"mask: per-head groups", [](NodeSpec& s) { s.mask_heads = 2; }},
+  };
+  for (const auto& [reason, change] : specs) {
+    NodeSpec s;
+    change(s);
+    Node n;
+    build(n, s, 5);
+    const std::string why = why_not(n.node);
+    EXPECT_NE(why.find(reason), std::string::npos) << reason << ": " << why;
+    FlashAttnRunner runner;
+    EXPECT_ANY_THROW(runner.run(n.node)) << reason;
+  }
+  // The n_kv_max sparsity hint of newer versions.
+  Node n;
+  build(n, NodeSpec{}, 6);
+  ggml_flash_attn_ext_set_n_kv_max(n.node, 100);
+  EXPECT_NE(why_not(n.node).find("n_kv_max"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace leanattn::llama_cpp
