@@ -18,8 +18,7 @@ std::int32_t uniform(std::mt19937_64& rng, std::int32_t lo, std::int32_t hi) {
 }
 
 // q_len and the variant; lengths below q_len (but not 0) grow to q_len.
-void draw_variant(std::mt19937_64& rng, std::int32_t tile, std::int32_t max_len, bool bias,
-                  DecodeProblem& p) {
+void draw_variant(std::mt19937_64& rng, std::int32_t tile, std::int32_t max_len, DecodeProblem& p) {
   if (uniform(rng, 0, 1) == 0) p.q_len = uniform(rng, 2, std::min(8, std::max(2, max_len)));
   for (std::int32_t& len : p.seq_lens) {
     if (len > 0 && len < p.q_len) len = p.q_len;
@@ -34,11 +33,6 @@ void draw_variant(std::mt19937_64& rng, std::int32_t tile, std::int32_t max_len,
   if (uniform(rng, 0, 2) == 0) v.softcap = pick(rng, std::array{0.5f, 1.0f, 2.5f, 30.0f});
   v.sinks = uniform(rng, 0, 3) == 0;
   v.alibi = uniform(rng, 0, 3) == 0;
-  // Drawn only with limits.bias: the CUDA tests, which turn it off, keep their cases.
-  if (bias && uniform(rng, 0, 3) == 0) {
-    v.bias = true;
-    p.bias_dtype = pick(rng, std::array{DType::f32, DType::f16, DType::bf16});
-  }
 }
 
 }  // namespace
@@ -89,7 +83,7 @@ RandomCase random_case(std::mt19937_64& rng, const RandomLimits& lim) {
     p.seq_lens.push_back(std::min(len, lim.max_len));
   }
   if (lim.long_len > lim.max_len) p.seq_lens[0] = uniform(rng, lim.max_len + 1, lim.long_len);
-  if (lim.variants) draw_variant(rng, t, lim.max_len, lim.bias, p);
+  if (lim.variants) draw_variant(rng, t, lim.max_len, p);
   if (uniform(rng, 0, 2) == 0) {
     p.layout = KvLayout::paged;
     p.page_size = pick(rng, std::array{1, 3, 16, 128});
@@ -125,6 +119,12 @@ RandomCase random_case(std::mt19937_64& rng, const RandomLimits& lim) {
     p.kv_dtype = pick(rng, std::array{DType::fp8_e4m3, DType::fp8_e5m2, DType::int8});
     p.kv_scales = pick(
         rng, std::array{KvScales::per_tensor, KvScales::per_kv_head, KvScales::per_token_head});
+  }
+  // Last again (and only with limits.bias: the CUDA tests turn it off): a case's other draws
+  // stay those of earlier versions.
+  if (lim.variants && lim.bias && uniform(rng, 0, 3) == 0) {
+    p.variant.bias = true;
+    p.bias_dtype = pick(rng, std::array{DType::f32, DType::f16, DType::bf16});
   }
   return c;
 }

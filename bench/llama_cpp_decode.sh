@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Decode speed of a real GGUF model in stock llama.cpp with and without leanattn's backend, in one
+# llama.cpp binary (scripts/llama-cpp.sh): llama-bench -p 0 -n N -d DEPTH -t THREADS, three
+# configurations alternated run by run at every depth:
+#   stock-fa-on   -fa 1, LEANATTN_GGML=0 (the library is not loaded)
+#   leanattn      -fa 1 with GGML_BACKEND_PATH=libggml-leanattn.so
+#   stock-fa-off  -fa 0, LEANATTN_GGML=0 (matrix products and a softmax)
+# Each run prefills its depth (not timed) then decodes N tokens; the backend's own time per node
+# comes from LEANATTN_GGML_STATS. Prints the medians and writes
+# bench/results/llama-cpp-decode-<model>-<cpu>-<cores>c-<date>.{csv,txt}.
+#   bench/llama_cpp_decode.sh [--model smollm2] [--depths "0 4096 16384 32768"] [--runs 3]
+#                             [--tokens 32] [--threads 2]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+model=smollm2 depths="0 4096 16384 32768" runs=3 tokens=32 threads=2
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --model) model=$2; shift 2 ;;
+    --depths) depths=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --tokens) tokens=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    *) echo "llama_cpp_decode.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+llama=$(scripts/llama-cpp.sh)
+gguf=$(scripts/gguf-model.sh "$model")
+cmake -S . -B build/llama -G Ninja -DCMAKE_BUILD_TYPE=Release -DLEANATTN_CUDA=OFF \
+  -DLEANATTN_BUILD_CLI=OFF -DLEANATTN_LLAMA_CPP="$llama" >/dev/null
+cmake --build build/llama --target ggml-leanattn >/dev/null
+backend=$PWD/build/llama/integrations/llama.cpp/libggml-leanattn.so
+cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //; s/(R)//g; s/ Processor//; s/ /-/g' |
+  tr 'A-Z' 'a-z')
+stem="bench/results/llama-cpp-decode-$model-$cpu-$(nproc)c-$(date +%Y-%m-%d)"
+csv="$stem.csv"
+echo "config,depth,run,tokens_per_s,leanattn_nodes,leanattn_ms" >"$csv"
+
+one() {  # config depth run
+  local fa=1 envs=(LEANATTN_GGML=0)
+  [ "$1" = stock-fa-off ] && fa=0
+  [ "$1" = leanattn ] && envs=(LEANATTN_GGML=1 LEANATTN_GGML_STATS=1)
+  local out
+  out=$(env "${envs[@]}" GGML_BACKEND_PATH="$backend" "$llama/build/bin/llama-bench" -m "$gguf" \
+    -fa "$fa" -p 0 -n "$tokens" -d "$2" -r 1 -t "$threads" -o csv 2>&1)
+  local ts nodes ms
+  ts=$(echo "$out" | grep '^"' | tail -1 | awk -F'","' '{ print $(NF - 1) }')
+  nodes=$(echo "$out" | sed -n 's/^leanattn: computed \([0-9]*\) FLASH_ATTN_EXT nodes in \([0-9.]*\) ms/\1/p')
+  ms=$(echo "$out" | sed -n 's/^leanattn: computed [0-9]* FLASH_ATTN_EXT nodes in \([0-9.]*\) ms/\1/p')
+  echo "$1,$2,$3,$ts,${nodes:-0},${ms:-0}" | tee -a "$csv"
+}
+
+for depth in $depths; do
+  for run in $(seq 1 "$runs"); do
+    for config in stock-fa-on leanattn stock-fa-off; do one "$config" "$depth" "$run"; done
+  done
+done
+
+{
+  echo "llama.cpp decode, $model, llama-bench -p 0 -n $tokens -t $threads, $runs alternated runs"
+  echo "machine: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores"
+  echo "date: $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD), llama.cpp: $llama"
+  python3 - "$csv" <<'EOF'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+med = lambda c, d, k: statistics.median(float(r[k]) for r in rows if r["config"] == c and r["depth"] == d)
+print(f"{'depth':>6} {'fa-on':>8} {'leanattn':>9} {'fa-off':>8} {'x fa-on':>8} {'x best':>7} {'ms/node':>8}")
+for d in dict.fromkeys(r["depth"] for r in rows):
+    on, lean, off = (med(c, d, "tokens_per_s") for c in ("stock-fa-on", "leanattn", "stock-fa-off"))
+    nodes = [float(r["leanattn_nodes"]) for r in rows if r["config"] == "leanattn" and r["depth"] == d]
+    ms = [float(r["leanattn_ms"]) for r in rows if r["config"] == "leanattn" and r["depth"] == d]
+    per = statistics.median(m / n for m, n in zip(ms, nodes) if n > 0) if any(nodes) else 0.0
+    print(f"{d:>6} {on:8.2f} {lean:9.2f} {off:8.2f} {lean / on:8.2f} {lean / max(on, off):7.2f} {per:8.3f}")
+EOF
+} | tee "$stem.txt"
