@@ -39,7 +39,8 @@ inline float bias_at(const void* row, DType type, std::int64_t key) {
 }
 
 // Applies `rules` to S[t * R + r] for rows r0 + r (r < R) and the keys t0 + t (t < tokens):
-// invisible keys get -inf (exp gives 0), visible ones the soft-cap and the ALiBi bias.
+// invisible keys get -inf (exp gives 0), visible ones the soft-cap, the ALiBi bias and the
+// caller's bias.
 inline void apply_score_rules(const ScoreRules& rules, std::int32_t r0, std::int32_t R,
                               std::int64_t t0, std::int32_t tokens, float* s) {
   bool whole = true;  // every row sees every key of the block

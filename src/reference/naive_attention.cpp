@@ -67,15 +67,14 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, RowId row, double
   const std::int64_t bias_row =
       b * t.bias_stride_batch + row.query * t.bias_stride_token + qh * t.bias_stride_head;
   auto bias = [&](std::int64_t j) { return read_element(t.bias, p.bias_dtype, bias_row + j); };
-  // Keys the bias hides (-inf): not read at all, as ggml's flash attention skips them.
-  std::vector<char> hidden(static_cast<std::size_t>(n), 0);
+  // Keys the bias hides (-inf) are not read at all, as ggml's flash attention skips them.
+  auto hidden = [&](std::int64_t j) { return !visible(j) || (var.bias && bias(j) == -inf); };
   double m = -inf;
   bool nan = false;
   for (std::int64_t j = 0; j < n; ++j) {
     double& x = s[static_cast<std::size_t>(j)];
-    if (!visible(j) || (var.bias && bias(j) == -inf)) {
+    if (hidden(j)) {
       x = -inf;  // exp(-inf - m) = 0: an invisible key has no weight
-      hidden[static_cast<std::size_t>(j)] = var.bias && visible(j);
       continue;
     }
     const std::int64_t base = kv_offset(t.k_strides, j);
@@ -105,7 +104,7 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, RowId row, double
   if (nan || std::isnan(sink)) l = std::numeric_limits<double>::quiet_NaN();
   for (std::int64_t j = 0; j < n; ++j) {
     // An invisible or hidden key's value is never read (a NaN there does not count).
-    if (!visible(j) || hidden[static_cast<std::size_t>(j)] != 0) continue;
+    if (hidden(j)) continue;
     const double w = s[static_cast<std::size_t>(j)] / l;
     const std::int64_t base = kv_offset(t.v_strides, j);
     const double vs = v_scale(j);
