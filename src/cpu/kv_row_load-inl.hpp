@@ -97,15 +97,15 @@ HWY_INLINE hn::Vec<DF> load_row(DF df, const KvT* HWY_RESTRICT p) {
 
 #endif  // HWY_TARGET != HWY_SCALAR
 
-// The other half of reading a quantized cache: s[t * R + r] *= scales[t] for t < tokens, on a
-// block's scores (K's scales, before the variants' rules) or its softmax weights (V's scales,
-// after l took them unscaled). A scale per token costs R multiplies per token, not one per
-// element.
-template <int R>
+// The other half of reading a quantized cache: s[t * stride + r] *= scales[t] for r < R and
+// t < tokens, on a block's scores (K's scales, before the variants' rules) or its softmax weights
+// (V's scales, after l took them unscaled). A scale per token costs R multiplies per token, not
+// one per element.
+template <int R, int kStride>
 HWY_INLINE void scale_token_rows(float* HWY_RESTRICT s, const float* HWY_RESTRICT scales,
                                  std::int32_t tokens) {
   for (std::int32_t t = 0; t < tokens; ++t) {
-    for (int r = 0; r < R; ++r) s[t * R + r] *= scales[t];
+    for (int r = 0; r < R; ++r) s[t * kStride + r] *= scales[t];
   }
 }
 

@@ -75,24 +75,36 @@ inline std::int32_t plan_prefetch(const PrefetchGroup& g, const PrefetchBlock& b
       lines = static_cast<std::int32_t>(per_token);
       // Token u's lines [line, line + per_token) of its row, walked without divisions.
       const std::int64_t start = std::min(call * block_tokens * per_token, after * row_lines - 1);
-      // Rows walked (row_walk.hpp): no multiply or (paged) division per token.
-      std::int64_t u = next + start / row_lines, line = start % row_lines;
+      // Rows walked (row_walk.hpp): no multiply or (paged) division per token; contiguous
+      // caches by a pointer step, in registers (this loop runs per kernel call and token).
+      std::int64_t u = next + start / row_lines;
+      const std::int64_t last = next + after - 1;
       RowWalk k_walk(g.k, g.request, u, g.h0), v_walk(g.v, g.request, u, g.h0);
       const char* krow_u = g.k_base + k_walk.offset() * g.element_bytes;
       const char* vrow_u = g.v_base + v_walk.offset() * g.element_bytes;
+      const bool contiguous = g.k.page_size == 0 && g.v.page_size == 0;
+      const std::int64_t k_step = g.k.token_stride * g.element_bytes;
+      const std::int64_t v_step = g.v.token_stride * g.element_bytes;
+      const std::int64_t row_end = row_lines * 64, step = per_token * 64;
+      std::int64_t at = start % row_lines * 64;  // byte offset of token u's first line
       for (std::int32_t j = 0; j < block_tokens; ++j) {
-        pk[j] = krow_u + line * 64;
-        pv[j] = vrow_u + line * 64;
-        line += per_token;
-        while (line >= row_lines && u + 1 < next + after) {
-          line -= row_lines;
+        pk[j] = krow_u + at;
+        pv[j] = vrow_u + at;
+        at += step;
+        while (at >= row_end && u < last) {
+          at -= row_end;
           ++u;
-          k_walk.next();
-          v_walk.next();
-          krow_u = g.k_base + k_walk.offset() * g.element_bytes;
-          vrow_u = g.v_base + v_walk.offset() * g.element_bytes;
+          if (contiguous) {
+            krow_u += k_step;
+            vrow_u += v_step;
+          } else {
+            k_walk.next();
+            v_walk.next();
+            krow_u = g.k_base + k_walk.offset() * g.element_bytes;
+            vrow_u = g.v_base + v_walk.offset() * g.element_bytes;
+          }
         }
-        line = std::min(line, row_lines - 1);
+        at = std::min(at, row_end - 64);
       }
     }
   } else {

@@ -64,7 +64,7 @@ TEST_P(EngineTest, SweepsWorkersTilesAndOddLengths) {
 
 TEST_P(EngineTest, HeadDimsAndGroupSizes) {
   for (std::int32_t d : {16, 48, 64, 128, 192, 256}) {
-    for (std::int32_t group : {1, 2, 3, 4, 5, 8, 16}) {
+    for (std::int32_t group : {1, 2, 3, 4, 5, 6, 7, 8, 11, 16}) {
       DecodeProblem p = harness::test_problem({130, 33}, 2 * group, 2, d, DType::f16);
       harness::HostCase c = harness::make_case(p, static_cast<std::uint64_t>(d * 100 + group));
       const auto ref = reference::naive_attention(c.problem, c.tensors());

@@ -1,0 +1,129 @@
+// The online softmax of a block of scores, per Highway target (segment_kernel.cpp includes it
+// after foreach_target.h): the soft-cap (every target, the scalar fallback included: the one
+// place it is applied in the CPU kernel), the per-row block max and sum folded in registers, the
+// rescale of the running state by the state header's rules, and P = exp(S - m) vectorised.
+#if defined(LEANATTN_CPU_SOFTMAX_BLOCK_INL_HPP_) == defined(HWY_TARGET_TOGGLE)
+#ifdef LEANATTN_CPU_SOFTMAX_BLOCK_INL_HPP_
+#undef LEANATTN_CPU_SOFTMAX_BLOCK_INL_HPP_
+#else
+#define LEANATTN_CPU_SOFTMAX_BLOCK_INL_HPP_
+#endif
+
+#include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "cpu/kernel_shape-inl.hpp"
+#include "leanattn/core/softmax_state.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace leanattn::cpu::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// s[i] = cap * tanh(s[i] / cap) for i < count rounded up to whole vectors (the rows' padding
+// past count is overwritten after): the soft-cap of a block's scores, vectorised (Highway's Tanh,
+// 4 ulp). A tanhf per score in the per-score rules (score_rules.hpp) made a Gemma-2-shaped decode
+// 23-51% slower than plain attention (bench/results/softcap-cpu-ab-*).
+HWY_INLINE void softcap_block(float* HWY_RESTRICT s, std::int32_t count, float cap) {
+  const hn::ScalableTag<float> df;
+  const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
+  const auto c = hn::Set(df, cap);
+  // s / cap as the rules define it: 1 / cap would overflow for a subnormal cap.
+  for (std::int32_t i = 0; i < count; i += n) {
+    const auto x = hn::Load(df, s + i);
+    hn::Store(hn::Mul(c, hn::Tanh(df, hn::Div(x, c))), df, s + i);
+  }
+}
+
+#if HWY_TARGET != HWY_SCALAR
+
+// exp(x) with NaN kept (Highway's Exp maps NaN to 0; the NaN rule needs it to reach l).
+HWY_INLINE VF exp_keep_nan(DF df, VF x) {
+  return hn::IfThenElse(hn::IsNaN(x), x, hn::Exp(df, x));
+}
+
+// Folds the lanes of v onto its first R lanes (lane i onto lane i % R, by halving) with max or
+// add, and stores those R lanes to out.
+template <int R, bool kMax, class D>
+HWY_INLINE void fold_store(D d, hn::Vec<D> v, float* HWY_RESTRICT out) {
+  if constexpr (hn::MaxLanes(D()) > R) {
+    const hn::Half<D> dh;
+    const auto lo = hn::LowerHalf(dh, v);
+    const auto hi = hn::UpperHalf(dh, v);
+    fold_store<R, kMax>(dh, kMax ? hn::Max(lo, hi) : hn::Add(lo, hi), out);
+  } else {
+    hn::StoreU(v, d, out);
+  }
+}
+
+// Per-row reduction (max or sum) of S[t * R + r] over t, for `count` = tokens * R entries padded
+// to a multiple of max(R, lanes) with neutral values. out[r] for r < R.
+template <int R, bool kMax>
+HWY_INLINE void reduce_rows(const float* HWY_RESTRICT s, std::int32_t count, float* out) {
+  const DF df;
+  const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
+  const float neutral = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+  if (R < n) {  // one vector per period: fold it in registers
+    VF acc = hn::Set(df, neutral);
+    for (std::int32_t c = 0; c < count; c += n) {
+      const VF x = hn::LoadU(df, s + c);
+      acc = kMax ? hn::Max(acc, x) : hn::Add(acc, x);
+    }
+    fold_store<R, kMax>(df, acc, out);
+    return;
+  }
+  VF acc[kMaxRows / 4];  // R / n <= kMaxRows / 4 since n >= 4
+  const std::int32_t vecs = R / n;
+  for (std::int32_t j = 0; j < vecs; ++j) acc[j] = hn::Set(df, neutral);
+  for (std::int32_t c = 0; c < count; c += R) {
+    for (std::int32_t j = 0; j < vecs; ++j) {
+      const VF x = hn::LoadU(df, s + c + j * n);
+      acc[j] = kMax ? hn::Max(acc[j], x) : hn::Add(acc[j], x);
+    }
+  }
+  for (std::int32_t j = 0; j < vecs; ++j) hn::StoreU(acc[j], df, out + j * n);
+}
+
+// Online-softmax step for R rows over a block of S[t * stride + r] (stride = score_stride<R>()):
+// turns S into P in place and updates m, l. Returns the per-row rescale factors of o in
+// `rescale`. `count` = padded entries (see reduce_rows). The padding rows r >= R are shifted by
+// +inf, so their P is 0.
+template <int R>
+HWY_INLINE void softmax_block(float* HWY_RESTRICT s, std::int32_t count, float* m, float* l,
+                              float* rescale) {
+  constexpr int S = score_stride<R>();
+  const DF df;
+  const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
+  const std::int32_t period = std::max<std::int32_t>(S, n);
+  float block_max[S];
+  reduce_rows<S, true>(s, count, block_max);
+  HWY_ALIGN float shift[16];  // one period: max(stride, lanes) <= 16
+  for (int r = 0; r < R; ++r) {
+    const float m_new = std::max(m[r], block_max[r]);
+    rescale[r] = rescale_factor(m[r], m_new);
+    m[r] = m_new;
+  }
+  float row_shift[S];
+  for (int r = 0; r < S; ++r)
+    row_shift[r] = r < R ? exp_shift(m[r]) : std::numeric_limits<float>::infinity();
+  for (std::int32_t i = 0; i < period; ++i) shift[i] = row_shift[i % S];
+  for (std::int32_t c = 0; c < count; c += period) {
+    for (std::int32_t j = 0; j < period; j += n) {
+      const VF x = hn::Sub(hn::LoadU(df, s + c + j), hn::Load(df, shift + j));
+      hn::StoreU(exp_keep_nan(df, x), df, s + c + j);
+    }
+  }
+  float block_sum[S];
+  reduce_rows<S, false>(s, count, block_sum);
+  for (int r = 0; r < R; ++r) l[r] = l[r] * rescale[r] + block_sum[r];
+}
+
+#endif  // HWY_TARGET != HWY_SCALAR
+
+}  // namespace leanattn::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // LEANATTN_CPU_SOFTMAX_BLOCK_INL_HPP_
