@@ -9,10 +9,11 @@
 # comes from LEANATTN_GGML_STATS. Prints the medians and writes
 # bench/results/llama-cpp-decode-<model>-<cpu>-<cores>c-<date>.{csv,txt}.
 #   bench/llama_cpp_decode.sh [--model smollm2] [--depths "0 4096 16384 32768"] [--runs 3]
-#                             [--tokens 32] [--threads 2]
+#                             [--tokens 32] [--threads 2] [--tag NAME]
+# --tag adds "-NAME" to the file names (a second run on the same day keeps the first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-model=smollm2 depths="0 4096 16384 32768" runs=3 tokens=32 threads=2
+model=smollm2 depths="0 4096 16384 32768" runs=3 tokens=32 threads=2 tag=
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) model=$2; shift 2 ;;
@@ -20,6 +21,7 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift 2 ;;
     --tokens) tokens=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
+    --tag) tag=-$2; shift 2 ;;
     *) echo "llama_cpp_decode.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -31,7 +33,7 @@ cmake --build build/llama --target ggml-leanattn >/dev/null
 backend=$PWD/build/llama/integrations/llama.cpp/libggml-leanattn.so
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //; s/(R)//g; s/ Processor//; s/ /-/g' |
   tr 'A-Z' 'a-z')
-stem="bench/results/llama-cpp-decode-$model-$cpu-$(nproc)c-$(date +%Y-%m-%d)"
+stem="bench/results/llama-cpp-decode-$model-$cpu-$(nproc)c-$(date +%Y-%m-%d)$tag"
 csv="$stem.csv"
 echo "config,depth,run,tokens_per_s,leanattn_nodes,leanattn_ms" >"$csv"
 

