@@ -58,7 +58,7 @@ constexpr int score_stride() {
 // reduction tree), U K vectors and a q vector in registers, and U row pointers in general
 // registers (16, a few taken by the loop): with R = 1 at most 8, since each K vector feeds one
 // FMA and 16 tokens spilled 8 row pointers and a vector in the AVX-512 loop (reloaded for every
-// column vector). AVX2: U = 8, 4, 3, 3 for R = 1, 2, 3, 4; AVX-512: 8, 8, 7, 6, 4, 4, 3, 3 for
+// column vector). AVX2: U = 8, 4, 3, 3 for R = 1, 2, 3, 4; AVX-512: 8, 10, 7, 6, 4, 4, 3, 3 for
 // R = 1 .. 8; SSE4: 4, 2, 2, 2.
 template <int R>
 constexpr int score_tokens() {
@@ -69,8 +69,8 @@ constexpr int score_tokens() {
   }
   return 1;
 }
-// Vectors of o per row in a value chunk: R x C accumulators, C V vectors and a broadcast in
-// registers, at most 8. AVX2: C = 7, 5, 3 for R = 1, 2, 4; AVX-512: 8, 8, 6, 3; SSE4: 5, 3, 2.
+// Vectors of o per row in a value chunk: R x C accumulators, C V vectors, a broadcast; at most
+// 8. AVX2: C = 7, 5, 3, 3 (R = 1..4); AVX-512: 8, 8, 7, 6, 4, 4, 3, 3 (R = 1..8); SSE4: 5, 3, 2, 2.
 template <int R>
 constexpr int value_vectors() {
   return std::min({8, kAccumulators / R, (kRegisters - 1) / (R + 1)});
