@@ -68,16 +68,21 @@ class Server:
             return json.loads(r.read())
 
     def stop(self) -> None:
+        """Stops the server (its shutdown prints the backend's node count) and keeps its log."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
             try:
                 self.proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        path = pathlib.Path(self.log.name)
+        self.text = path.read_text(errors="replace")
+        path.unlink()
 
     def output(self) -> str:
-        self.log.flush()
-        return pathlib.Path(self.log.name).read_text(errors="replace")
+        return self.text
 
 
 def decode(args, fa: str, lean: bool, prompt: list[int]) -> tuple[list[dict], int]:
