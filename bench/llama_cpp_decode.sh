@@ -9,11 +9,13 @@
 # comes from LEANATTN_GGML_STATS. Prints the medians and writes
 # bench/results/llama-cpp-decode-<model>-<cpu>-<cores>c-<date>.{csv,txt}.
 #   bench/llama_cpp_decode.sh [--model smollm2] [--depths "0 4096 16384 32768"] [--runs 3]
-#                             [--tokens 32] [--threads 2] [--tag NAME]
+#                             [--tokens 32] [--threads 2] [--cache-type f16] [--tag NAME]
 # --tag adds "-NAME" to the file names (a second run on the same day keeps the first).
+# --cache-type q8_0 (or q4_0, ...) runs llama-bench with -ctk and -ctv of that type; llama.cpp
+# quantizes a V cache only with flash attention, so stock-fa-off runs only with f16.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-model=smollm2 depths="0 4096 16384 32768" runs=3 tokens=32 threads=2 tag=
+model=smollm2 depths="0 4096 16384 32768" runs=3 tokens=32 threads=2 tag= cache_type=f16
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) model=$2; shift 2 ;;
@@ -22,6 +24,7 @@ while [ $# -gt 0 ]; do
     --tokens) tokens=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --tag) tag=-$2; shift 2 ;;
+    --cache-type) cache_type=$2; shift 2 ;;
     *) echo "llama_cpp_decode.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -33,7 +36,8 @@ cmake --build build/llama --target ggml-leanattn >/dev/null
 backend=$PWD/build/llama/integrations/llama.cpp/libggml-leanattn.so
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //; s/(R)//g; s/ Processor//; s/ /-/g' |
   tr 'A-Z' 'a-z')
-stem="bench/results/llama-cpp-decode-$model-$cpu-$(nproc)c-$(date +%Y-%m-%d)$tag"
+ct=$([ "$cache_type" = f16 ] || echo "-$cache_type")
+stem="bench/results/llama-cpp-decode-$model$ct-$cpu-$(nproc)c-$(date +%Y-%m-%d)$tag"
 csv="$stem.csv"
 echo "config,depth,run,tokens_per_s,leanattn_nodes,leanattn_ms" >"$csv"
 
@@ -43,7 +47,8 @@ one() {  # config depth run
   [ "$1" = leanattn ] && envs=(LEANATTN_GGML=1 LEANATTN_GGML_STATS=1)
   local out
   out=$(env "${envs[@]}" GGML_BACKEND_PATH="$backend" "$llama/build/bin/llama-bench" -m "$gguf" \
-    -fa "$fa" -p 0 -n "$tokens" -d "$2" -r 1 -t "$threads" -o csv 2>&1)
+    -fa "$fa" -ctk "$cache_type" -ctv "$cache_type" -p 0 -n "$tokens" -d "$2" -r 1 \
+    -t "$threads" -o csv 2>&1)
   local ts nodes ms
   ts=$(echo "$out" | grep '^"' | tail -1 | awk -F'","' '{ print $(NF - 1) }')
   nodes=$(echo "$out" | sed -n 's/^leanattn: computed \([0-9]*\) FLASH_ATTN_EXT nodes in \([0-9.]*\) ms/\1/p')
@@ -53,12 +58,15 @@ one() {  # config depth run
 
 for depth in $depths; do
   for run in $(seq 1 "$runs"); do
-    for config in stock-fa-on leanattn stock-fa-off; do one "$config" "$depth" "$run"; done
+    for config in stock-fa-on leanattn stock-fa-off; do
+      [ "$config" = stock-fa-off ] && [ "$cache_type" != f16 ] && continue
+      one "$config" "$depth" "$run"
+    done
   done
 done
 
 {
-  echo "llama.cpp decode, $model, llama-bench -p 0 -n $tokens -t $threads, $runs alternated runs"
+  echo "llama.cpp decode, $model, llama-bench -p 0 -n $tokens -t $threads -ctk/-ctv $cache_type, $runs alternated runs"
   echo "machine: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores"
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD), llama.cpp: $llama"
   python3 - "$csv" <<'EOF'
@@ -67,7 +75,9 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 med = lambda c, d, k: statistics.median(float(r[k]) for r in rows if r["config"] == c and r["depth"] == d)
 print(f"{'depth':>6} {'fa-on':>8} {'leanattn':>9} {'fa-off':>8} {'x fa-on':>8} {'x best':>7} {'ms/node':>8}")
 for d in dict.fromkeys(r["depth"] for r in rows):
-    on, lean, off = (med(c, d, "tokens_per_s") for c in ("stock-fa-on", "leanattn", "stock-fa-off"))
+    has = lambda c: any(r["config"] == c and r["depth"] == d for r in rows)
+    on, lean, off = (med(c, d, "tokens_per_s") if has(c) else 0.0
+                     for c in ("stock-fa-on", "leanattn", "stock-fa-off"))
     nodes = [float(r["leanattn_nodes"]) for r in rows if r["config"] == "leanattn" and r["depth"] == d]
     ms = [float(r["leanattn_ms"]) for r in rows if r["config"] == "leanattn" and r["depth"] == d]
     per = statistics.median(m / n for m, n in zip(ms, nodes) if n > 0) if any(nodes) else 0.0

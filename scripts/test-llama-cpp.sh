@@ -11,9 +11,10 @@
 #      by llama-bench -fa 1 with the backend: it must compute every layer's FLASH_ATTN_EXT of
 #      every step (LEANATTN_GGML_STATS counts them), and without it (LEANATTN_GGML=0) none;
 #   5. real models against stock llama.cpp (tests/llama_cpp/model_check.py), SmolLM2 and Gemma 3
-#      270M (sliding-window layers): greedy tokens through llama-server after a 2048-token prompt
-#      equal stock -fa on's (or differ at a near-tie), and llama-perplexity's KL divergence
-#      against stock -fa off with 4-token micro-batches is no larger than stock -fa on's.
+#      270M (sliding-window layers) with f16 caches and SmolLM2 with a q8_0 cache: greedy tokens
+#      through llama-server after a 2048-token prompt equal stock -fa on's (or differ at a
+#      near-tie), and llama-perplexity's KL divergence against stock -fa off (f16) with 4-token
+#      micro-batches is no larger than stock -fa on's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/compiler-cache.sh
@@ -23,7 +24,7 @@ timed setup scripts/install-deps.sh python
 llama=$(scripts/llama-cpp.sh)
 bin="$llama/build/bin"
 jobs=$(nproc)
-min_taken=${LEANATTN_MIN_TAKEN:-787}  # the cases taken on 2026-12-02 (docs/llama-cpp.md)
+min_taken=${LEANATTN_MIN_TAKEN:-1081}  # the cases taken on 2026-12-02 with q8_0 and q4_0 (docs/llama-cpp.md)
 
 echo "== llama: libggml-leanattn.so and tests/llama_cpp (build/llama)"
 timed build cmake -S . -B build/llama -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -69,9 +70,10 @@ echo "1 passed, 0 failed, 0 skipped"
 
 echo "== llama: real models against stock llama.cpp (tests/llama_cpp/model_check.py)"
 gemma=$(timed setup scripts/gguf-model.sh gemma3)
-for gguf in "$model" "$gemma"; do
-  echo "-- $(basename "$gguf")"
+for run in "$model f16" "$gemma f16" "$model q8_0"; do
+  set -- $run
+  echo "-- $(basename "$1"), -fa on with a $2 cache"
   timed run python3 tests/llama_cpp/model_check.py --bin "$bin" --src "$llama/src" \
-    --backend "$backend" --model "$gguf"
+    --backend "$backend" --model "$1" --cache-type "$2"
 done
-echo "2 passed, 0 failed, 0 skipped"
+echo "3 passed, 0 failed, 0 skipped"

@@ -59,8 +59,8 @@ std::vector<SweepCase> from_cache_sweep(std::int64_t kv_bytes, DType kv_dtype,
     std::int32_t q_heads, kv_heads;
   } shapes[] = {{"mha", 32, 32}, {"gqa", 32, 8}, {"mqa", 8, 1}};
   for (const auto& s : shapes) {
-    const auto token_bytes =
-        2 * s.kv_heads * 128 * static_cast<std::int64_t>(dtype_size(kv_dtype));  // K and V
+    const auto token_bytes = 2 * s.kv_heads * row_units(kv_dtype, 128) *
+                             static_cast<std::int64_t>(dtype_size(kv_dtype));  // K and V
     const auto tokens =
         static_cast<std::int32_t>(std::max<std::int64_t>(1, kv_bytes / token_bytes / 32) * 32);
     DecodeProblem p = gqa(s.q_heads, s.kv_heads, 128, {tokens});
@@ -97,8 +97,8 @@ void require_bench_fits(const DecodeProblem& p, std::int64_t probe_bytes, std::i
   const double rows = p.layout == KvLayout::contiguous
                           ? static_cast<double>(p.batch()) * static_cast<double>(p.capacity)
                           : static_cast<double>(p.num_pages) * p.page_size;
-  const double kv =
-      2.0 * rows * p.kv_heads * p.head_dim * static_cast<double>(dtype_size(p.kv_dtype));
+  const double kv = 2.0 * rows * p.kv_heads *
+                    static_cast<double>(row_units(p.kv_dtype, p.head_dim) * dtype_size(p.kv_dtype));
   const double probe = static_cast<double>(probe_bytes);
   const double memory = static_cast<double>(memory_bytes);
   require(kv + probe <= memory, argument, [&] {

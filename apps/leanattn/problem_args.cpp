@@ -25,11 +25,12 @@ void ProblemArgs::add_shape_flags(CLI::App& app) {
       ->excludes(batch_flag)
       ->excludes(seq_len_flag);
   app.add_option("--dtype", dtype,
-                 "element type of Q, K, V: f32, f16, bf16; or fp8_e4m3, fp8_e5m2, int8 for a "
-                 "quantized K/V cache with f16 Q and output");
+                 "element type of Q, K, V: f32, f16, bf16; or fp8_e4m3, fp8_e5m2, int8, or "
+                 "ggml's block formats q8_0, q4_0 for a quantized K/V cache with f16 Q and "
+                 "output");
   app.add_option("--kv-dtype", kv_dtype,
                  "element type of K and V if not --dtype's: f32, f16, bf16, fp8_e4m3, fp8_e5m2, "
-                 "int8");
+                 "int8, q8_0, q4_0");
   app.add_option("--kv-scales", kv_scales,
                  "8-bit K/V: per_tensor, per_kv_head or per_token_head scales (default: per "
                  "tensor for fp8, per token and head for int8)");
@@ -62,7 +63,7 @@ DecodeProblem ProblemArgs::problem() const {
   p.q_heads = q_heads == 0 ? kv_heads : q_heads;
   p.head_dim = head_dim;
   const DType main = parse_dtype(dtype, "dtype");
-  p.q_dtype = is_quantized(main) ? DType::f16 : main;
+  p.q_dtype = is_kv_only(main) ? DType::f16 : main;
   p.kv_dtype = kv_dtype.empty() ? main : parse_dtype(kv_dtype, "kv_dtype");
   p.kv_scales =
       kv_scales.empty() ? default_kv_scales(p.kv_dtype) : parse_kv_scales(kv_scales, "kv_scales");

@@ -11,7 +11,8 @@
 
 namespace leanattn {
 
-// Strides, in elements, of a K or V cache.
+// Strides of a K or V cache, in elements (in bytes for the block formats q8_0 and q4_0, whose
+// rows of head_dim / 32 blocks may start at any byte: dtype_size, row_units in dtype.hpp).
 //   contiguous [batch, capacity, kv_heads, head_dim]: outer = batch, token = capacity row.
 //   paged      [num_pages, page_size, kv_heads, head_dim]: outer = page, token = row in page.
 struct KvStrides {

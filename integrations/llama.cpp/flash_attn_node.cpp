@@ -32,6 +32,12 @@ bool kv_dtype_of(ggml_type type, DType& out) {
     case GGML_TYPE_F32:
       out = DType::f32;
       return true;
+    case GGML_TYPE_Q8_0:  // ggml's blocks, read in place (dtype.hpp: the same definition)
+      out = DType::q8_0;
+      return true;
+    case GGML_TYPE_Q4_0:
+      out = DType::q4_0;
+      return true;
     default:
       return false;
   }
@@ -43,10 +49,12 @@ float op_param(const ggml_tensor* node, int i) {
   return f;
 }
 
-// Every byte stride of `t` a multiple of its element size, the innermost one that size.
-bool element_strided(const ggml_tensor* t) {
-  const std::size_t es = ggml_type_size(t->type);
-  return t->nb[0] == es && t->nb[1] % es == 0 && t->nb[2] % es == 0 && t->nb[3] % es == 0;
+// Rows contiguous (the innermost stride one element, or one block for ggml's block types) and
+// every other stride a multiple of the unit leanattn counts strides in (dtype_size: the element,
+// a byte for the block formats, whose rows may start at any byte).
+bool element_strided(const ggml_tensor* t, std::size_t unit) {
+  return t->nb[0] == ggml_type_size(t->type) && t->nb[1] % unit == 0 && t->nb[2] % unit == 0 &&
+         t->nb[3] % unit == 0;
 }
 
 // ALiBi's slope of head h as ggml computes it from max_bias (ggml-cpu/ops.cpp).
@@ -73,7 +81,7 @@ std::string why_not(const ggml_tensor* node) {
     return std::string("q: f32 only (got ") + ggml_type_name(q->type) + ")";
   if (!kv_dtype_of(k->type, kv)) {
     return std::string("k: ") + ggml_type_name(k->type) +
-           " caches are not read yet (f16, bf16, f32)";
+           " caches are not read yet (f16, bf16, f32, q8_0, q4_0)";
   }
   if (v->type != k->type) return "v: must have k's type";
   const std::int64_t d = k->ne[0];
@@ -88,7 +96,11 @@ std::string why_not(const ggml_tensor* node) {
       k->ne[3] != streams || v->ne[3] != streams || q->ne[0] != d) {
     return "shapes: q, k, v do not match";
   }
-  if (!element_strided(q) || !element_strided(k) || !element_strided(v)) {
+  if (is_block_format(kv) && d % kBlockValues != 0) {
+    return "head size " + text(d) + ": must be a multiple of 32 for " + ggml_type_name(k->type);
+  }
+  if (!element_strided(q, sizeof(float)) || !element_strided(k, dtype_size(kv)) ||
+      !element_strided(v, dtype_size(kv))) {
     return "strides: rows must be contiguous and strides whole elements";
   }
   if (streams > 1 && rows > 1 && q->nb[3] != static_cast<std::size_t>(rows) * q->nb[1]) {
@@ -219,7 +231,7 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
     p.capacity = n_kv;
   }
   auto kv_strides = [&](const ggml_tensor* t) {
-    const std::size_t es = ggml_type_size(t->type);
+    const std::size_t es = dtype_size(kv);  // bytes for the block formats
     const auto stream = static_cast<std::int64_t>(t->nb[3] / es);
     return KvStrides{streams == 1 ? 0 : stream, static_cast<std::int64_t>(t->nb[1] / es),
                      static_cast<std::int64_t>(t->nb[2] / es)};

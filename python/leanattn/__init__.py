@@ -9,8 +9,9 @@ Functions:
     plan(seq_lens, q_heads=..., ...)            the schedule, to inspect or reuse (Plan)
     reference(q, k_cache, v_cache, seq_lens)    the fp64 reference (NumPy)
     merge_states(out_a, lse_a, out_b, lse_b)    combine results over disjoint key sets
-    quantize_kv(cache, kv_dtype)                an 8-bit cache and its scales (fp8, int8)
-    dequantize_kv(stored, scale)                back to float32
+    quantize_kv(cache, kv_dtype)                a quantized cache and its scales (fp8, int8;
+                                                ggml's q8_0, q4_0 blocks: scales inside)
+    dequantize_kv(stored, scale, kv_dtype)      back to float32
 
 Modules (imported on demand; they need PyTorch):
     leanattn.distributed                  context-parallel decode on torch.distributed

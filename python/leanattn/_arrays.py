@@ -32,10 +32,16 @@ _DTYPE_NAMES = {
     "fp8_e4m3": "float8_e4m3fn",
     "fp8_e5m2": "float8_e5m2",
     "int8": "int8",
+    "q8_0": "uint8 (q8_0 blocks)",
+    "q4_0": "uint8 (q4_0 blocks)",
 }
 
-# 8-bit KV cache types (kv_dtype=), and the float8 dtypes of PyTorch and ml_dtypes that name one.
-KV_DTYPES = ("fp8_e4m3", "fp8_e5m2", "int8")
+# KV cache types (kv_dtype=): the 8-bit types, read with k_scale / v_scale, and ggml's block
+# formats (uint8 caches of 34- or 18-byte blocks of 32 values, their scales inside); and the
+# float8 dtypes of PyTorch and ml_dtypes that name one.
+SCALED_KV_DTYPES = ("fp8_e4m3", "fp8_e5m2", "int8")
+BLOCK_KV_DTYPES = ("q8_0", "q4_0")
+KV_DTYPES = SCALED_KV_DTYPES + BLOCK_KV_DTYPES
 _FP8_HINTS = {
     "float8_e4m3fn": "fp8_e4m3",
     "float8_e5m2": "fp8_e5m2",
@@ -88,7 +94,9 @@ def tensor_view(x: Any, name: str) -> Tuple[Any, str]:
 def kv_view(x: Any, name: str, kv_dtype: Optional[str]) -> Tuple[Any, str]:
     """tensor_view for k_cache and v_cache, which may also be 8-bit: int8 (``kv_dtype`` None or
     "int8"), torch.float8_e4m3fn / float8_e5m2 and ml_dtypes' float8 arrays (passed as their
-    uint8 view), or uint8 bytes with an explicit ``kv_dtype`` "fp8_e4m3" / "fp8_e5m2". No copy.
+    uint8 view), or uint8 bytes with an explicit ``kv_dtype`` "fp8_e4m3" / "fp8_e5m2"; or uint8
+    bytes of ggml's blocks with ``kv_dtype`` "q8_0" / "q4_0" (the last dimension the row's bytes:
+    the compiled module checks it against q's head_dim). No copy.
     """
     if kv_dtype is not None and kv_dtype not in KV_DTYPES:
         raise ValueError(
@@ -106,12 +114,18 @@ def kv_view(x: Any, name: str, kv_dtype: Optional[str]) -> Tuple[Any, str]:
         byte = sys.modules["torch"].uint8 if kind == "torch" else np.uint8
         return x.view(byte), fp8
     if dt in ("uint8", "torch.uint8"):
-        if kv_dtype not in ("fp8_e4m3", "fp8_e5m2"):
+        if kv_dtype not in ("fp8_e4m3", "fp8_e5m2") + BLOCK_KV_DTYPES:
             raise TypeError(
                 f"{name}: a uint8 cache holds fp8 bytes: pass kv_dtype='fp8_e4m3' or "
-                f"'fp8_e5m2' (got kv_dtype={kv_dtype!r})"
+                f"'fp8_e5m2' (or, for ggml's blocks, 'q8_0' or 'q4_0') "
+                f"(got kv_dtype={kv_dtype!r})"
             )
         return x, kv_dtype
+    if kv_dtype in BLOCK_KV_DTYPES:
+        raise TypeError(
+            f"{name}: kv_dtype={kv_dtype!r} needs a uint8 cache of ggml's {kv_dtype} blocks "
+            f"(leanattn.quantize_kv makes one), got {dt or type(x).__name__}"
+        )
     if dt in ("int8", "torch.int8"):
         if kv_dtype not in (None, "int8"):
             raise TypeError(f"{name}: dtype int8 does not match kv_dtype={kv_dtype!r}")

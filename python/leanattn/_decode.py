@@ -126,12 +126,25 @@ def decode(
         kv_dtype: an 8-bit cache (quantized KV, read at 8 bits, never widened in memory):
             ``"fp8_e4m3"`` or ``"fp8_e5m2"`` for uint8 caches holding fp8 bytes, ``"int8"``
             (optional for int8 caches). torch.float8_e4m3fn / float8_e5m2 tensors and
-            ml_dtypes float8 arrays need none. Q and out stay float32/float16/bfloat16.
+            ml_dtypes float8 arrays need none. Or ggml's block formats (llama.cpp's
+            ``--cache-type-k q8_0``), ``"q8_0"`` or ``"q4_0"``, for uint8 caches holding ggml's
+            bytes: each row of head_dim values (head_dim a multiple of 32) is head_dim / 32
+            blocks of 32 values, 34 bytes (q8_0: an f16 scale d, 32 int8 codes; value d x q) or
+            18 bytes (q4_0: an f16 d, 16 bytes of nibbles, value j in the low nibble of byte j,
+            value j + 16 in its high nibble; value d x (nibble - 8)). The cache's last
+            dimension is then the row's bytes, head_dim / 32 x 34 (or x 18):
+            ``[batch, capacity, kv_heads, row_bytes]`` or paged ``[num_pages, page_size,
+            kv_heads, row_bytes]`` (row_bytes contiguous, other strides any, in bytes); head_dim
+            is q's. No k_scale / v_scale (the scales are in the blocks). CPU engine and
+            reference only (the CUDA engine refuses them). :func:`leanattn.quantize_kv` makes
+            such caches; llama.cpp's K/V tensors are the same bytes.
+            Q and out stay float32/float16/bfloat16.
         k_scale, v_scale: the 8-bit cache's float32 scales (value = stored x scale, as vLLM's
             and FlashInfer's k_scale / v_scale): a scalar (per tensor), ``[kv_heads]`` (per KV
             head), or the cache's shape without head_dim, ``[batch, capacity, kv_heads]`` /
             paged ``[num_pages, page_size, kv_heads]`` (per token and KV head). Both required
-            for an 8-bit cache, same shape, finite and > 0. :func:`leanattn.quantize_kv` makes
+            for an 8-bit cache (refused for q8_0 / q4_0), same shape, finite and > 0.
+            :func:`leanattn.quantize_kv` makes
             them. Every engine reads them. With CUDA arrays they are used on q's device: float32
             contiguous tensors there are read in place, anything else (a Python float, host
             arrays, another dtype) is converted there by q's framework; their values are not
@@ -150,7 +163,7 @@ def decode(
     to the device). There is no autograd: PyTorch inputs are read through detached views.
 
     With ``plan``, ``out`` and PyTorch tensors (and seq_lens None, no block_table, no sinks,
-    ALiBi or 8-bit cache; causal, window_left and softcap allowed), the call takes a fast path:
+    ALiBi, kv_dtype or scales; causal, window_left and softcap allowed), the call takes a fast path:
     the tensors are read through the DLPack C exchange API, with no Python work per tensor and no
     allocation (docs/integration.md, "Per-call overhead").
 
@@ -281,7 +294,8 @@ def reference(
     the definition (C++ ``reference::naive_attention``), sharing no code with the engines.
 
     Same arguments and rules as :func:`decode` (variants included, written out literally; an
-    8-bit cache dequantized literally, stored x scale, in fp64).
+    8-bit cache dequantized literally, stored x scale, in fp64; a q8_0 / q4_0 cache's blocks as
+    d x q).
     Device arrays are copied to the host first. Slow (a scalar loop): meant for tests and small
     problems.
 

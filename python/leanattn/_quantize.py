@@ -1,4 +1,4 @@
-"""leanattn.quantize_kv and leanattn.dequantize_kv: 8-bit KV caches for tests and examples.
+"""leanattn.quantize_kv and leanattn.dequantize_kv: quantized KV caches for tests and examples.
 
 A cache (or a fresh K/V block) in float32/float16/bfloat16 is mapped to fp8 e4m3, fp8 e5m2 or
 int8 with float32 scales (value = stored x scale, the vLLM / FlashInfer convention) at one of
@@ -6,6 +6,9 @@ three granularities: per tensor, per KV head, or per (token, KV head). Each bloc
 its absolute maximum onto the type's largest value (448, 57344, 127). Rounding is to nearest
 even, saturating, in NumPy alone (ml_dtypes and torch are not needed; the results are the same
 bits as ml_dtypes' and torch's float8 casts for values in range).
+
+Or to ggml's block formats q8_0 / q4_0 (llama.cpp's quantized KV caches), the bytes of ggml's
+reference quantizers (quantize_row_q8_0_ref, quantize_row_q4_0_ref), in _blocks.py.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from ._arrays import KV_DTYPES, framework
+from . import _blocks
+from ._arrays import BLOCK_KV_DTYPES, KV_DTYPES, framework
 
 _GRANULARITIES = ("per_tensor", "per_kv_head", "per_token_head")
 _MAX = {"fp8_e4m3": 448.0, "fp8_e5m2": 57344.0, "int8": 127.0}
@@ -72,20 +76,36 @@ def quantize_kv(
     Args:
         cache: ``[..., kv_heads, head_dim]`` float array: a contiguous ``[batch, capacity,
             kv_heads, head_dim]`` or paged ``[num_pages, page_size, kv_heads, head_dim]`` cache
-            (NumPy, PyTorch, CuPy; read on the host).
-        kv_dtype: ``"fp8_e4m3"``, ``"fp8_e5m2"`` or ``"int8"``.
+            (NumPy, PyTorch, CuPy; read on the host). For ``"q8_0"`` / ``"q4_0"`` any number of
+            dimensions >= 1 (each row of head_dim values is quantized alone, so a fresh
+            ``[tokens, kv_heads, head_dim]`` block can be written into a cache), head_dim a
+            multiple of 32, values finite.
+        kv_dtype: ``"fp8_e4m3"``, ``"fp8_e5m2"`` or ``"int8"``; or ggml's block formats
+            ``"q8_0"`` / ``"q4_0"`` (llama.cpp's quantized KV caches).
         granularity: ``"per_tensor"`` (one scale), ``"per_kv_head"`` (``[kv_heads]``) or
             ``"per_token_head"`` (the cache's shape without head_dim); default per tensor for
-            fp8, per token and head for int8.
+            fp8, per token and head for int8. None for the block formats (a scale per block of
+            32 values, inside the block).
 
     Returns:
         ``(stored, scale)``: for NumPy input, ``stored`` is uint8 (fp8 bytes: pass ``kv_dtype``)
         or int8, and ``scale`` a float32 array of the granularity's shape (0-d per tensor); for
         PyTorch input, ``stored`` is torch.float8_e4m3fn / float8_e5m2 (uint8 where torch lacks
         them) or torch.int8, and ``scale`` a float32 tensor. A block of zeros gets scale 1.
+
+        For ``"q8_0"`` / ``"q4_0"``: ``(stored, None)``, the same pair, so that
+        ``k, k_scale = quantize_kv(...)`` then ``decode(..., kv_dtype=, k_scale=k_scale)`` works
+        for every kv_dtype. ``stored`` is uint8 (a NumPy array, or a CPU tensor for PyTorch
+        input) of the cache's shape with head_dim replaced by the row's bytes, head_dim / 32 x
+        34 (q8_0) or x 18 (q4_0): ggml's bytes, exactly those of its reference quantizers
+        (quantize_row_q8_0_ref: d = max|x| / 127, q = round half away from zero of x / d;
+        quantize_row_q4_0_ref: d = (the x of largest |x|) / -8, q = min(15, trunc(x / d +
+        8.5)); float32 arithmetic, d stored as f16).
     """
     if kv_dtype not in KV_DTYPES:
         raise ValueError(f"kv_dtype: must be one of {', '.join(KV_DTYPES)} (got {kv_dtype!r})")
+    if kv_dtype in BLOCK_KV_DTYPES:
+        return _quantize_blocks(cache, kv_dtype, granularity)
     if granularity is None:
         granularity = "per_token_head" if kv_dtype == "int8" else "per_tensor"
     if granularity not in _GRANULARITIES:
@@ -122,16 +142,78 @@ def quantize_kv(
     return out, torch.from_numpy(scale)
 
 
-def dequantize_kv(stored: Any, scale: Any, kv_dtype: Optional[str] = None) -> np.ndarray:
+def _quantize_blocks(cache: Any, kv_dtype: str, granularity: Optional[str]) -> Tuple[Any, None]:
+    """quantize_kv for ggml's block formats: (uint8 bytes, None)."""
+    if granularity is not None:
+        raise ValueError(
+            f"granularity: must be None for {kv_dtype} (a scale per block of 32 values, inside "
+            f"the block; got {granularity!r})"
+        )
+    x = _as_numpy(cache)
+    head_dim = x.shape[-1] if x.ndim else 0
+    if x.ndim == 0 or head_dim % _blocks.VALUES or head_dim == 0:
+        raise ValueError(
+            f"cache: head_dim (cache.shape[-1]) = {head_dim} must be a positive multiple of "
+            f"{_blocks.VALUES} for {kv_dtype} (ggml's blocks of {_blocks.VALUES} values)"
+        )
+    if not np.isfinite(x).all():
+        raise ValueError(f"cache: values must be finite for {kv_dtype}")
+    stored = _blocks.quantize(x, kv_dtype)
+    if framework(cache) == "torch":
+        return sys.modules["torch"].from_numpy(stored), None
+    return stored, None
+
+
+def _dequantize_blocks(stored: Any, scale: Any, kv_dtype: str) -> np.ndarray:
+    """dequantize_kv for ggml's block formats: uint8 [..., row bytes] -> float32 [..., head_dim]."""
+    if scale is not None:
+        raise ValueError(
+            f"scale: must be None for {kv_dtype} (ggml's blocks hold their own scales)"
+        )
+    kind = framework(stored)
+    if kind == "torch":
+        stored = stored.detach().cpu()
+    elif kind == "cupy":
+        stored = stored.get()
+    dt = str(getattr(stored, "dtype", "")).replace("torch.", "")
+    if dt != "uint8":
+        raise TypeError(f"stored: a {kv_dtype} cache is uint8 bytes (got {dt or type(stored)})")
+    a = stored.numpy() if kind == "torch" else np.asarray(stored)
+    size = _blocks.BYTES[kv_dtype]
+    if a.ndim == 0 or a.shape[-1] % size:
+        raise ValueError(
+            f"stored: its last dimension = {a.shape[-1] if a.ndim else 0} must be a whole "
+            f"number of {kv_dtype} blocks ({size} bytes each)"
+        )
+    return _blocks.dequantize(a, kv_dtype)
+
+
+def dequantize_kv(stored: Any, scale: Any = None, kv_dtype: Optional[str] = None) -> np.ndarray:
     """stored x scale as a float32 NumPy array (what the engines compute with): the inverse of
-    :func:`quantize_kv` up to its rounding. ``kv_dtype`` is needed for uint8 fp8 bytes only."""
+    :func:`quantize_kv` up to its rounding. ``kv_dtype`` is needed for uint8 fp8 bytes and for
+    ggml's block formats: ``dequantize_kv(stored, None, "q8_0")`` (or ``"q4_0"``; scale must be
+    None there) reads uint8 ``[..., head_dim / 32 x 34 (or 18)]`` bytes of ggml's blocks into
+    float32 ``[..., head_dim]``, value = d x q (d the block's f16 scale, widened to float32; the
+    product in float32, as ggml's dequantize_row_q8_0 / q4_0). For the 8-bit types ``scale``
+    (quantize_kv's second result) is required."""
+    if kv_dtype is not None and kv_dtype not in KV_DTYPES:
+        raise ValueError(
+            f"kv_dtype: must be one of {', '.join(KV_DTYPES)} or None (got {kv_dtype!r})"
+        )
+    if kv_dtype in BLOCK_KV_DTYPES:
+        return _dequantize_blocks(stored, scale, kv_dtype)
     kind = framework(stored)
     dt = str(getattr(stored, "dtype", ""))
     names = {"float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2", "int8": "int8"}
     found = names.get(dt.replace("torch.", ""))
     if found is None and kv_dtype is None:
-        raise TypeError(f"stored: a {dt} array needs kv_dtype='fp8_e4m3' or 'fp8_e5m2'")
+        raise TypeError(
+            f"stored: a {dt} array needs kv_dtype='fp8_e4m3' or 'fp8_e5m2' (or 'q8_0' / "
+            "'q4_0' for ggml's blocks)"
+        )
     kv_dtype = kv_dtype or found
+    if scale is None:
+        raise ValueError(f"scale: required for {kv_dtype} (quantize_kv's second result)")
     if kind == "torch":
         stored = stored.detach().cpu()
         stored = stored.view(sys.modules["torch"].int8 if kv_dtype == "int8" else

@@ -19,7 +19,8 @@ Shapes are those of :func:`leanattn.decode`: q ``[batch, q_heads, head_dim]``, c
 ``[batch, capacity, kv_heads, head_dim]`` (or paged with block_table), seq_lens ``[batch]``
 integer (read on the host), out like q, lse ``[batch, q_heads]`` float32; sinks and
 alibi_slopes ``[q_heads]`` float32, an 8-bit cache's k_scale / v_scale tensors (the layouts of
-:func:`leanattn.decode`; kv_dtype for uint8 caches of fp8 bytes); softcap and window_left
+:func:`leanattn.decode`; kv_dtype for uint8 caches of fp8 bytes, or of ggml's q8_0 / q4_0
+blocks, CPU only, whose last dimension is the row's bytes); softcap and window_left
 as in :func:`leanattn.decode` (Gemma 2's soft-cap, a sliding-window layer). On CUDA the tensors
 are read on q's device as they are (float32, contiguous) or converted there by torch: they never
 make a host round trip (no ``.cpu()``, no ``.item()``); seq_lens alone is read on the host.

@@ -108,6 +108,34 @@ const float* float32_data(const Array& a, const Device& device, const char* argu
   return static_cast<const float*>(data_of(a));
 }
 
+// The rows of a cache in one of ggml's block formats (q8_0, q4_0): head_dim (q's) a multiple of
+// the block's 32 values, and k_cache's and v_cache's last dimension the row's bytes,
+// head_dim / 32 blocks (ValueError naming q, k_cache or v_cache otherwise). Strides of
+// such a uint8 cache are bytes, the unit the library counts them in for these types.
+template <class Array>
+void block_rows(DType kv_dtype, std::size_t head_dim, const Array& k_cache, const Array& v_cache) {
+  const std::string name(dtype_name(kv_dtype));
+  if (head_dim % kBlockValues != 0) {
+    value_error("q", "head_dim (q.shape[-1]) = " + std::to_string(head_dim) +
+                         " must be a multiple of " + std::to_string(kBlockValues) +
+                         " for kv_dtype='" + name + "' (ggml's blocks of " +
+                         std::to_string(kBlockValues) + " values)");
+  }
+  const auto bytes =
+      static_cast<std::size_t>(row_units(kv_dtype, static_cast<std::int64_t>(head_dim)));
+  auto check = [&](const Array& cache, const std::string& argument) {
+    if (cache.shape(3) == bytes) return;
+    value_error(argument,
+                "its last dimension (" + argument +
+                    ".shape[3]) = " + std::to_string(cache.shape(3)) + " must be the bytes of a " +
+                    name + " row of head_dim (q.shape[-1]) = " + std::to_string(head_dim) +
+                    " values: head_dim / " + std::to_string(kBlockValues) + " * " +
+                    std::to_string(block_bytes(kv_dtype)) + " = " + std::to_string(bytes));
+  };
+  check(k_cache, "k_cache");
+  check(v_cache, "v_cache");
+}
+
 }  // namespace
 
 std::string dtype_text(const nb::dlpack::dtype& dtype) {
@@ -153,10 +181,15 @@ DType element_type(const nb::dlpack::dtype& dtype, std::string_view hint, const 
       (hint == "fp8_e4m3" || hint == "fp8_e5m2")) {
     found = hint == "fp8_e4m3" ? DType::fp8_e4m3 : DType::fp8_e5m2;
   }
+  // ggml's block formats: the cache's bytes (uint8), with the hint "q8_0" or "q4_0".
+  if (scalar && code == dtype_code::UInt && dtype.bits == 8 && (hint == "q8_0" || hint == "q4_0")) {
+    found = hint == "q8_0" ? DType::q8_0 : DType::q4_0;
+  }
   if (!found || (!hint.empty() && dtype_name(*found) != hint)) {
     type_error(argument,
                "dtype must be float32, float16 or bfloat16, or for a KV cache int8, "
-               "float8_e4m3fn or float8_e5m2 (uint8 with kv_dtype=) (got " +
+               "float8_e4m3fn or float8_e5m2 (uint8 with kv_dtype=), or uint8 ggml blocks "
+               "(kv_dtype='q8_0' or 'q4_0') (got " +
                    dtype_text(dtype) + ")");
   }
   return *found;
@@ -189,7 +222,7 @@ void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, c
 
   DecodeProblem& p = views.problem;
   p.q_dtype = element_type(q.dtype(), q_hint, "q");
-  if (is_quantized(p.q_dtype)) {
+  if (is_kv_only(p.q_dtype)) {
     type_error("q",
                "dtype must be float32, float16 or bfloat16 (8-bit types are for the KV "
                "cache only; got " +
@@ -212,7 +245,9 @@ void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, c
   p.q_heads = to_i32(q.shape(1 + o), "q", "q_heads (q.shape[-2])");
   p.head_dim = to_i32(q.shape(2 + o), "q", "head_dim (q.shape[-1])");
   p.kv_heads = to_i32(k_cache.shape(2), "k_cache", "kv_heads (k_cache.shape[2])");
-  if (k_cache.shape(3) != q.shape(2 + o)) {
+  if (is_block_format(p.kv_dtype)) {
+    block_rows(p.kv_dtype, q.shape(2 + o), k_cache, v_cache);
+  } else if (k_cache.shape(3) != q.shape(2 + o)) {
     value_error("k_cache",
                 "head_dim (k_cache.shape[3]) = " + std::to_string(k_cache.shape(3)) +
                     " must equal q's head_dim (q.shape[-1]) = " + std::to_string(q.shape(2 + o)));
@@ -323,6 +358,11 @@ void attach_kv_scales(DecodeViews& views, const std::optional<ScaleArray>& k_sca
                               ", " + std::to_string(rows) + ", " + std::to_string(heads) +
                               "] (per token and KV head), got " + shape_text(a));
   };
+  if (is_block_format(p.kv_dtype) && (k_scale || v_scale)) {
+    value_error(k_scale ? "k_scale" : "v_scale",
+                "is not taken with a " + std::string(dtype_name(p.kv_dtype)) +
+                    " cache (ggml's blocks hold their own scales): pass None");
+  }
   if (!is_quantized(p.kv_dtype)) {
     if (k_scale || v_scale) {
       value_error(k_scale ? "k_scale" : "v_scale", "is only for 8-bit caches (k_cache is " +

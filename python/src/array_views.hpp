@@ -32,10 +32,10 @@ struct Device {
 };
 
 // The element type of `a`. `hint` is what the Python layer knows about the array ("f32", "f16",
-// "bf16", "fp8_e4m3", "fp8_e5m2", "int8", or "" to read it from DLPack); "bf16" also accepts
-// uint16, the view the Python layer makes of NumPy bfloat16 arrays (ml_dtypes), and the fp8 hints
-// uint8, the view it makes of float8 arrays (DLPack's float8 codes are not read). Raises
-// TypeError.
+// "bf16", "fp8_e4m3", "fp8_e5m2", "int8", "q8_0", "q4_0", or "" to read it from DLPack); "bf16"
+// also accepts uint16, the view the Python layer makes of NumPy bfloat16 arrays (ml_dtypes), the
+// fp8 hints uint8, the view it makes of float8 arrays (DLPack's float8 codes are not read), and
+// the block formats' hints uint8, the bytes of ggml's blocks. Raises TypeError.
 DType element_type(const nb::dlpack::dtype& dtype, std::string_view hint, const char* argument);
 
 // A decode step's problem and tensors, read from the arrays.
@@ -49,6 +49,8 @@ struct DecodeViews {
 // q:           [batch, q_heads, head_dim], or [batch, q_len, q_heads, head_dim]
 // k_cache:     [batch, capacity, kv_heads, head_dim], or with block_table
 //              [num_pages, page_size, kv_heads, head_dim]
+//              (ggml's block formats q8_0 / q4_0: uint8, the last dimension the row's bytes,
+//              head_dim / 32 * 34 or 18, head_dim a multiple of 32; strides are then bytes)
 // v_cache:     same shape and dtype as k_cache
 // seq_lens:    [batch] int32 (host)
 // block_table: [batch, max_pages] int32, or None for the contiguous layout

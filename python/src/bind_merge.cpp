@@ -37,7 +37,9 @@ Elem out_elem(const nb::dlpack::dtype& t, std::string_view hint, const char* arg
       return Elem::bf16;
     case DType::fp8_e4m3:
     case DType::fp8_e5m2:
-    case DType::int8:  // 8-bit types are for KV caches only
+    case DType::int8:  // 8-bit types and block formats are for KV caches only
+    case DType::q8_0:
+    case DType::q4_0:
       break;
   }
   type_error(argument,

@@ -220,6 +220,7 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
   // comes next (plan_prefetch, docs/cpu-engine.md, "Prefetch").
   const auto n = static_cast<std::int64_t>(group.size());
   const std::int64_t elt = dtype_size(cx.problem.kv_dtype);
+  const std::int64_t row = row_units(cx.problem.kv_dtype, d);  // a head's row, in elt units
   const PrefetchGroup pg{static_cast<const char*>(cx.tensors.k_cache),
                          static_cast<const char*>(cx.tensors.v_cache),
                          cx.k,
@@ -228,9 +229,9 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
                          first.request,
                          first.kv_head,
                          n,
-                         d * elt,
-                         group.back().kv_head - first.kv_head + 1 == n && cx.k.head_stride == d &&
-                             cx.v.head_stride == d};
+                         row * elt,
+                         group.back().kv_head - first.kv_head + 1 == n && cx.k.head_stride == row &&
+                             cx.v.head_stride == row};
   const char** pk = sc.prefetch.data();
   const char** pv = pk + kKernelRowsPadded;
   for (std::int64_t t = tb; t < te; t += kKernelBlockTokens) {

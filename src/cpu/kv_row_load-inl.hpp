@@ -9,6 +9,8 @@
 //                the E4M3 value / 2^8 (exact, subnormals included; kLoadFactor puts the 2^8 into
 //                the scale), its NaN pattern S.1111.111 replaced by a half NaN; then as f16
 //   int8         sign-extend to 32 bits, convert to float (exact)
+//   q8_0, q4_0   ggml's blocks (load_kv): the block's f16 scale broadcast and widened, its codes
+//                widened as int8 (q4_0: the nibbles of half a block's bytes, minus 8), one multiply
 // Operations per vector of floats, each with one load: f16 1, bf16 2, e5m2 3, int8 2, e4m3 8 (its
 // NaN compare and blend included); measured costs in docs/cpu-engine.md, "Quantized caches".
 #if defined(LEANATTN_CPU_KV_ROW_LOAD_INL_HPP_) == defined(HWY_TARGET_TOGGLE)
@@ -20,6 +22,7 @@
 
 #include <hwy/highway.h>
 
+#include <cstring>
 #include <type_traits>
 
 #include "cpu/kv_elements.hpp"
@@ -92,6 +95,79 @@ HWY_INLINE hn::Vec<DF> load_row(DF df, const KvT* HWY_RESTRICT p) {
   } else {
     const hn::Rebind<KvT, DF> dh;
     return hn::PromoteTo(df, hn::LoadU(dh, p));
+  }
+}
+
+// Lanes(df) values of a block-format row from value i on (i a multiple of Lanes(df), at most 16
+// lanes, so they lie in one block, and for q4_0 in one half of it: low or high nibbles); d: the
+// block's scale in every lane.
+template <class DF, class KvT>
+HWY_INLINE hn::Vec<DF> load_block(DF df, const KvT* HWY_RESTRICT row, std::int32_t i,
+                                  hn::Vec<DF> d) {
+  static_assert(hn::MaxLanes(DF()) <= 16, "a vector must lie in half a block");
+  const hn::RebindToSigned<DF> di32;
+  const auto* codes = reinterpret_cast<const uint8_t*>(row) + (i >> 5) * kBlockBytes<KvT> + 2;
+  if constexpr (std::is_same_v<KvT, Q8_0Byte>) {
+    const hn::Rebind<int8_t, DF> di8;
+    const auto q =
+        hn::PromoteTo(di32, hn::LoadU(di8, reinterpret_cast<const int8_t*>(codes + (i & 31))));
+    return hn::Mul(hn::ConvertTo(df, q), d);
+  } else {
+    const hn::Rebind<uint8_t, DF> du8;
+    const hn::RebindToUnsigned<DF> du32;
+    const auto bytes = hn::PromoteTo(du32, hn::LoadU(du8, codes + (i & 15)));
+    const auto nibbles =
+        (i & 16) != 0 ? hn::ShiftRight<4>(bytes) : hn::And(bytes, hn::Set(du32, 0xfu));
+    return hn::Mul(hn::Sub(hn::ConvertTo(df, hn::BitCast(di32, nibbles)), hn::Set(df, 8.0f)), d);
+  }
+}
+
+// Block formats: the converted scales of the block that holds value i, for rows t, t + 1, ... of
+// `k` (one base per step of tokens: the loads below add only their token); null otherwise.
+template <class KvT>
+HWY_INLINE const float* column_scales(const KvRows<KvT>& k, std::int32_t t, std::int32_t i) {
+  if constexpr (kBlockKv<KvT>) {
+    return k.scales + (i >> 5) * kKernelRowsPadded + t;
+  } else {
+    return nullptr;
+  }
+}
+
+// Lanes(df) values of `row` from value i on: load_row for element types, load_block with the
+// block's scale (scales[u], scales from column_scales) for ggml's block formats.
+template <class DF, class KvT>
+HWY_INLINE hn::Vec<DF> load_kv(DF df, const KvT* HWY_RESTRICT row, const float* scales,
+                               std::int32_t u, std::int32_t i) {
+  if constexpr (kBlockKv<KvT>) {
+    return load_block(df, row, i, hn::Set(df, scales[u]));
+  } else {
+    return load_row(df, row + i);
+  }
+}
+
+// scales[b * kKernelRowsPadded + t] = the f16 scale of block b of rows[t] as float, for t < count
+// rounded up to a vector (block formats; rows[t] valid up to there): gathered as bits, then
+// widened a vector at a time. bits: scratch of blocks x kKernelRowsPadded. (The gather is most of
+// what a block format's scales cost: 7.5 of 46.5 ticks per token and KV head for SmolLM2's
+// shape from cache, docs/cpu-engine.md.)
+template <class DF, class KvT>
+HWY_INLINE void block_row_scales(DF df, const KvT* const* rows, std::int32_t count,
+                                 std::int32_t blocks, uint16_t* HWY_RESTRICT bits,
+                                 float* HWY_RESTRICT scales) {
+  const hn::Rebind<uint16_t, DF> du16;
+  const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
+  const std::int32_t rows_used = (count + n - 1) / n * n;  // at most kKernelRowsPadded (48)
+  for (std::int32_t t = 0; t < rows_used; ++t) {
+    const auto* row = reinterpret_cast<const uint8_t*>(rows[t]);
+    for (std::int32_t b = 0; b < blocks; ++b) {
+      std::memcpy(&bits[b * kKernelRowsPadded + t], row + b * kBlockBytes<KvT>, 2);
+    }
+  }
+  for (std::int32_t b = 0; b < blocks; ++b) {
+    for (std::int32_t t = 0; t < rows_used; t += n) {
+      const std::int32_t j = b * kKernelRowsPadded + t;
+      hn::Store(half_bits_to_f32(df, hn::Load(du16, bits + j)), df, scales + j);
+    }
   }
 }
 

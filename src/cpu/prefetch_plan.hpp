@@ -19,12 +19,12 @@ struct PrefetchGroup {
   const char* k_base = nullptr;  // k_cache, bytes
   const char* v_base = nullptr;  // v_cache, bytes
   KvAddressing k{}, v{};
-  std::int64_t element_bytes = 2;
+  std::int64_t element_bytes = 2;  // the unit of the strides (dtype_size)
   std::int32_t request = 0;
   std::int32_t h0 = 0;         // the first segment's KV head
   std::int64_t heads = 1;      // segments in the group
-  std::int64_t row_bytes = 0;  // one head's row: head_dim x element_bytes
-  bool adjacent = false;       // heads h0 .. h0 + heads - 1, head stride = head_dim, K and V
+  std::int64_t row_bytes = 0;  // one head's row: row_units x element_bytes
+  bool adjacent = false;       // heads h0 .. h0 + heads - 1, head stride = a row, K and V
 };
 
 // What the calls of one block share: the next block, tokens [next, next + after), and (adjacent

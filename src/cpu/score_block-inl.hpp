@@ -72,11 +72,11 @@ HWY_INLINE void store_block_totals(DF df, const VF* x, float* HWY_RESTRICT dst) 
 }
 
 // S[t * stride + r] = q[r] . k[t] for t in [0, tokens_padded), tokens_padded a multiple of U,
-// stride = score_stride<R>() (the padding rows r >= R get 0). q: [R, d] float; krow[t]: the K
-// row of token t. With token t it prefetches `prefetch_count` lines from prefetch[t].
+// stride = score_stride<R>() (the padding rows r >= R get 0). q: [R, d] float; krow.rows[t]: the
+// K row of token t. With token t it prefetches `prefetch_count` lines from prefetch[t].
 
 template <int R, class KvT>
-HWY_NOINLINE void qk_block(const float* HWY_RESTRICT q, const KvT* const* krow,
+HWY_NOINLINE void qk_block(const float* HWY_RESTRICT q, const KvRows<KvT>& krow,
                            std::int32_t tokens_padded, std::int32_t d, float* HWY_RESTRICT s,
                            const char* const* prefetch, std::int32_t prefetch_count) {
   constexpr int U = score_tokens<R>();
@@ -98,7 +98,8 @@ HWY_NOINLINE void qk_block(const float* HWY_RESTRICT q, const KvT* const* krow,
         prefetch_lines(prefetch[t + pu], 0, prefetch_count);
       }
       VF k[U];
-      for (int u = 0; u < U; ++u) k[u] = load_row(df, krow[t + u] + i);
+      const float* scales = column_scales(krow, t, i);
+      for (int u = 0; u < U; ++u) k[u] = load_kv(df, krow.rows[t + u], scales, u, i);
       for (int r = 0; r < R; ++r) {
         const VF qv = hn::LoadU(df, q + r * d + i);
         for (int u = 0; u < U; ++u) acc[u * R + r] = hn::MulAdd(qv, k[u], acc[u * R + r]);

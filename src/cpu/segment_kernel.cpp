@@ -37,6 +37,7 @@
 #include "cpu/row_walk.hpp"
 #include "cpu/segment_kernel.hpp"
 #include "leanattn/core/softmax_state.hpp"
+#include "leanattn/problem.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace leanattn::cpu::HWY_NAMESPACE {
@@ -86,7 +87,7 @@ void compute_typed(const SegmentJob& job) {
       for (int j = 0; j < n; ++j) {
         const KvT* k = kbase + job.k.row(job.request, t0 + j, job.kv_head);
         float dot = 0.0f;
-        for (std::int32_t i = 0; i < d; ++i) dot += q[i] * element_to_float(k[i]);
+        for (std::int32_t i = 0; i < d; ++i) dot += q[i] * kv_value(k, i);
         s[j] = dot * ks[j];
       }
       if (split.cap > 0.0f) softcap_block(s, n, split.cap);
@@ -99,7 +100,7 @@ void compute_typed(const SegmentJob& job) {
       for (std::int32_t i = 0; i < d; ++i) o[i] *= rescale;
       for (int j = 0; j < n; ++j) {
         const KvT* v = vbase + job.v.row(job.request, t0 + j, job.kv_head);
-        for (std::int32_t i = 0; i < d; ++i) o[i] += p[j] * vs[j] * element_to_float(v[i]);
+        for (std::int32_t i = 0; i < d; ++i) o[i] += p[j] * vs[j] * kv_value(v, i);
       }
     }
   }
@@ -112,8 +113,8 @@ void compute_typed(const SegmentJob& job) {
 // (0: off).
 template <int R, class KvT>
 HWY_INLINE void rows_pass(const SegmentJob& job, const ScoreRules* rules, float cap,
-                          std::int32_t r0, std::int64_t t0, const KvT* const* krow,
-                          const KvT* const* vrow, std::int32_t tokens, const float* kscale,
+                          std::int32_t r0, std::int64_t t0, const KvRows<KvT>& krow,
+                          const KvRows<KvT>& vrow, std::int32_t tokens, const float* kscale,
                           const float* vscale, const char* const* prefetch_k,
                           const char* const* prefetch_v, std::int32_t prefetch_count) {
   constexpr int U = score_tokens<R>();
@@ -168,11 +169,23 @@ void compute_typed(const SegmentJob& job) {
   const KvT* vrow[kRowsPadded];
   static const char* const kNoRows[kRowsPadded] = {};
   const KernelRules split(job.rules);
+  // Block formats: the scales of every block of the rows, as floats ([block][row]); bits: their
+  // f16 bits.
+  constexpr std::int32_t kMaxScales = kBlockKv<KvT> ? kRowsPadded * kMaxHeadDim / kBlockValues : 1;
+  HWY_ALIGN float k_blocks[kMaxScales], v_blocks[kMaxScales];
+  HWY_ALIGN uint16_t bits[kMaxScales];
+  const std::int32_t blocks = job.head_dim / kBlockValues;
+  const KvRows<KvT> k{krow, k_blocks}, v{vrow, v_blocks};
   for (std::int64_t t0 = job.token_begin; t0 < job.token_end; t0 += kBlock) {
     const auto tokens =
         static_cast<std::int32_t>(std::min<std::int64_t>(kBlock, job.token_end - t0));
     fill_rows(job.k, kbase, job.request, t0, job.kv_head, tokens, kRowsPadded, krow);
-    fill_rows(job.v, vbase, job.request, t0, job.kv_head, tokens, tokens, vrow);
+    fill_rows(job.v, vbase, job.request, t0, job.kv_head, tokens,
+              kBlockKv<KvT> ? kRowsPadded : tokens, vrow);
+    if constexpr (kBlockKv<KvT>) {  // K: the score loop's padding rows too (< 16)
+      block_row_scales(DF(), krow, std::min(tokens + 15, kRowsPadded), blocks, bits, k_blocks);
+      block_row_scales(DF(), vrow, tokens, blocks, bits, v_blocks);
+    }
     HWY_ALIGN float ks[kBlock], vs[kBlock];
     if constexpr (kScaledKv<KvT>) {
       block_scales<KvT>(job.k_scale, job.k_scale_at, job.request, t0, job.kv_head, tokens, ks);
@@ -188,7 +201,7 @@ void compute_typed(const SegmentJob& job) {
     // AVX2 pass cost 1.8x two passes of 4).
     for (std::int32_t r0 = 0; r0 < job.rows; r0 += kPassRows) {
       rows_pass_of<kPassRows, KvT>(std::min(job.rows - r0, kPassRows), job, split.rules, split.cap,
-                                   r0, t0, krow, vrow, tokens, ks, vs, pk, pv, r0 == 0 ? lines : 0);
+                                   r0, t0, k, v, tokens, ks, vs, pk, pv, r0 == 0 ? lines : 0);
     }
   }
 }
@@ -209,6 +222,10 @@ void compute_segment(const SegmentJob& job) {
       return compute_typed<Fp8E5m2>(job);
     case DType::int8:
       return compute_typed<std::int8_t>(job);
+    case DType::q8_0:
+      return compute_typed<Q8_0Byte>(job);
+    case DType::q4_0:
+      return compute_typed<Q4_0Byte>(job);
   }
 }
 

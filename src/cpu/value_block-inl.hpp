@@ -26,10 +26,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 // accumulators stay in registers over the tokens. The `prefetch_count` lines from prefetch[t] are
 // spread over the chunks of d.
 template <int R, int C, class KvT>
-HWY_NOINLINE void pv_block(const float* HWY_RESTRICT p, const KvT* const* vrow, std::int32_t tokens,
-                           std::int32_t d, std::int32_t i0, std::int32_t i1, std::int32_t chunk0,
-                           const float* rescale, float* HWY_RESTRICT o, const char* const* prefetch,
-                           std::int32_t prefetch_count) {
+HWY_NOINLINE void pv_block(const float* HWY_RESTRICT p, const KvRows<KvT>& vrow,
+                           std::int32_t tokens, std::int32_t d, std::int32_t i0, std::int32_t i1,
+                           std::int32_t chunk0, const float* rescale, float* HWY_RESTRICT o,
+                           const char* const* prefetch, std::int32_t prefetch_count) {
   const DF df;
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(df));
   for (std::int32_t i = i0, chunk = chunk0; i < i1; i += C * n, ++chunk) {
@@ -48,7 +48,9 @@ HWY_NOINLINE void pv_block(const float* HWY_RESTRICT p, const KvT* const* vrow, 
     for (std::int32_t t = 0; t < tokens; ++t) {
       prefetch_lines(prefetch[t], first, lines);
       VF v[C];
-      for (int c = 0; c < C; ++c) v[c] = load_row(df, vrow[t] + i + c * n);
+      for (int c = 0; c < C; ++c) {
+        v[c] = load_kv(df, vrow.rows[t], column_scales(vrow, t, i + c * n), 0, i + c * n);
+      }
       for (int r = 0; r < R; ++r) {
         const VF pr = hn::Set(df, p[t * score_stride<R>() + r]);
         for (int c = 0; c < C; ++c) acc[r * C + c] = hn::MulAdd(pr, v[c], acc[r * C + c]);
@@ -65,7 +67,7 @@ HWY_NOINLINE void pv_block(const float* HWY_RESTRICT p, const KvT* const* vrow, 
 // too few to hide the FMA latency, so with C = 3 and 16 vectors this does 3+3+3+3+2+2, not
 // 3+3+3+3+3+1; and a 64-wide head on AVX-512 (4 vectors) is one chunk of 4, not two of 2.
 template <int R, class KvT>
-HWY_INLINE void pv_dispatch(const float* p, const KvT* const* vrow, std::int32_t tokens,
+HWY_INLINE void pv_dispatch(const float* p, const KvRows<KvT>& vrow, std::int32_t tokens,
                             std::int32_t d, const float* rescale, float* o,
                             const char* const* prefetch, std::int32_t prefetch_count) {
   const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(DF()));

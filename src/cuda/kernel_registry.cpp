@@ -46,6 +46,11 @@ std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block)
   if (p.variant.bias) {
     return "bias: the CUDA engine does not add a per-key bias yet (the CPU engine does)";
   }
+  if (is_block_format(p.kv_dtype)) {  // docs/cuda-engine.md, "Quantized KV caches"
+    return "kv_dtype: the CUDA engine does not read ggml's block formats (q8_0, q4_0) yet: its "
+           "stages copy 16-byte aligned chunks, and their rows of 34- or 18-byte blocks are only "
+           "2-byte aligned (the CPU engine reads them)";
+  }
   if (is_quantized(p.kv_dtype)) {  // docs/cuda-engine.md, "Quantized KV caches"
     if (p.q_dtype != DType::f16 && p.q_dtype != DType::bf16) {
       return "q_dtype: must be f16 or bf16 with an 8-bit cache for the CUDA engine (got " +

@@ -14,8 +14,11 @@ DType parse_dtype(std::string_view text, const char* argument) {
   if (text == "fp8_e4m3" || text == "float8_e4m3fn") return DType::fp8_e4m3;
   if (text == "fp8_e5m2" || text == "float8_e5m2") return DType::fp8_e5m2;
   if (text == "int8") return DType::int8;
-  throw Error(argument, "must be one of f32, f16, bf16, fp8_e4m3, fp8_e5m2, int8 (got '" +
-                            std::string(text) + "')");
+  if (text == "q8_0") return DType::q8_0;
+  if (text == "q4_0") return DType::q4_0;
+  throw Error(argument,
+              "must be one of f32, f16, bf16, fp8_e4m3, fp8_e5m2, int8, q8_0, q4_0 (got '" +
+                  std::string(text) + "')");
 }
 
 }  // namespace leanattn

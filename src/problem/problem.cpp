@@ -61,7 +61,7 @@ std::int64_t DecodeProblem::kv_bytes() const {
   // Per-token scales are read beside the cache: one float per token, KV head, K and V.
   const std::int64_t scales = kv_scales == KvScales::per_token_head ? 4 : 0;
   return read * kv_heads * 2 *
-         (head_dim * static_cast<std::int64_t>(dtype_size(kv_dtype)) + scales);
+         (row_units(kv_dtype, head_dim) * static_cast<std::int64_t>(dtype_size(kv_dtype)) + scales);
 }
 
 void validate(const DecodeProblem& p) {
@@ -106,18 +106,25 @@ void validate(const DecodeProblem& p) {
     return "must be finite and >= 0 (0 means 1/sqrt(head_dim)) (got " + std::to_string(p.scale) +
            ")";
   });
-  require(!is_quantized(p.bias_dtype), "bias_dtype", [&] {
+  require(!is_block_format(p.kv_dtype) || p.head_dim % kBlockValues == 0, "head_dim", [&] {
+    return "must be a multiple of " + std::to_string(kBlockValues) + " for the block format " +
+           std::string(dtype_name(p.kv_dtype)) + " (a block never straddles heads)" +
+           got(p.head_dim);
+  });
+  require(!is_kv_only(p.bias_dtype), "bias_dtype", [&] {
     return "must be f32, f16 or bf16 (got " + std::string(dtype_name(p.bias_dtype)) + ")";
   });
-  require(!is_quantized(p.q_dtype), "q_dtype", [&] {
-    return "must be f32, f16 or bf16 (8-bit types are for the KV cache only) (got " +
+  require(!is_kv_only(p.q_dtype), "q_dtype", [&] {
+    return "must be f32, f16 or bf16 (8-bit types and block formats are for the KV cache only) "
+           "(got " +
            std::string(dtype_name(p.q_dtype)) + ")";
   });
   require((p.kv_scales != KvScales::none) == is_quantized(p.kv_dtype), "kv_scales", [&] {
     return is_quantized(p.kv_dtype)
                ? "must be per_tensor, per_kv_head or per_token_head for the 8-bit kv_dtype " +
                      std::string(dtype_name(p.kv_dtype)) + " (got none)"
-               : "must be none for the unquantized kv_dtype " + std::string(dtype_name(p.kv_dtype));
+               : "must be none for the kv_dtype " + std::string(dtype_name(p.kv_dtype)) +
+                     (is_block_format(p.kv_dtype) ? " (its scales are inside its blocks)" : "");
   });
   if (p.layout == KvLayout::contiguous) {
     require(p.capacity >= 0, "capacity", [&] { return "must be >= 0" + got(p.capacity); });

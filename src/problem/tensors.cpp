@@ -42,9 +42,9 @@ DecodeTensors dense_tensors(const DecodeProblem& p, const void* q, const void* k
   t.q_stride_batch = t.q_stride_token * p.q_len;
   t.k_cache = k_cache;
   t.v_cache = v_cache;
-  KvStrides kv;
-  kv.head = d;
-  kv.token = static_cast<std::int64_t>(p.kv_heads) * d;
+  KvStrides kv;  // a row of head_dim values is row_units (a block format's: bytes) long
+  kv.head = row_units(p.kv_dtype, d);
+  kv.token = static_cast<std::int64_t>(p.kv_heads) * kv.head;
   kv.outer = kv.token * (p.layout == KvLayout::contiguous ? p.capacity : p.page_size);
   t.k_strides = kv;
   t.v_strides = kv;
@@ -167,11 +167,12 @@ void require_outputs_apart(const DecodeProblem& p, const DecodeTensors& t) {
   const ByteRange q = byte_range(
       t.q, qs, p.head_dim,
       {{p.batch(), t.q_stride_batch}, {p.q_len, t.q_stride_token}, {p.q_heads, t.q_stride_head}});
+  const std::int64_t kv_row = row_units(p.kv_dtype, p.head_dim);
   const ByteRange k = byte_range(
-      t.k_cache, ks, p.head_dim,
+      t.k_cache, ks, kv_row,
       {{outer, t.k_strides.outer}, {rows, t.k_strides.token}, {p.kv_heads, t.k_strides.head}});
   const ByteRange v = byte_range(
-      t.v_cache, ks, p.head_dim,
+      t.v_cache, ks, kv_row,
       {{outer, t.v_strides.outer}, {rows, t.v_strides.token}, {p.kv_heads, t.v_strides.head}});
   auto scales = [&](const float* ptr, const KvStrides& st) {
     return ptr == nullptr

@@ -81,7 +81,7 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, RowId row, double
     const double ks = k_scale(j);
     double dot = 0.0;
     for (std::int32_t i = 0; i < d; ++i) {
-      dot += q[static_cast<std::size_t>(i)] * (read_element(t.k_cache, p.kv_dtype, base + i) * ks);
+      dot += q[static_cast<std::size_t>(i)] * (read_kv(t.k_cache, p.kv_dtype, base, i) * ks);
     }
     x = dot * scale;
     if (cap > 0.0) x = cap * std::tanh(x / cap);
@@ -109,7 +109,7 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, RowId row, double
     const std::int64_t base = kv_offset(t.v_strides, j);
     const double vs = v_scale(j);
     for (std::int32_t i = 0; i < d; ++i)
-      out[i] += w * (read_element(t.v_cache, p.kv_dtype, base + i) * vs);
+      out[i] += w * (read_kv(t.v_cache, p.kv_dtype, base, i) * vs);
   }
   *lse = m + std::log(l);
 }

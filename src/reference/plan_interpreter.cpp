@@ -91,7 +91,7 @@ class Interpreter {
           double dot = 0.0;
           for (std::int32_t i = 0; i < d_; ++i) {
             dot += read_element(t_.q, p_.q_dtype, q_base + i) *
-                   (read_element(t_.k_cache, p_.kv_dtype, kb + i) * ks);
+                   (read_kv(t_.k_cache, p_.kv_dtype, kb, i) * ks);
           }
           double x = dot * scale;
           if (var.softcap > 0.0f) x = apply_softcap<double>(x, var.softcap);
@@ -108,7 +108,7 @@ class Interpreter {
           const double pj = probs[static_cast<std::size_t>(j - t0)];
           const double vs = scale_of(t_.v_scale, v_scale_, s.request, j, s.kv_head);
           for (std::int32_t i = 0; i < d_; ++i) {
-            o[i] += pj * (read_element(t_.v_cache, p_.kv_dtype, vb + i) * vs);
+            o[i] += pj * (read_kv(t_.v_cache, p_.kv_dtype, vb, i) * vs);
           }
         }
       }

@@ -52,8 +52,32 @@ inline double read_element(const void* base, DType type, std::int64_t index) {
       return fp8_value(static_cast<std::uint8_t>(*at), 5, 2, true);
     case DType::int8:
       return static_cast<std::int8_t>(*at);
+    case DType::q8_0:
+    case DType::q4_0:
+      break;  // not addressable by element: read_kv
   }
   return NAN;
+}
+
+// Value i of a ggml block-format row whose first block starts at byte `row`, from ggml's
+// definition (ggml-common.h): block i / 32 holds an f16 scale d, then q8_0: 32 int8 q, value
+// d x q; q4_0: 16 bytes, value j < 16 in the low nibble of byte j, j >= 16 in the high nibble of
+// byte j - 16, value d x (nibble - 8).
+inline double read_block_value(const void* base, DType type, std::int64_t row, std::int32_t i) {
+  const auto* block = static_cast<const unsigned char*>(base) + row +
+                      static_cast<std::int64_t>(i / kBlockValues) * block_bytes(type);
+  const double d = f16_bits_to_float(static_cast<std::uint16_t>(block[0] | block[1] << 8));
+  const int j = i % kBlockValues;
+  if (type == DType::q8_0) return d * static_cast<std::int8_t>(block[2 + j]);
+  const int byte = block[2 + j % 16];
+  return d * ((j < 16 ? byte & 0x0f : byte >> 4) - 8);
+}
+
+// Value i of the K or V row that starts at unit `row` (dtype_size units): the stored element, or
+// a block format's decoded value (its scale included).
+inline double read_kv(const void* base, DType type, std::int64_t row, std::int32_t i) {
+  return is_block_format(type) ? read_block_value(base, type, row, i)
+                               : read_element(base, type, row + i);
 }
 
 }  // namespace leanattn::reference

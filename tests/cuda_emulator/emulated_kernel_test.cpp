@@ -59,7 +59,8 @@ TEST(EmulatedKernel, RandomProblemsAgainstTheReference) {
   std::mt19937_64 rng(2024);
   harness::RandomLimits limits;
   limits.max_batch = 4;
-  limits.bias = false;  // the CUDA engine does not take a bias yet
+  limits.bias = false;      // the CUDA engine does not take a bias yet
+  limits.block_kv = false;  // nor ggml's block formats
   limits.max_kv_heads = 2;
   limits.max_len = 300;
   limits.max_workers = 24;
@@ -97,6 +98,23 @@ TEST(EmulatedKernel, RefusesF32QueriesWithAnEightBitCache) {
     const std::string why = why_unsupported(p);
     EXPECT_EQ(why.rfind("q_dtype: must be f16 or bf16 with an 8-bit cache", 0), 0u) << why;
     EXPECT_THROW(kernel_for(p), Error) << why;
+  }
+}
+
+// ggml's block formats are refused by name (docs/cuda-engine.md: they do not fit the stages'
+// 16-byte copies), for every query type.
+TEST(EmulatedKernel, RefusesGgmlBlockFormats) {
+  for (DType kv : {DType::q8_0, DType::q4_0}) {
+    for (DType q : {DType::f16, DType::bf16}) {
+      DecodeProblem p = make_problem({45, 17}, 4, 2, emulated_kernels().front());
+      p.q_dtype = q;
+      p.kv_dtype = kv;
+      p.kv_scales = KvScales::none;
+      const std::string why = why_unsupported(p);
+      EXPECT_EQ(why.rfind("kv_dtype: the CUDA engine does not read ggml's block formats", 0), 0u)
+          << why;
+      EXPECT_THROW(kernel_for(p), Error) << why;
+    }
   }
 }
 

@@ -3,8 +3,10 @@
 // built with ggml's own API the way llama.cpp builds them (K and V as permuted views of a larger
 // cache, several streams, padded masks), masks with holes (several sequences interleaved in one
 // unified cache, sliding windows, empty rows, test-backend-ops' random additive masks), ALiBi from
-// max_bias, soft-cap, sinks, 1 to 8 query rows, odd GQA ratios, f16 / bf16 / f32 caches and
-// several thread counts. The output is poisoned (NaN) first. Then every decline, by reason.
+// max_bias, soft-cap, sinks, 1 to 8 query rows, odd GQA ratios, f16 / bf16 / f32 caches, q8_0
+// and q4_0 caches quantized by ggml's own quantizer and decoded for the oracle by ggml's own
+// to_float, and several thread counts. The output is poisoned (NaN) first. Then every decline, by
+// reason.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -74,15 +76,29 @@ double value(const ggml_tensor* t, std::size_t offset) {
   }
 }
 
-// Fills a contiguous tensor with N(0, 1) values (a block-quantized one with zeros: it is only
-// declined).
+// Value i of the K or V row at byte `row` of t: an element, or (a block type) decoded by ggml's
+// own to_float from the block that holds it.
+double kv_value(const ggml_tensor* t, std::int64_t i, std::size_t row) {
+  if (!ggml_is_quantized(t->type)) return value(t, row + static_cast<std::size_t>(i) * t->nb[0]);
+  const std::int64_t per_block = ggml_blck_size(t->type);
+  std::vector<float> block(static_cast<std::size_t>(per_block));
+  const char* at = static_cast<const char*>(t->data) + row +
+                   static_cast<std::size_t>(i / per_block) * ggml_type_size(t->type);
+  ggml_get_type_traits(t->type)->to_float(at, block.data(), per_block);
+  return block[static_cast<std::size_t>(i % per_block)];
+}
+
+// Fills a contiguous tensor with N(0, 1) values; a block type's rows are quantized by ggml's own
+// quantizer (ggml_quantize_chunk), as llama.cpp's cache writes them.
 void fill_normal(ggml_tensor* t, std::mt19937& rng) {
-  if (ggml_is_quantized(t->type)) {
-    std::memset(t->data, 0, ggml_nbytes(t));
-    return;
-  }
   std::normal_distribution<float> normal;
   const std::int64_t n = ggml_nelements(t);
+  if (ggml_is_quantized(t->type)) {
+    std::vector<float> values(static_cast<std::size_t>(n));
+    for (float& x : values) x = normal(rng);
+    ggml_quantize_chunk(t->type, values.data(), t->data, 0, n / t->ne[0], t->ne[0], nullptr);
+    return;
+  }
   for (std::int64_t i = 0; i < n; ++i) {
     set_value(t, static_cast<std::size_t>(i) * ggml_type_size(t->type), normal(rng));
   }
@@ -225,7 +241,7 @@ std::vector<double> oracle(const ggml_tensor* node) {
           double dot = 0.0;
           for (std::int64_t i = 0; i < d; ++i) {
             dot += value(q, i * q->nb[0] + r * q->nb[1] + h * q->nb[2] + st * q->nb[3]) *
-                   value(k, i * k->nb[0] + j * k->nb[1] + (h / group) * k->nb[2] + st * k->nb[3]);
+                   kv_value(k, i, j * k->nb[1] + (h / group) * k->nb[2] + st * k->nb[3]);
           }
           double x = dot * scale;
           if (cap > 0.0f) x = cap * std::tanh(x / cap);
@@ -243,8 +259,7 @@ std::vector<double> oracle(const ggml_tensor* node) {
           const double w = std::exp(score[static_cast<std::size_t>(j)] - top);
           l += w;
           for (std::int64_t i = 0; i < d; ++i) {
-            o[i] +=
-                w * value(v, i * v->nb[0] + j * v->nb[1] + (h / group) * v->nb[2] + st * v->nb[3]);
+            o[i] += w * kv_value(v, i, j * v->nb[1] + (h / group) * v->nb[2] + st * v->nb[3]);
           }
         }
         for (std::int64_t i = 0; i < d; ++i) o[i] /= l;
@@ -276,7 +291,8 @@ void expect_matches(const NodeSpec& s, std::uint32_t seed, const std::string& wh
 
 TEST(FlashAttnNode, DecodeStepsAsLlamaCppBuildsThem) {
   std::uint32_t seed = 1;
-  for (ggml_type kv : {GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_F32}) {
+  for (ggml_type kv :
+       {GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_F32, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0}) {
     for (std::int64_t rows : {1, 2, 5, 8}) {
       NodeSpec s;
       s.kv = kv;
@@ -329,21 +345,26 @@ TEST(FlashAttnNode, GqaRatiosAndHeadSizes) {
       {64, 9, 3}, {128, 7, 7}, {80, 6, 1}, {256, 4, 2}, {16, 16, 4}};
   std::uint32_t seed = 200;
   for (const auto& [d, heads, kv_heads] : shapes) {
-    NodeSpec s;
-    s.d = d;
-    s.heads = heads;
-    s.kv_heads = kv_heads;
-    s.rows = 2;
-    s.n_kv = 129;
-    expect_matches(s, seed++,
-                   "d " + std::to_string(d) + " heads " + std::to_string(heads) + "/" +
-                       std::to_string(kv_heads));
+    for (ggml_type kv : {GGML_TYPE_F16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0}) {
+      if (d % 32 != 0 && kv != GGML_TYPE_F16) continue;  // ggml's blocks are 32 wide
+      NodeSpec s;
+      s.d = d;
+      s.heads = heads;
+      s.kv_heads = kv_heads;
+      s.kv = kv;
+      s.rows = 2;
+      s.n_kv = 129;
+      s.streams = kv == GGML_TYPE_Q4_0 ? 2 : 1;
+      expect_matches(s, seed++,
+                     std::string(ggml_type_name(kv)) + " d " + std::to_string(d) + " heads " +
+                         std::to_string(heads) + "/" + std::to_string(kv_heads));
+    }
   }
 }
 
 TEST(FlashAttnNode, DeclinesWhatItDoesNotComputeByReason) {
   const std::vector<std::pair<std::string, std::function<void(NodeSpec&)>>> specs = {
-      {"k: q8_0", [](NodeSpec& s) { s.kv = GGML_TYPE_Q8_0; }},
+      {"k: q5_0", [](NodeSpec& s) { s.kv = GGML_TYPE_Q5_0; }},
       {"head size 72", [](NodeSpec& s) { s.d = 72; }},
       {"rows: 9", [](NodeSpec& s) { s.rows = 9; }},
       {"mask: per-head groups", [](NodeSpec& s) { s.mask_heads = 2; }},

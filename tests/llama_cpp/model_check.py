@@ -14,6 +14,8 @@
    backend's mean KL divergence must be no larger than stock -fa on's plus the larger of their
    standard errors (the two are printed; the note says which is lower).
 The server's shutdown prints the backend's node count (LEANATTN_GGML_STATS=1): it must be > 0.
+--cache-type q8_0 (or q4_0) gives the -fa on runs, stock and the backend's, that K/V cache type
+(ggml's blocks, quantized by llama.cpp); stock -fa off stays the f16 reference.
 Prints a table; exits 1 on a failed check.
 """
 
@@ -36,6 +38,12 @@ def corpus(llama_src: pathlib.Path) -> str:
     return "\n\n".join(f.read_text(errors="replace") for f in files if f.is_file())
 
 
+def cache_flags(args, fa: str) -> list[str]:
+    """-ctk/-ctv for --cache-type: the flash-attention runs only (llama.cpp quantizes a V cache
+    only with flash attention, so stock -fa off, the reference, keeps f16)."""
+    return ["-ctk", args.cache_type, "-ctv", args.cache_type] if fa == "on" else []
+
+
 class Server:
     def __init__(self, args, fa: str, lean: bool, port: int):
         env = dict(os.environ, LEANATTN_GGML="1" if lean else "0", LEANATTN_GGML_STATS="1")
@@ -44,7 +52,7 @@ class Server:
         self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
         cmd = [f"{args.bin}/llama-server", "-m", args.model, "-fa", fa, "-c",
                str(args.prompt_tokens + args.tokens + 64), "-np", "1", "-t", str(args.threads),
-               "--port", str(port), "--host", "127.0.0.1"]
+               "--port", str(port), "--host", "127.0.0.1"] + cache_flags(args, fa)
         self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{port}"
         deadline = time.time() + 120
@@ -117,7 +125,7 @@ def kl_divergence(args, text_file: str, base: str, fa: str, lean: bool) -> tuple
         env["GGML_BACKEND_PATH"] = args.backend
     cmd = [f"{args.bin}/llama-perplexity", "-m", args.model, "-f", text_file, "-c",
            str(args.kl_ctx), "-b", str(args.kl_ctx), "-t", str(args.threads), "-fa", fa,
-           "--kl-divergence-base", base]
+           "--kl-divergence-base", base] + cache_flags(args, fa)
     # The same micro-batches for the reference (stock -fa off) as for the runs compared with it:
     # ggml's matrix products take other paths for other batch sizes.
     cmd += ["-ub", str(args.ubatch)]
@@ -147,6 +155,8 @@ def main() -> int:
     ap.add_argument("--ubatch", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--port", type=int, default=18931)
+    ap.add_argument("--cache-type", default="f16",
+                    help="K and V cache type of the -fa on runs (q8_0, q4_0: ggml's blocks)")
     args = ap.parse_args()
     ok = True
 

@@ -27,6 +27,13 @@ double widen_ops(DType t, bool f16_instruction) {
       return 2.0 + widen_ops(DType::f16, f16_instruction);
     case DType::fp8_e4m3:
       return 7.0 + widen_ops(DType::f16, f16_instruction);
+    // ggml's blocks (load_block): the block's f16 scale broadcast and widened (f16's ops), the
+    // codes widened (q8_0: a sign-extension and a conversion; q4_0: a zero-extension, a shift, a
+    // mask, a conversion and the subtraction of 8), a multiply by the scale.
+    case DType::q8_0:
+      return 4.0 + widen_ops(DType::f16, f16_instruction);
+    case DType::q4_0:
+      return 7.0 + widen_ops(DType::f16, f16_instruction);
   }
   return 1.0;
 }
@@ -40,7 +47,8 @@ ComputeCeiling compute_ceiling(const DecodeProblem& p, SimdShape simd, double cl
   c.fma = 2.0 * p.pair_rows() * d / lanes;
   c.widen = 2.0 * d / lanes * widen_ops(p.kv_dtype, simd.f16_instruction);
   c.cycles_per_token_head = (c.fma + c.widen) / kVectorOpsPerCycle;
-  c.bytes_per_token_head = 2.0 * d * static_cast<double>(dtype_size(p.kv_dtype));
+  c.bytes_per_token_head =
+      2.0 * static_cast<double>(row_units(p.kv_dtype, p.head_dim) * dtype_size(p.kv_dtype));
   c.gbps_per_core = c.bytes_per_token_head / c.cycles_per_token_head * clock_ghz;
   return c;
 }

@@ -178,6 +178,17 @@ std::vector<BadInput> bad_inputs() {
                            [](auto& p) { p.kv_dtype = DType::int8; }));
   v.push_back(problem_rule("scales on an f32 cache", "kv_scales", "must be none",
                            [](auto& p) { p.kv_scales = KvScales::per_tensor; }));
+  v.push_back(problem_rule("block-format q_dtype", "q_dtype", "must be f32, f16 or bf16",
+                           [](auto& p) { p.q_dtype = DType::q4_0; }));
+  v.push_back(problem_rule("q8_0 rows of 48 values", "head_dim", "multiple of 32", [](auto& p) {
+    p.kv_dtype = DType::q8_0;
+    p.head_dim = 48;
+  }));
+  v.push_back(problem_rule("scales on a q4_0 cache", "kv_scales", "inside its blocks", [](auto& p) {
+    p.kv_dtype = DType::q4_0;
+    p.head_dim = 64;
+    p.kv_scales = KvScales::per_tensor;
+  }));
   v.push_back(quantized_rule("null k_scale", "k_scale", "must not be null",
                              [](auto&, auto& t) { t.k_scale = nullptr; }));
   v.push_back(quantized_rule("v_scale on an unquantized cache", "v_scale", "must be null",

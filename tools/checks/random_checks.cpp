@@ -247,8 +247,8 @@ CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, Executor
     std::memcpy(b.q.data() + qrow * at, a.q.data(), qrow);
     b.sinks = a.sinks;  // per query head: the same for both batches
     copy_request_bias(a, b, at);
-    const std::size_t kvrow =
-        static_cast<std::size_t>(p.capacity) * p.kv_heads * p.head_dim * dtype_size(p.kv_dtype);
+    const std::size_t kvrow = static_cast<std::size_t>(p.capacity) * p.kv_heads *
+                              row_units(p.kv_dtype, p.head_dim) * dtype_size(p.kv_dtype);
     std::memcpy(b.k.data() + kvrow * at, a.k.data(), kvrow);
     std::memcpy(b.v.data() + kvrow * at, a.v.data(), kvrow);
     if (p.kv_scales == KvScales::per_token_head) {  // the request's scale rows too

@@ -57,7 +57,55 @@ void fill_range(void* dst, DType type, std::int64_t begin, std::int64_t end, std
       case DType::int8:
         static_cast<std::int8_t*>(dst)[i] = float_to_int8(f * inv_nominal);
         break;
+      case DType::q8_0:
+      case DType::q4_0:
+        break;  // fill_blocks
     }
+  }
+}
+
+// Blocks [begin, end) of a block format (dtype.hpp) at dst. Most hold N(0, 1) values quantized as
+// ggml's reference quantizers do (q8_0: d = max |x| / 127, q = round(x / d); q4_0: d = the value
+// of largest magnitude / -8, q = min(15, trunc(x / d + 8.5))); one in 8 holds codes drawn from
+// every pattern (all 256 or 16) with a scale that is 0, an f16 subnormal or negative, the cases
+// a quantizer rarely writes but a reader must decode.
+void fill_blocks(void* dst, DType type, std::int64_t begin, std::int64_t end, std::uint64_t seed) {
+  const std::int32_t bytes = block_bytes(type);
+  for (std::int64_t b = begin; b < end; ++b) {
+    auto* block = static_cast<std::uint8_t*>(dst) + b * bytes;
+    const std::uint64_t h = splitmix64(seed ^ (static_cast<std::uint64_t>(b) << 8));
+    float x[kBlockValues];
+    for (int j = 0; j < kBlockValues; ++j) {
+      x[j] = normal_at(seed, static_cast<std::uint64_t>(b) * kBlockValues + j);
+    }
+    float d = 0.0f;
+    if (h % 8 == 0) {  // every code pattern, a special scale
+      const float special[4] = {0.0f, 3.0e-6f, -0.03f, -6.0e-8f};
+      d = special[(h >> 3) % 4];
+      for (int j = 0; j < bytes - 2; ++j)
+        block[2 + j] = static_cast<std::uint8_t>(splitmix64(h + j));
+    } else if (type == DType::q8_0) {
+      float amax = 0.0f;
+      for (float v : x) amax = std::max(amax, std::abs(v));
+      d = amax / 127.0f;
+      const float id = d != 0.0f ? 1.0f / d : 0.0f;
+      for (int j = 0; j < kBlockValues; ++j) {
+        block[2 + j] = static_cast<std::uint8_t>(static_cast<std::int8_t>(std::lround(x[j] * id)));
+      }
+    } else {
+      float max = 0.0f;
+      for (float v : x) max = std::abs(v) > std::abs(max) ? v : max;
+      d = max / -8.0f;
+      const float id = d != 0.0f ? 1.0f / d : 0.0f;
+      auto code = [&](int j) {
+        return static_cast<std::uint8_t>(std::min(15, static_cast<int>(x[j] * id + 8.5f)));
+      };
+      for (int j = 0; j < 16; ++j)
+        block[2 + j] = static_cast<std::uint8_t>(code(j) | code(j + 16) << 4);
+    }
+    const std::uint16_t bits = float_to_f16_bits(d);
+    block[0] = static_cast<std::uint8_t>(bits & 0xff);
+    block[1] = static_cast<std::uint8_t>(bits >> 8);
   }
 }
 
@@ -101,11 +149,14 @@ void fill_scales(float* dst, DType type, std::int64_t count, std::uint64_t seed)
 
 void fill_normal(void* dst, DType type, std::int64_t count, std::uint64_t seed) {
   const std::int64_t threads = count < (1 << 22) ? 1 : std::int64_t{default_workers()};
+  const bool blocks = is_block_format(type);
+  const auto fill = blocks ? fill_blocks : fill_range;
+  if (blocks) count /= kBlockValues;
   std::vector<std::thread> pool;
   for (std::int64_t t = 1; t < threads; ++t) {
-    pool.emplace_back(fill_range, dst, type, t * count / threads, (t + 1) * count / threads, seed);
+    pool.emplace_back(fill, dst, type, t * count / threads, (t + 1) * count / threads, seed);
   }
-  fill_range(dst, type, 0, count / threads, seed);
+  fill(dst, type, 0, count / threads, seed);
   for (auto& th : pool) th.join();
 }
 
@@ -208,7 +259,10 @@ HostCase make_case(DecodeProblem p, std::uint64_t seed) {
       static_cast<std::int64_t>(p.batch()) * p.q_len * p.q_heads * p.head_dim;
   c.q.resize(static_cast<std::size_t>(q_elems) * dtype_size(p.q_dtype));
   c.out.resize(c.q.size());
-  c.k.resize(static_cast<std::size_t>(kv_elems) * dtype_size(p.kv_dtype));
+  // K and V hold kv_elems values: a block format's rows are row_units bytes per head_dim values.
+  const std::int64_t kv_units =
+      p.head_dim > 0 ? kv_elems / p.head_dim * row_units(p.kv_dtype, p.head_dim) : kv_elems;
+  c.k.resize(static_cast<std::size_t>(kv_units) * dtype_size(p.kv_dtype));
   c.v.resize(c.k.size());
   c.lse.resize(static_cast<std::size_t>(p.batch()) * p.q_len * p.q_heads);
   if (p.variant.sinks) {

@@ -52,7 +52,9 @@ void poison_outputs(HostCase& c);
 
 // Fills `count` elements of `type` at `dst` with approximately N(0, 1) values derived from
 // (seed, index): the same values whatever the thread count. Multithreaded for large buffers. An
-// 8-bit type gets them quantized with the nominal scale (nominal_kv_scale).
+// 8-bit type gets them quantized with the nominal scale (nominal_kv_scale); a block format
+// (count a multiple of 32) gets count / 32 blocks, most quantized as ggml does, some with special
+// scales and codes (host_case.cpp, fill_blocks).
 void fill_normal(void* dst, DType type, std::int64_t count, std::uint64_t seed);
 
 // 4 / the largest value of an 8-bit type (N(0, 1) data up to |4| fits); 1 for the others.

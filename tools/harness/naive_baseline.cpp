@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 
+#include "leanattn/core/block_formats.hpp"
 #include "leanattn/core/float16.hpp"
 #include "leanattn/core/float8.hpp"
 #include "leanattn/core/variant_rules.hpp"
@@ -39,8 +40,18 @@ float read(const void* base, DType type, std::int64_t i) {
       return e5m2_bits_to_float(static_cast<std::uint8_t>(*at));
     case DType::int8:
       return static_cast<std::int8_t>(*at);
+    case DType::q8_0:
+    case DType::q4_0:
+      break;  // read_kv
   }
   return 0.0f;
+}
+
+// Value i of the K or V row at unit `row`: a block format's value (core/block_formats.hpp) or
+// the element.
+float read_kv(const void* base, DType type, std::int64_t row, std::int32_t i) {
+  if (!is_block_format(type)) return read(base, type, row + i);
+  return block_format_value(static_cast<const unsigned char*>(base) + row, type, i);
 }
 
 // Q's precision (the output's and the naive arithmetic's): never an 8-bit type.
@@ -107,7 +118,7 @@ NaiveBaseline naive_same_precision(const DecodeProblem& p, const DecodeTensors& 
       const std::int64_t kb = kv_offset(p, t, t.k_strides, b, j, h);
       const float ks = t.k_scale ? t.k_scale[kv_offset(p, t, t.k_scale_strides, b, j, h)] : 1.0f;
       for (std::int32_t i = 0; i < d; ++i) {
-        const float x = read(t.q, qt, q_base + i) * (read(t.k_cache, p.kv_dtype, kb + i) * ks);
+        const float x = read(t.q, qt, q_base + i) * (read_kv(t.k_cache, p.kv_dtype, kb, i) * ks);
         dot += x;
         dot_abs += std::abs(x);
       }
@@ -133,7 +144,7 @@ NaiveBaseline naive_same_precision(const DecodeProblem& p, const DecodeTensors& 
       const std::int64_t vb = kv_offset(p, t, t.v_strides, b, j, h);
       const float vs = t.v_scale ? t.v_scale[kv_offset(p, t, t.v_scale_strides, b, j, h)] : 1.0f;
       for (std::int32_t i = 0; i < d; ++i) {
-        const float v = read(t.v_cache, p.kv_dtype, vb + i) * vs;
+        const float v = read_kv(t.v_cache, p.kv_dtype, vb, i) * vs;
         acc[static_cast<std::size_t>(i)] += pj * v;
         abs_acc[static_cast<std::size_t>(i)] += std::abs(pj * v);
       }

@@ -126,6 +126,11 @@ RandomCase random_case(std::mt19937_64& rng, const RandomLimits& lim) {
     p.variant.bias = true;
     p.bias_dtype = pick(rng, std::array{DType::f32, DType::f16, DType::bf16});
   }
+  // Last once more: ggml's block formats, whose blocks need head_dim a multiple of 32.
+  if (lim.block_kv && p.head_dim % kBlockValues == 0 && uniform(rng, 0, 4) == 0) {
+    p.kv_dtype = pick(rng, std::array{DType::q8_0, DType::q4_0});
+    p.kv_scales = KvScales::none;
+  }
   return c;
 }
 

@@ -25,6 +25,8 @@ struct RandomLimits {
   bool quantized_kv = true;   // a third of the cases get an 8-bit K/V cache with scales
   bool bias = true;           // with variants, a quarter of the cases add a per-key bias
                               //   (f32, f16 or bf16); off for the CUDA engine, which lacks it
+  bool block_kv = true;       // a fifth of the cases with head_dim a multiple of 32 get a K/V
+                              //   cache in ggml's q8_0 or q4_0 (off for the CUDA engine)
 };
 
 struct RandomCase {
