@@ -50,8 +50,12 @@ std::string describe_problem(const DecodeProblem& p) {
   if (v.softcap != 0.0f) variant += fmt::format(" softcap {}", v.softcap);
   if (v.sinks) variant += " sinks";
   if (v.alibi) variant += " alibi";
+  const std::string types =
+      p.value_dtype() == p.kv_dtype
+          ? std::string(dtype_name(p.kv_dtype))
+          : fmt::format("K {} V {}", dtype_name(p.kv_dtype), dtype_name(p.value_dtype()));
   return fmt::format("heads {}/{} d {} {} seq_lens {} ({}){}", p.q_heads, p.kv_heads, p.head_dim,
-                     dtype_name(p.kv_dtype), lengths_text(p.seq_lens), layout, variant);
+                     types, lengths_text(p.seq_lens), layout, variant);
 }
 
 std::string format_case(const LabelledCase& lc, double probe_gbps) {

@@ -31,6 +31,9 @@ void ProblemArgs::add_shape_flags(CLI::App& app) {
   app.add_option("--kv-dtype", kv_dtype,
                  "element type of K and V if not --dtype's: f32, f16, bf16, fp8_e4m3, fp8_e5m2, "
                  "int8, q8_0, q4_0");
+  app.add_option("--v-dtype", v_dtype,
+                 "element type of V where it differs from K's (llama.cpp's -ctv): with K and V "
+                 "both f16, q8_0 or q4_0");
   app.add_option("--kv-scales", kv_scales,
                  "8-bit K/V: per_tensor, per_kv_head or per_token_head scales (default: per "
                  "tensor for fp8, per token and head for int8)");
@@ -65,6 +68,7 @@ DecodeProblem ProblemArgs::problem() const {
   const DType main = parse_dtype(dtype, "dtype");
   p.q_dtype = is_kv_only(main) ? DType::f16 : main;
   p.kv_dtype = kv_dtype.empty() ? main : parse_dtype(kv_dtype, "kv_dtype");
+  if (!v_dtype.empty()) p.v_dtype = parse_dtype(v_dtype, "v_dtype");
   p.kv_scales =
       kv_scales.empty() ? default_kv_scales(p.kv_dtype) : parse_kv_scales(kv_scales, "kv_scales");
   p.q_len = q_len;
@@ -150,6 +154,7 @@ std::string flag_name(const std::string& argument) {
       {"dtype", "--dtype"},
       {"q_dtype", "--dtype"},
       {"kv_dtype", "--kv-dtype"},
+      {"v_dtype", "--v-dtype"},
       {"kv_scales", "--kv-scales"},
       {"page_size", "--page-size"},
       {"q_len", "--q-len"},

@@ -21,6 +21,7 @@ struct ProblemArgs {
   std::string dtype = "f16";    // Q and out, and K and V unless kv_dtype is set; an 8-bit type
                                 //   here means K and V in it with f16 Q and out
   std::string kv_dtype;         // K and V ("" = from dtype)
+  std::string v_dtype;          // V where it differs from K ("" = kv_dtype's)
   std::string kv_scales;        // 8-bit caches: scale granularity ("" = the dtype's default)
   std::int32_t page_size = 0;   // 0: contiguous
   std::int32_t q_len = 1;       // query tokens per request

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -74,21 +75,25 @@ struct DecodeProblem {
   std::int32_t max_pages = 0;  // paged: columns of the block table (>= pages any request needs)
 
   DType q_dtype = DType::f16;           // Q and the output
-  DType kv_dtype = DType::f16;          // K and V
+  DType kv_dtype = DType::f16;          // K, and V unless v_dtype says otherwise
   KvScales kv_scales = KvScales::none;  // quantized kv_dtype: how its scales are laid out
   float scale = 0.0f;                   // softmax scale; 0 means 1 / sqrt(head_dim)
   AttentionVariant variant;             // masking, soft-cap, sinks, ALiBi, bias; plain by default
   DType bias_dtype = DType::f32;        // variant.bias: f32, f16 (ggml's mask) or bf16
+  // V's type where it differs from K's (ggml allows it: llama.cpp's -ctk q8_0 with an f16 V):
+  // f16, q8_0 or q4_0, with kv_dtype one of these too. Empty (or kv_dtype): V is kv_dtype.
+  std::optional<DType> v_dtype;
 
   bool operator==(const DecodeProblem&) const = default;  // every field (ExecutorCache's memo)
   std::int32_t batch() const { return static_cast<std::int32_t>(seq_lens.size()); }
-  std::int32_t group_size() const { return q_heads / kv_heads; }  // query heads per KV head
+  DType value_dtype() const { return v_dtype.value_or(kv_dtype); }  // V's element type
+  std::int32_t group_size() const { return q_heads / kv_heads; }    // query heads per KV head
   // Output rows per (request, KV head): q_len x group, row r = query (r / group), head r % group.
   std::int32_t pair_rows() const { return q_len * group_size(); }
   float softmax_scale() const;
   std::int64_t total_tokens() const;  // sum of seq_lens
   // Bytes of K and V that one decode step must read: the keys some query row sees (all of them
-  // without a window) * kv_heads * 2 * (head_dim * element size + 4 with per-token scales).
+  // without a window) * kv_heads * (K's and V's row bytes + 2 x 4 with per-token scales).
   std::int64_t kv_bytes() const;
 };
 
@@ -103,7 +108,8 @@ inline constexpr std::int32_t kMaxQLen = 256;
 // of kv_heads, head_dim a positive multiple of 16 up to 256, q_len in [1, 256], lengths >= 0,
 // >= q_len when not 0, and within the layout's capacity, layout sizes consistent, scale finite and
 // >= 0, window_left >= -1, softcap finite and >= 0, q_dtype not 8-bit, kv_scales none exactly
-// when kv_dtype is not 8-bit, bias_dtype f32, f16 or bf16.
+// when kv_dtype is not 8-bit, a v_dtype other than kv_dtype only with both f16, q8_0 or q4_0,
+// head_dim a multiple of 32 where either is a block format, bias_dtype f32, f16 or bf16.
 void validate(const DecodeProblem& problem);
 
 // Pages of `page_size` tokens that `tokens` tokens occupy (the paged layout's block-table row).

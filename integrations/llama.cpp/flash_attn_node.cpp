@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "ggml.h"
@@ -76,14 +77,20 @@ std::string why_not(const ggml_tensor* node) {
   const ggml_tensor* v = node->src[2];
   const ggml_tensor* mask = node->src[3];
   const ggml_tensor* sinks = node->src[4];
-  DType kv{};
+  DType kv{}, vt{};
   if (q->type != GGML_TYPE_F32)
     return std::string("q: f32 only (got ") + ggml_type_name(q->type) + ")";
   if (!kv_dtype_of(k->type, kv)) {
     return std::string("k: ") + ggml_type_name(k->type) +
            " caches are not read yet (f16, bf16, f32, q8_0, q4_0)";
   }
-  if (v->type != k->type) return "v: must have k's type";
+  // K and V of different types (-ctk and -ctv): the pairs validate(problem) takes.
+  auto mixable = [](DType t) { return t == DType::f16 || is_block_format(t); };
+  if (v->type != k->type && (!kv_dtype_of(v->type, vt) || !mixable(kv) || !mixable(vt))) {
+    return std::string("v: ") + ggml_type_name(v->type) + " with k's " + ggml_type_name(k->type) +
+           ": K and V of different types only among f16, q8_0, q4_0";
+  }
+  if (v->type == k->type) vt = kv;
   const std::int64_t d = k->ne[0];
   if (v->ne[0] != d)
     return "v: head size " + text(v->ne[0]) + " != k's " + text(d) + " (MLA) not yet";
@@ -96,11 +103,11 @@ std::string why_not(const ggml_tensor* node) {
       k->ne[3] != streams || v->ne[3] != streams || q->ne[0] != d) {
     return "shapes: q, k, v do not match";
   }
-  if (is_block_format(kv) && d % kBlockValues != 0) {
-    return "head size " + text(d) + ": must be a multiple of 32 for " + ggml_type_name(k->type);
+  if ((is_block_format(kv) || is_block_format(vt)) && d % kBlockValues != 0) {
+    return "head size " + text(d) + ": must be a multiple of 32 for ggml's blocks";
   }
   if (!element_strided(q, sizeof(float)) || !element_strided(k, dtype_size(kv)) ||
-      !element_strided(v, dtype_size(kv))) {
+      !element_strided(v, dtype_size(vt))) {
     return "strides: rows must be contiguous and strides whole elements";
   }
   if (streams > 1 && rows > 1 && q->nb[3] != static_cast<std::size_t>(rows) * q->nb[1]) {
@@ -198,14 +205,16 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
     }
   }
 
-  DType kv{};
+  DType kv{}, vt{};
   kv_dtype_of(k->type, kv);
+  kv_dtype_of(v->type, vt);
   p.q_heads = static_cast<std::int32_t>(heads);
   p.kv_heads = static_cast<std::int32_t>(k->ne[2]);
   p.head_dim = static_cast<std::int32_t>(d);
   p.q_len = 1;
   p.q_dtype = DType::f32;
   p.kv_dtype = kv;
+  p.v_dtype = vt == kv ? std::nullopt : std::optional<DType>(vt);
   p.scale = op_param(node, 0);
   p.variant = AttentionVariant{};
   p.variant.softcap = op_param(node, 2);
@@ -230,8 +239,8 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
     p.layout = KvLayout::contiguous;
     p.capacity = n_kv;
   }
-  auto kv_strides = [&](const ggml_tensor* t) {
-    const std::size_t es = dtype_size(kv);  // bytes for the block formats
+  auto kv_strides = [&](const ggml_tensor* t, DType type) {
+    const std::size_t es = dtype_size(type);  // bytes for the block formats
     const auto stream = static_cast<std::int64_t>(t->nb[3] / es);
     return KvStrides{streams == 1 ? 0 : stream, static_cast<std::int64_t>(t->nb[1] / es),
                      static_cast<std::int64_t>(t->nb[2] / es)};
@@ -246,8 +255,8 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
   t.q_stride_token = t.q_stride_batch;
   t.k_cache = k->data;
   t.v_cache = v->data;
-  t.k_strides = kv_strides(k);
-  t.v_strides = kv_strides(v);
+  t.k_strides = kv_strides(k, kv);
+  t.v_strides = kv_strides(v, vt);
   if (paged) {
     t.block_table = block_table.data();
     t.block_table_stride = 1;

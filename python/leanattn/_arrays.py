@@ -42,6 +42,9 @@ _DTYPE_NAMES = {
 SCALED_KV_DTYPES = ("fp8_e4m3", "fp8_e5m2", "int8")
 BLOCK_KV_DTYPES = ("q8_0", "q4_0")
 KV_DTYPES = SCALED_KV_DTYPES + BLOCK_KV_DTYPES
+# V's type where it differs from K's (v_dtype=): the types llama.cpp's -ctk / -ctv mix, a float16
+# cache or ggml's blocks (uint8); K must be one of them too.
+V_DTYPES = ("f16",) + BLOCK_KV_DTYPES
 _FP8_HINTS = {
     "float8_e4m3fn": "fp8_e4m3",
     "float8_e5m2": "fp8_e5m2",
@@ -113,18 +116,20 @@ def kv_view(x: Any, name: str, kv_dtype: Optional[str]) -> Tuple[Any, str]:
             raise TypeError(f"{name}: dtype {dt} does not match kv_dtype={kv_dtype!r}")
         byte = sys.modules["torch"].uint8 if kind == "torch" else np.uint8
         return x.view(byte), fp8
+    # For v_cache: how to give V a type of its own (value_view).
+    own = "; for V of another type than K's, pass v_dtype" if name == "v_cache" else ""
     if dt in ("uint8", "torch.uint8"):
         if kv_dtype not in ("fp8_e4m3", "fp8_e5m2") + BLOCK_KV_DTYPES:
             raise TypeError(
                 f"{name}: a uint8 cache holds fp8 bytes: pass kv_dtype='fp8_e4m3' or "
                 f"'fp8_e5m2' (or, for ggml's blocks, 'q8_0' or 'q4_0') "
-                f"(got kv_dtype={kv_dtype!r})"
+                f"(got kv_dtype={kv_dtype!r}){own}"
             )
         return x, kv_dtype
     if kv_dtype in BLOCK_KV_DTYPES:
         raise TypeError(
             f"{name}: kv_dtype={kv_dtype!r} needs a uint8 cache of ggml's {kv_dtype} blocks "
-            f"(leanattn.quantize_kv makes one), got {dt or type(x).__name__}"
+            f"(leanattn.quantize_kv makes one), got {dt or type(x).__name__}{own}"
         )
     if dt in ("int8", "torch.int8"):
         if kv_dtype not in (None, "int8"):
@@ -136,6 +141,33 @@ def kv_view(x: Any, name: str, kv_dtype: Optional[str]) -> Tuple[Any, str]:
             f"got {dt}"
         )
     return tensor_view(x, name)
+
+
+def value_view(x: Any, v_dtype: str) -> Tuple[Any, str]:
+    """The view of v_cache for a V of its own type ``v_dtype`` (one of V_DTYPES, else
+    ValueError naming v_dtype): "f16", a float16 cache; "q8_0" / "q4_0", uint8 bytes of ggml's
+    blocks (TypeError naming v_cache otherwise). No copy. Whether K's type mixes with it, and
+    V's row, are checked by the compiled module (ValueError naming v_dtype / v_cache)."""
+    if v_dtype not in V_DTYPES:
+        raise ValueError(
+            f"v_dtype: must be one of {', '.join(V_DTYPES)} (V's type where it differs from "
+            f"K's, as llama.cpp's -ctv) or None (V of K's type) (got {v_dtype!r})"
+        )
+    x = as_array(x)
+    kind = framework(x)
+    if kind == "torch":
+        x = x.detach()
+    dt = str(getattr(x, "dtype", ""))
+    if v_dtype == "f16":
+        if kind != "other" and dt not in ("float16", "torch.float16"):
+            raise TypeError(f"v_cache: v_dtype='f16' needs a float16 cache, got {dt}")
+        return x, "f16"
+    if kind != "other" and dt not in ("uint8", "torch.uint8"):
+        raise TypeError(
+            f"v_cache: v_dtype={v_dtype!r} needs a uint8 cache of ggml's {v_dtype} blocks "
+            f"(leanattn.quantize_kv makes one), got {dt}"
+        )
+    return x, v_dtype
 
 
 def scale_array(x: Any, name: str, like: Any = None) -> Any:

@@ -20,24 +20,30 @@ _FAST_NUMPY = (np.dtype(np.float32), np.dtype(np.float16))
 
 def _inputs(
     q: Any, k_cache: Any, v_cache: Any, seq_lens: Any, block_table: Any,
-    kv_dtype: Optional[str] = None,
-) -> Tuple[Any, str, Any, Any, str, np.ndarray, Any]:
-    """Views of the inputs for the compiled module: (q, q_hint, k, v, kv_hint, lens, table)."""
+    kv_dtype: Optional[str] = None, v_dtype: Optional[str] = None,
+) -> Tuple[Any, str, Any, Any, str, np.ndarray, Any, str]:
+    """Views of the inputs for the compiled module: (q, q_hint, k, v, kv_hint, lens, table,
+    v_hint), v_hint "" for a V of K's type (v_dtype None)."""
     qv, q_hint = _arrays.tensor_view(q, "q")
     kv, k_hint = _arrays.kv_view(k_cache, "k_cache", kv_dtype)
-    vv, v_hint = _arrays.kv_view(v_cache, "v_cache", kv_dtype)
-    if k_hint != v_hint:
-        raise TypeError(
-            f"v_cache: dtype must match k_cache's ({_arrays.dtype_name(k_hint)}), "
-            f"got {_arrays.dtype_name(v_hint)}"
-        )
+    if v_dtype is not None:
+        # V's own type; whether it mixes with K's is the compiled module's check (v_dtype).
+        vv, v_hint = _arrays.value_view(v_cache, v_dtype)
+    else:
+        vv, v_hint = _arrays.kv_view(v_cache, "v_cache", kv_dtype)
+        if k_hint != v_hint:
+            raise TypeError(
+                f"v_cache: dtype must match k_cache's ({_arrays.dtype_name(k_hint)}), "
+                f"got {_arrays.dtype_name(v_hint)}; for V of another type than K's, pass v_dtype"
+            )
+        v_hint = ""
     lens = _arrays.host_index_array(seq_lens, "seq_lens", 1, "[batch]")
     table = None
     if block_table is not None and _arrays.on_cuda(q):
         table = _arrays.device_index_array(block_table, "block_table", 2, "[batch, max_pages]", q)
     elif block_table is not None:
         table = _arrays.host_index_array(block_table, "block_table", 2, "[batch, max_pages]")
-    return qv, q_hint, kv, vv, k_hint, lens, table
+    return qv, q_hint, kv, vv, k_hint, lens, table, v_hint
 
 
 def decode(
@@ -63,6 +69,7 @@ def decode(
     kv_dtype: Optional[str] = None,
     k_scale: Any = None,
     v_scale: Any = None,
+    v_dtype: Optional[str] = None,
 ) -> Union[Any, Tuple[Any, Any]]:
     """Attention of the new query tokens of each request over its KV cache (the decode phase).
 
@@ -84,7 +91,8 @@ def decode(
             contiguous ``[batch, capacity, kv_heads, head_dim]`` (request b's token t at
             ``[b, t]``) or, with ``block_table``, paged ``[num_pages, page_size, kv_heads,
             head_dim]``.
-        v_cache: the values, same shape and dtype as k_cache.
+        v_cache: the values, same shape and dtype as k_cache (with ``v_dtype``, of V's own type:
+            then the same shape but for the last dimension, V's row).
         seq_lens: ``[batch]`` integer tokens per request (0 allowed: the output row is zeros and
             the lse ``-inf``); at most capacity, or what the block table maps. May be None when
             ``plan`` is given: the plan's lengths are used.
@@ -150,6 +158,15 @@ def decode(
             arrays, another dtype) is converted there by q's framework; their values are not
             checked then (a device's memory is not read on the host: keeping them finite and
             > 0 is the caller's). docs/numerics.md, "Quantized KV caches".
+        v_dtype: V's type where it differs from K's (llama.cpp's ``-ctk`` / ``-ctv``, e.g. a
+            q8_0 K with an f16 V): ``"f16"`` (v_cache float16), ``"q8_0"`` or ``"q4_0"``
+            (v_cache uint8, ggml's bytes, its last dimension V's row bytes); None (the default):
+            V's type is K's (``kv_dtype``, or k_cache's own dtype). ``kv_dtype`` then names K's
+            type only (None for a float16 k_cache). Only f16, q8_0 and q4_0 mix: K's type must
+            be one of them too (a float32 or bfloat16 K, an 8-bit K: ValueError naming
+            v_dtype). E.g. ``decode(q, k_q8, v_f16, lens, kv_dtype="q8_0", v_dtype="f16")`` or
+            ``decode(q, k_f16, v_q4, lens, v_dtype="q4_0")``. CPU engine and reference only
+            (with CUDA arrays: ValueError naming v_dtype).
 
     Returns:
         ``out`` ``[batch, q_heads, head_dim]`` in q's dtype and framework (the ``out`` argument
@@ -163,15 +180,16 @@ def decode(
     to the device). There is no autograd: PyTorch inputs are read through detached views.
 
     With ``plan``, ``out`` and PyTorch tensors (and seq_lens None, no block_table, no sinks,
-    ALiBi, kv_dtype or scales; causal, window_left and softcap allowed), the call takes a fast path:
-    the tensors are read through the DLPack C exchange API, with no Python work per tensor and no
-    allocation (docs/integration.md, "Per-call overhead").
+    ALiBi, kv_dtype, v_dtype or scales; causal, window_left and softcap allowed), the call takes
+    a fast path: the tensors are read through the DLPack C exchange API, with no Python work per
+    tensor and no allocation (docs/integration.md, "Per-call overhead").
 
     Raises:
         ValueError: a shape or value breaks a rule (the message starts with the argument name).
         TypeError: an unsupported dtype.
     """
-    quantized = kv_dtype is not None or k_scale is not None or v_scale is not None
+    quantized = (kv_dtype is not None or k_scale is not None or v_scale is not None
+                 or v_dtype is not None)
     if (
         sinks is None
         and alibi_slopes is None
@@ -203,7 +221,7 @@ def decode(
     return _decode_general(q, k_cache, v_cache, seq_lens, block_table, scale, strategy,
                            workers, tile, return_lse, plan, out, lse_out,
                            (causal, window_left, softcap, sinks, alibi_slopes),
-                           (kv_dtype, k_scale, v_scale))
+                           (kv_dtype, k_scale, v_scale, v_dtype))
 
 
 def _decode_general(
@@ -211,7 +229,7 @@ def _decode_general(
     scale: Optional[float], strategy: str, workers: Optional[int], tile: Optional[int],
     return_lse: bool, plan: Optional[Plan], out: Any, lse_out: Any,
     variant: Tuple[Any, Any, Any, Any, Any] = (True, None, None, None, None),
-    quantization: Tuple[Any, Any, Any] = (None, None, None),
+    quantization: Tuple[Any, Any, Any, Any] = (None, None, None, None),
 ) -> Union[Any, Tuple[Any, Any]]:
     """decode() with every argument checked in Python (any framework, any option)."""
     strategy = _arrays.require_str(strategy, "strategy")
@@ -237,9 +255,9 @@ def _decode_general(
         raise ValueError("seq_lens: required unless plan is given")
 
     q = _arrays.as_array(q)
-    kv_dtype, k_scale, v_scale = quantization
-    qv, q_hint, kv, vv, kv_hint, lens, table = _inputs(q, k_cache, v_cache, seq_lens, block_table,
-                                                       kv_dtype)
+    kv_dtype, k_scale, v_scale, v_dtype = quantization
+    qv, q_hint, kv, vv, kv_hint, lens, table, v_hint = _inputs(
+        q, k_cache, v_cache, seq_lens, block_table, kv_dtype, v_dtype)
     # On q's device: with CUDA q, sinks, slopes and scales are device arrays (never host copies).
     ks = _arrays.scale_array(k_scale, "k_scale", q)
     vs = _arrays.scale_array(v_scale, "v_scale", q)
@@ -257,7 +275,7 @@ def _decode_general(
         lse, lse_view = _arrays.empty_like(q, rows, float32=True)
     _ext._decode(qv, q_hint, kv, vv, kv_hint, lens, table, out_view, lse_view, scale_f,
                  strategy, workers_n, tile_n, plan_impl, _arrays.current_stream(q), causal_b,
-                 window, cap, sinks_a, slopes_a, ks, vs)
+                 window, cap, sinks_a, slopes_a, ks, vs, v_hint)
     return (out, lse) if want_lse else out
 
 
@@ -289,13 +307,14 @@ def reference(
     kv_dtype: Optional[str] = None,
     k_scale: Any = None,
     v_scale: Any = None,
+    v_dtype: Optional[str] = None,
 ) -> Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
     """The library's fp64 reference of :func:`decode`: two-pass softmax attention straight from
     the definition (C++ ``reference::naive_attention``), sharing no code with the engines.
 
     Same arguments and rules as :func:`decode` (variants included, written out literally; an
     8-bit cache dequantized literally, stored x scale, in fp64; a q8_0 / q4_0 cache's blocks as
-    d x q).
+    d x q; K and V each read as its own type with ``v_dtype``).
     Device arrays are copied to the host first. Slow (a scalar loop): meant for tests and small
     problems.
 
@@ -308,10 +327,10 @@ def reference(
     rows = _q_rows(q)
     causal_b, window, cap, sinks_a, slopes_a = variant_args(
         causal, window_left, softcap, sinks, alibi_slopes, rows[-1])
-    qv, q_hint, kv, vv, kv_hint, lens, table = _inputs(q, k_cache, v_cache, seq_lens, block_table,
-                                                       kv_dtype)
+    qv, q_hint, kv, vv, kv_hint, lens, table, v_hint = _inputs(
+        q, k_cache, v_cache, seq_lens, block_table, kv_dtype, v_dtype)
     out, lse = _ext._reference(qv, q_hint, kv, vv, kv_hint, lens, table, scale_f, causal_b,
                                window, cap, sinks_a, slopes_a,
                                _arrays.scale_array(k_scale, "k_scale"),
-                               _arrays.scale_array(v_scale, "v_scale"))
+                               _arrays.scale_array(v_scale, "v_scale"), v_hint)
     return (out, lse) if return_lse else out

@@ -70,6 +70,7 @@ def _decode(
     alibi_slopes: Optional[Any] = ...,
     k_scale: Optional[Any] = ...,
     v_scale: Optional[Any] = ...,
+    v_dtype: str = ...,
 ) -> None: ...
 def _decode_planned(
     q: Any,
@@ -121,6 +122,7 @@ def _reference(
     alibi_slopes: Optional[Any] = ...,
     k_scale: Optional[Any] = ...,
     v_scale: Optional[Any] = ...,
+    v_dtype: str = ...,
 ) -> Tuple[np.ndarray, np.ndarray]: ...
 def _merge_states(
     out_a: Any, lse_a: Any, out_b: Any, lse_b: Any, out: Any, lse: Any, out_dtype: str

@@ -8,19 +8,21 @@ already imported, so nothing is paid without torch. Schemas::
     decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor seq_lens, Tensor? block_table=None,
            float? scale=None, Tensor? sinks=None, Tensor? alibi_slopes=None,
            Tensor? k_scale=None, Tensor? v_scale=None, str? kv_dtype=None,
-           float? softcap=None, int? window_left=None) -> (Tensor out, Tensor lse)
+           float? softcap=None, int? window_left=None, str? v_dtype=None)
+           -> (Tensor out, Tensor lse)
     decode_(Tensor q, Tensor k_cache, Tensor v_cache, Tensor seq_lens, Tensor(a!) out,
             Tensor(b!)? lse_out=None, Tensor? block_table=None, float? scale=None,
             Tensor? sinks=None, Tensor? alibi_slopes=None, Tensor? k_scale=None,
             Tensor? v_scale=None, str? kv_dtype=None, float? softcap=None,
-            int? window_left=None) -> ()
+            int? window_left=None, str? v_dtype=None) -> ()
 
 Shapes are those of :func:`leanattn.decode`: q ``[batch, q_heads, head_dim]``, caches
 ``[batch, capacity, kv_heads, head_dim]`` (or paged with block_table), seq_lens ``[batch]``
 integer (read on the host), out like q, lse ``[batch, q_heads]`` float32; sinks and
 alibi_slopes ``[q_heads]`` float32, an 8-bit cache's k_scale / v_scale tensors (the layouts of
 :func:`leanattn.decode`; kv_dtype for uint8 caches of fp8 bytes, or of ggml's q8_0 / q4_0
-blocks, CPU only, whose last dimension is the row's bytes); softcap and window_left
+blocks, CPU only, whose last dimension is the row's bytes; v_dtype "f16", "q8_0" or "q4_0" for a
+V of another type than K's, as in :func:`leanattn.decode`, CPU only); softcap and window_left
 as in :func:`leanattn.decode` (Gemma 2's soft-cap, a sliding-window layer). On CUDA the tensors
 are read on q's device as they are (float32, contiguous) or converted there by torch: they never
 make a host round trip (no ``.cpu()``, no ``.item()``); seq_lens alone is read on the host.
@@ -42,8 +44,10 @@ atexit.register(_PLANS.clear)  # plans are freed before the extension module is
 
 
 # The optional arguments of the ops' schemas, after scale: (sinks, alibi_slopes, k_scale,
-# v_scale, kv_dtype, softcap, window_left), all None for plain attention over a 16-bit cache.
-_EXTRAS = ("sinks", "alibi_slopes", "k_scale", "v_scale", "kv_dtype", "softcap", "window_left")
+# v_scale, kv_dtype, softcap, window_left, v_dtype), all None for plain attention over a 16-bit
+# cache.
+_EXTRAS = ("sinks", "alibi_slopes", "k_scale", "v_scale", "kv_dtype", "softcap", "window_left",
+           "v_dtype")
 # Those a plan is made for: the calls with only these keep the fast path.
 _PLANNED = ("softcap", "window_left")
 
@@ -79,12 +83,13 @@ def _decode_impl(
     sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
     k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
     kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
-    window_left: Optional[int] = None,
+    window_left: Optional[int] = None, v_dtype: Optional[str] = None,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     lse = torch.empty(q.shape[:2], dtype=torch.float32, device=q.device)
     _run(q, k_cache, v_cache, seq_lens, out, lse, block_table, scale,
-         (sinks, alibi_slopes, k_scale, v_scale, kv_dtype, softcap, window_left))
+         (sinks, alibi_slopes, k_scale, v_scale, kv_dtype, softcap, window_left,
+          v_dtype))
     return out, lse
 
 
@@ -94,7 +99,7 @@ def _decode_fake(
     sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
     k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
     kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
-    window_left: Optional[int] = None,
+    window_left: Optional[int] = None, v_dtype: Optional[str] = None,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     return out, q.new_empty(q.shape[:2], dtype=torch.float32)
@@ -107,10 +112,11 @@ def _decode_inplace_impl(
     sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
     k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
     kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
-    window_left: Optional[int] = None,
+    window_left: Optional[int] = None, v_dtype: Optional[str] = None,
 ) -> None:
     _run(q, k_cache, v_cache, seq_lens, out, lse_out, block_table, scale,
-         (sinks, alibi_slopes, k_scale, v_scale, kv_dtype, softcap, window_left))
+         (sinks, alibi_slopes, k_scale, v_scale, kv_dtype, softcap, window_left,
+          v_dtype))
 
 
 def _decode_inplace_fake(
@@ -120,7 +126,7 @@ def _decode_inplace_fake(
     sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
     k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
     kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
-    window_left: Optional[int] = None,
+    window_left: Optional[int] = None, v_dtype: Optional[str] = None,
 ) -> None:
     return None
 
@@ -133,7 +139,7 @@ def register() -> None:
     lib = torch.library.Library("leanattn", "DEF")
     extras = ("Tensor? sinks=None, Tensor? alibi_slopes=None, Tensor? k_scale=None, "
               "Tensor? v_scale=None, str? kv_dtype=None, float? softcap=None, "
-              "int? window_left=None")  # _EXTRAS
+              "int? window_left=None, str? v_dtype=None")  # _EXTRAS
     lib.define(
         "decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor seq_lens, "
         f"Tensor? block_table=None, float? scale=None, {extras}) -> (Tensor, Tensor)"

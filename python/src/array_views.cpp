@@ -108,32 +108,53 @@ const float* float32_data(const Array& a, const Device& device, const char* argu
   return static_cast<const float*>(data_of(a));
 }
 
-// The rows of a cache in one of ggml's block formats (q8_0, q4_0): head_dim (q's) a multiple of
-// the block's 32 values, and k_cache's and v_cache's last dimension the row's bytes,
-// head_dim / 32 blocks (ValueError naming q, k_cache or v_cache otherwise). Strides of
-// such a uint8 cache are bytes, the unit the library counts them in for these types.
+// The rows of one cache (k_cache or v_cache, `argument`) of type `type`: the last dimension
+// head_dim (q's) values; for ggml's block formats (q8_0, q4_0) the row's bytes, head_dim / 32
+// blocks, head_dim a multiple of the block's 32 values (ValueError naming q or the cache
+// otherwise; `type_argument`, kv_dtype or v_dtype, is the parameter that named the format).
+// Strides of such a uint8 cache are bytes, the unit the library counts them in for these types.
 template <class Array>
-void block_rows(DType kv_dtype, std::size_t head_dim, const Array& k_cache, const Array& v_cache) {
-  const std::string name(dtype_name(kv_dtype));
+void check_rows(DType type, const char* type_argument, std::size_t head_dim, const Array& cache,
+                const std::string& argument) {
+  if (!is_block_format(type)) {
+    if (cache.shape(3) == head_dim) return;
+    value_error(argument,
+                "head_dim (" + argument + ".shape[3]) = " + std::to_string(cache.shape(3)) +
+                    " must equal q's head_dim (q.shape[-1]) = " + std::to_string(head_dim));
+  }
+  const std::string name(dtype_name(type));
   if (head_dim % kBlockValues != 0) {
     value_error("q", "head_dim (q.shape[-1]) = " + std::to_string(head_dim) +
-                         " must be a multiple of " + std::to_string(kBlockValues) +
-                         " for kv_dtype='" + name + "' (ggml's blocks of " +
+                         " must be a multiple of " + std::to_string(kBlockValues) + " for " +
+                         type_argument + "='" + name + "' (ggml's blocks of " +
                          std::to_string(kBlockValues) + " values)");
   }
-  const auto bytes =
-      static_cast<std::size_t>(row_units(kv_dtype, static_cast<std::int64_t>(head_dim)));
-  auto check = [&](const Array& cache, const std::string& argument) {
-    if (cache.shape(3) == bytes) return;
-    value_error(argument,
-                "its last dimension (" + argument +
-                    ".shape[3]) = " + std::to_string(cache.shape(3)) + " must be the bytes of a " +
-                    name + " row of head_dim (q.shape[-1]) = " + std::to_string(head_dim) +
-                    " values: head_dim / " + std::to_string(kBlockValues) + " * " +
-                    std::to_string(block_bytes(kv_dtype)) + " = " + std::to_string(bytes));
-  };
-  check(k_cache, "k_cache");
-  check(v_cache, "v_cache");
+  const auto bytes = static_cast<std::size_t>(row_units(type, static_cast<std::int64_t>(head_dim)));
+  if (cache.shape(3) == bytes) return;
+  value_error(argument, "its last dimension (" + argument + ".shape[3]) = " +
+                            std::to_string(cache.shape(3)) + " must be the bytes of a " + name +
+                            " row of head_dim (q.shape[-1]) = " + std::to_string(head_dim) +
+                            " values: head_dim / " + std::to_string(kBlockValues) + " * " +
+                            std::to_string(block_bytes(type)) + " = " + std::to_string(bytes));
+}
+
+// V's type where it differs from K's (v_dtype=): only f16, q8_0 and q4_0 mix, the pairs
+// llama.cpp's -ctk / -ctv make (validate(DecodeProblem)'s rule, checked here first so that it is
+// named before the scale arguments are), and only the CPU engine and the reference read them.
+void check_value_type(DType k, DType v, const Device& device) {
+  auto mixable = [](DType t) { return t == DType::f16 || is_block_format(t); };
+  if (!mixable(k) || !mixable(v)) {
+    value_error("v_dtype",
+                "V's type may differ from K's only when both are f16, q8_0 or q4_0 (the pairs of "
+                "llama.cpp's -ctk / -ctv); got K " +
+                    std::string(dtype_name(k)) + ", V " + std::string(dtype_name(v)));
+  }
+  if (device.type != nb::device::cpu::value) {
+    value_error("v_dtype", "K and V of different types (K " + std::string(dtype_name(k)) + ", V " +
+                               std::string(dtype_name(v)) +
+                               ") are read by the CPU engine and the reference only: pass host "
+                               "arrays, or K and V of one type");
+  }
 }
 
 }  // namespace
@@ -197,7 +218,7 @@ DType element_type(const nb::dlpack::dtype& dtype, std::string_view hint, const 
 
 template <class Array>
 void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, const Array& k_cache,
-                  const Array& v_cache, std::string_view kv_hint,
+                  const Array& v_cache, std::string_view kv_hint, std::string_view v_hint,
                   std::span<const std::int32_t> seq_lens, const Array* block_table, float scale) {
   const bool paged = block_table != nullptr;
   const char* kv_layout = paged ? "[num_pages, page_size, kv_heads, head_dim]"
@@ -229,9 +250,15 @@ void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, c
                    dtype_text(q.dtype()) + ")");
   }
   p.kv_dtype = element_type(k_cache.dtype(), kv_hint, "k_cache");
-  if (element_type(v_cache.dtype(), kv_hint, "v_cache") != p.kv_dtype) {
-    type_error("v_cache", "dtype must match k_cache's (" + dtype_text(k_cache.dtype()) + "), got " +
-                              dtype_text(v_cache.dtype()));
+  // V's type: K's unless the caller named its own (v_hint, from v_dtype=).
+  const DType v_type = element_type(v_cache.dtype(), v_hint.empty() ? kv_hint : v_hint, "v_cache");
+  if (v_type != p.kv_dtype) {
+    if (v_hint.empty()) {
+      type_error("v_cache", "dtype must match k_cache's (" + dtype_text(k_cache.dtype()) +
+                                "), got " + dtype_text(v_cache.dtype()));
+    }
+    check_value_type(p.kv_dtype, v_type, views.device);
+    p.v_dtype = v_type;
   }
 
   const std::size_t batch = q.shape(0);
@@ -245,17 +272,17 @@ void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, c
   p.q_heads = to_i32(q.shape(1 + o), "q", "q_heads (q.shape[-2])");
   p.head_dim = to_i32(q.shape(2 + o), "q", "head_dim (q.shape[-1])");
   p.kv_heads = to_i32(k_cache.shape(2), "k_cache", "kv_heads (k_cache.shape[2])");
-  if (is_block_format(p.kv_dtype)) {
-    block_rows(p.kv_dtype, q.shape(2 + o), k_cache, v_cache);
-  } else if (k_cache.shape(3) != q.shape(2 + o)) {
-    value_error("k_cache",
-                "head_dim (k_cache.shape[3]) = " + std::to_string(k_cache.shape(3)) +
-                    " must equal q's head_dim (q.shape[-1]) = " + std::to_string(q.shape(2 + o)));
+  check_rows(p.kv_dtype, "kv_dtype", q.shape(2 + o), k_cache, "k_cache");
+  const bool mixed = p.v_dtype.has_value();
+  if (mixed || is_block_format(v_type)) {
+    check_rows(v_type, mixed ? "v_dtype" : "kv_dtype", q.shape(2 + o), v_cache, "v_cache");
   }
-  for (std::size_t i = 0; i < 4; ++i) {
+  // The same shape; a V of another type than K's has its own rows in the last dimension.
+  for (std::size_t i = 0; i < (mixed ? 3u : 4u); ++i) {
     if (v_cache.shape(i) != k_cache.shape(i)) {
-      value_error("v_cache", "must have k_cache's shape " + shape_text(k_cache) + ", got " +
-                                 shape_text(v_cache));
+      value_error("v_cache", "must have k_cache's shape " + shape_text(k_cache) +
+                                 (mixed ? " but for its own rows in the last dimension" : "") +
+                                 ", got " + shape_text(v_cache));
     }
   }
   if (p.kv_heads < 1) value_error("k_cache", "kv_heads (k_cache.shape[2]) must be >= 1 (got 0)");
@@ -431,11 +458,11 @@ void attach_outputs(DecodeViews& views, const Array& out, std::string_view out_h
 }
 
 template void decode_views<InArray>(DecodeViews&, const InArray&, std::string_view, const InArray&,
-                                    const InArray&, std::string_view, std::span<const std::int32_t>,
-                                    const InArray*, float);
+                                    const InArray&, std::string_view, std::string_view,
+                                    std::span<const std::int32_t>, const InArray*, float);
 template void decode_views<DlView>(DecodeViews&, const DlView&, std::string_view, const DlView&,
-                                   const DlView&, std::string_view, std::span<const std::int32_t>,
-                                   const DlView*, float);
+                                   const DlView&, std::string_view, std::string_view,
+                                   std::span<const std::int32_t>, const DlView*, float);
 template void attach_outputs<OutArray>(DecodeViews&, const OutArray&, std::string_view,
                                        const OutArray*);
 template void attach_outputs<DlView>(DecodeViews&, const DlView&, std::string_view, const DlView*);

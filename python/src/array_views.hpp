@@ -51,7 +51,10 @@ struct DecodeViews {
 //              [num_pages, page_size, kv_heads, head_dim]
 //              (ggml's block formats q8_0 / q4_0: uint8, the last dimension the row's bytes,
 //              head_dim / 32 * 34 or 18, head_dim a multiple of 32; strides are then bytes)
-// v_cache:     same shape and dtype as k_cache
+// v_cache:     same shape and dtype as k_cache; or, with `v_hint` naming V's own type ("f16",
+//              "q8_0", "q4_0"; "" = K's), a V of that type: the same shape but for its own rows
+//              in the last dimension (problem.v_dtype is set where it differs from K's: only f16,
+//              q8_0 and q4_0 mix, host arrays only, else ValueError naming v_dtype)
 // seq_lens:    [batch] int32 (host)
 // block_table: [batch, max_pages] int32, or None for the contiguous layout
 // scale:       softmax scale, 0 = 1/sqrt(head_dim)
@@ -60,7 +63,7 @@ struct DecodeViews {
 // allocates nothing. Array is InArray or DlView (dlpack_exchange.hpp).
 template <class Array>
 void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, const Array& k_cache,
-                  const Array& v_cache, std::string_view kv_hint,
+                  const Array& v_cache, std::string_view kv_hint, std::string_view v_hint,
                   std::span<const std::int32_t> seq_lens, const Array* block_table, float scale);
 
 // Points views.tensors at the outputs: out [batch, (q_len,) q_heads, head_dim] in q's dtype, lse

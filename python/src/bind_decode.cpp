@@ -63,7 +63,8 @@ void run_views(DecodeViews& views, const Plan* plan, std::string_view strategy,
 // [batch, (q_len,) q_heads] float32 or None; sinks, alibi_slopes [q_heads] float32 or None;
 // k_scale, v_scale: an 8-bit cache's float32 scales (attach_kv_scales) or None; all of them on
 // q's device. scale 0 = 1/sqrt(head_dim); workers 0 = default; tile 0 = default; stream: the
-// cudaStream_t of CUDA arrays as an integer (0 = default stream; ignored on the CPU).
+// cudaStream_t of CUDA arrays as an integer (0 = default stream; ignored on the CPU). v_dtype:
+// V's type where the caller named it ("f16", "q8_0", "q4_0"; "" = K's: decode_views).
 void decode(const InArray& q, std::string_view q_dtype, const InArray& k_cache,
             const InArray& v_cache, std::string_view kv_dtype, const SeqLensArray& seq_lens,
             const std::optional<InArray>& block_table, const OutArray& out,
@@ -71,9 +72,10 @@ void decode(const InArray& q, std::string_view q_dtype, const InArray& k_cache,
             std::int32_t workers, std::int32_t tile, const Plan* plan, std::uintptr_t stream,
             bool causal, std::int32_t window_left, float softcap,
             const std::optional<HeadArray>& sinks, const std::optional<HeadArray>& alibi_slopes,
-            const std::optional<ScaleArray>& k_scale, const std::optional<ScaleArray>& v_scale) {
+            const std::optional<ScaleArray>& k_scale, const std::optional<ScaleArray>& v_scale,
+            std::string_view v_dtype) {
   DecodeViews& views = thread_views();
-  decode_views(views, q, q_dtype, k_cache, v_cache, kv_dtype,
+  decode_views(views, q, q_dtype, k_cache, v_cache, kv_dtype, v_dtype,
                std::span<const std::int32_t>(seq_lens.data(), seq_lens.shape(0)),
                block_table ? &*block_table : nullptr, scale);
   attach_outputs(views, out, q_dtype, lse ? &*lse : nullptr);
@@ -97,7 +99,7 @@ bool decode_planned(nb::handle q, nb::handle k_cache, nb::handle v_cache, nb::ha
     return false;
   }
   DecodeViews& views = thread_views();
-  decode_views(views, qv, "", kv, vv, "", plan.seq_lens, static_cast<const DlView*>(nullptr),
+  decode_views(views, qv, "", kv, vv, "", "", plan.seq_lens, static_cast<const DlView*>(nullptr),
                scale);
   attach_outputs(views, ov, "", has_lse ? &lv : nullptr);
   attach_variant(views, causal, window_left, softcap, std::nullopt, std::nullopt);
@@ -116,7 +118,7 @@ void bind_decode(nb::module_& m) {
         "causal"_a = true, "window_left"_a = -1, "softcap"_a = 0.0f,
         "sinks"_a.noconvert().none() = nb::none(), "alibi_slopes"_a.noconvert().none() = nb::none(),
         "k_scale"_a.noconvert().none() = nb::none(), "v_scale"_a.noconvert().none() = nb::none(),
-        "Private: use leanattn.decode.");
+        "v_dtype"_a = "", "Private: use leanattn.decode.");
   m.def("_decode_planned", &decode_planned, "q"_a, "k_cache"_a, "v_cache"_a, "out"_a,
         "lse"_a.none(), "plan"_a, "scale"_a, "workers"_a, "stream"_a, "causal"_a = true,
         "window_left"_a = -1, "softcap"_a = 0.0f, "Private: use leanattn.decode.");

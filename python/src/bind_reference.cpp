@@ -20,17 +20,15 @@ using F64Array = nb::ndarray<nb::numpy, double>;
 
 // Same arguments as _decode (host arrays only). Returns out [batch, (q_len,) q_heads, head_dim]
 // and lse [batch, (q_len,) q_heads] (natural log, -inf for an empty sequence), both float64.
-std::pair<F64Array, F64Array> reference(const InArray& q, std::string_view q_dtype,
-                                        const InArray& k_cache, const InArray& v_cache,
-                                        std::string_view kv_dtype, const SeqLensArray& seq_lens,
-                                        const std::optional<InArray>& block_table, float scale,
-                                        bool causal, std::int32_t window_left, float softcap,
-                                        const std::optional<HeadArray>& sinks,
-                                        const std::optional<HeadArray>& alibi_slopes,
-                                        const std::optional<ScaleArray>& k_scale,
-                                        const std::optional<ScaleArray>& v_scale) {
+std::pair<F64Array, F64Array> reference(
+    const InArray& q, std::string_view q_dtype, const InArray& k_cache, const InArray& v_cache,
+    std::string_view kv_dtype, const SeqLensArray& seq_lens,
+    const std::optional<InArray>& block_table, float scale, bool causal, std::int32_t window_left,
+    float softcap, const std::optional<HeadArray>& sinks,
+    const std::optional<HeadArray>& alibi_slopes, const std::optional<ScaleArray>& k_scale,
+    const std::optional<ScaleArray>& v_scale, std::string_view v_dtype) {
   DecodeViews views;
-  decode_views(views, q, q_dtype, k_cache, v_cache, kv_dtype,
+  decode_views(views, q, q_dtype, k_cache, v_cache, kv_dtype, v_dtype,
                std::span<const std::int32_t>(seq_lens.data(), seq_lens.shape(0)),
                block_table ? &*block_table : nullptr, scale);
   attach_variant(views, causal, window_left, softcap, sinks, alibi_slopes);
@@ -72,7 +70,7 @@ void bind_reference(nb::module_& m) {
         "softcap"_a = 0.0f, "sinks"_a.noconvert().none() = nb::none(),
         "alibi_slopes"_a.noconvert().none() = nb::none(),
         "k_scale"_a.noconvert().none() = nb::none(), "v_scale"_a.noconvert().none() = nb::none(),
-        "Private: use leanattn.reference.");
+        "v_dtype"_a = "", "Private: use leanattn.reference.");
 }
 
 }  // namespace leanattn::python

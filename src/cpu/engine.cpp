@@ -206,6 +206,7 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
     job.k_cache = cx.tensors.k_cache;
     job.v_cache = cx.tensors.v_cache;
     job.kv_dtype = cx.problem.kv_dtype;
+    job.v_dtype = cx.problem.value_dtype();
     job.k = cx.k;
     job.v = cx.v;
     job.k_scale = cx.tensors.k_scale;
@@ -219,19 +220,23 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
   // The calls run block by block, head by head within a block. Each call prefetches part of what
   // comes next (plan_prefetch, docs/cpu-engine.md, "Prefetch").
   const auto n = static_cast<std::int64_t>(group.size());
-  const std::int64_t elt = dtype_size(cx.problem.kv_dtype);
-  const std::int64_t row = row_units(cx.problem.kv_dtype, d);  // a head's row, in elt units
+  // A head's row of K and of V: its stride unit (dtype_size) and its length in those units.
+  const DType kt = cx.problem.kv_dtype, vt = cx.problem.value_dtype();
+  const std::int64_t k_elt = dtype_size(kt), v_elt = dtype_size(vt);
+  const std::int64_t k_row = row_units(kt, d), v_row = row_units(vt, d);
   const PrefetchGroup pg{static_cast<const char*>(cx.tensors.k_cache),
                          static_cast<const char*>(cx.tensors.v_cache),
                          cx.k,
                          cx.v,
-                         elt,
+                         k_elt,
                          first.request,
                          first.kv_head,
                          n,
-                         row * elt,
-                         group.back().kv_head - first.kv_head + 1 == n && cx.k.head_stride == row &&
-                             cx.v.head_stride == row};
+                         std::max(k_row * k_elt, v_row * v_elt),
+                         group.back().kv_head - first.kv_head + 1 == n &&
+                             cx.k.head_stride == k_row && cx.v.head_stride == v_row &&
+                             k_row * k_elt == v_row * v_elt,
+                         v_elt};
   const char** pk = sc.prefetch.data();
   const char** pv = pk + kKernelRowsPadded;
   for (std::int64_t t = tb; t < te; t += kKernelBlockTokens) {

@@ -23,8 +23,11 @@ struct PrefetchGroup {
   std::int32_t request = 0;
   std::int32_t h0 = 0;         // the first segment's KV head
   std::int64_t heads = 1;      // segments in the group
-  std::int64_t row_bytes = 0;  // one head's row: row_units x element_bytes
-  bool adjacent = false;       // heads h0 .. h0 + heads - 1, head stride = a row, K and V
+  std::int64_t row_bytes = 0;  // one head's row: row_units x element_bytes (the longer of K's
+                               //   and V's where their types differ)
+  bool adjacent = false;       // heads h0 .. h0 + heads - 1, head stride = a row, K and V (rows
+                               //   of one length)
+  std::int64_t v_element_bytes = 0;  // V's stride unit where V's type differs (0: element_bytes)
 };
 
 // What the calls of one block share: the next block, tokens [next, next + after), and (adjacent
@@ -64,8 +67,9 @@ inline std::int32_t plan_prefetch(const PrefetchGroup& g, const PrefetchBlock& b
   auto k_row = [&](std::int64_t u, std::int32_t h) {
     return g.k_base + g.k.row(g.request, u, h) * g.element_bytes;
   };
+  const std::int64_t v_elt = g.v_element_bytes > 0 ? g.v_element_bytes : g.element_bytes;
   auto v_row = [&](std::int64_t u, std::int32_t h) {
-    return g.v_base + g.v.row(g.request, u, h) * g.element_bytes;
+    return g.v_base + g.v.row(g.request, u, h) * v_elt;
   };
   const std::int64_t next = b.next, after = b.after, row_lines = b.row_lines;
   std::int32_t lines = 0;
@@ -81,10 +85,10 @@ inline std::int32_t plan_prefetch(const PrefetchGroup& g, const PrefetchBlock& b
       const std::int64_t last = next + after - 1;
       RowWalk k_walk(g.k, g.request, u, g.h0), v_walk(g.v, g.request, u, g.h0);
       const char* krow_u = g.k_base + k_walk.offset() * g.element_bytes;
-      const char* vrow_u = g.v_base + v_walk.offset() * g.element_bytes;
+      const char* vrow_u = g.v_base + v_walk.offset() * v_elt;
       const bool contiguous = g.k.page_size == 0 && g.v.page_size == 0;
       const std::int64_t k_step = g.k.token_stride * g.element_bytes;
-      const std::int64_t v_step = g.v.token_stride * g.element_bytes;
+      const std::int64_t v_step = g.v.token_stride * v_elt;
       const std::int64_t row_end = row_lines * 64, step = per_token * 64;
       std::int64_t at = start % row_lines * 64;  // byte offset of token u's first line
       for (std::int32_t j = 0; j < block_tokens; ++j) {
@@ -101,7 +105,7 @@ inline std::int32_t plan_prefetch(const PrefetchGroup& g, const PrefetchBlock& b
             k_walk.next();
             v_walk.next();
             krow_u = g.k_base + k_walk.offset() * g.element_bytes;
-            vrow_u = g.v_base + v_walk.offset() * g.element_bytes;
+            vrow_u = g.v_base + v_walk.offset() * v_elt;
           }
         }
         at = std::min(at, row_end - 64);

@@ -46,6 +46,11 @@ std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block)
   if (p.variant.bias) {
     return "bias: the CUDA engine does not add a per-key bias yet (the CPU engine does)";
   }
+  if (p.value_dtype() != p.kv_dtype) {
+    return "v_dtype: the CUDA engine reads K and V of one type (got K " +
+           std::string(dtype_name(p.kv_dtype)) + ", V " + std::string(dtype_name(p.value_dtype())) +
+           ")";
+  }
   if (is_block_format(p.kv_dtype)) {  // docs/cuda-engine.md, "Quantized KV caches"
     return "kv_dtype: the CUDA engine does not read ggml's block formats (q8_0, q4_0) yet: its "
            "stages copy 16-byte aligned chunks, and their rows of 34- or 18-byte blocks are only "
@@ -87,7 +92,8 @@ std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block)
 
 const KernelHandle* find_kernel(const DecodeProblem& p, std::int32_t smem_per_block) {
   if (p.kv_heads < 1 || (!is_quantized(p.kv_dtype) && p.q_dtype != p.kv_dtype)) return nullptr;
-  if (p.variant.bias) return nullptr;       // why_unsupported says so
+  if (p.variant.bias) return nullptr;  // why_unsupported says so
+  if (p.value_dtype() != p.kv_dtype) return nullptr;
   const std::int32_t rows = p.pair_rows();  // q_len x the GQA group, packed in the MMA rows
   const KernelHandle* fit = nullptr;        // fewest rows that hold the group
   const KernelHandle* largest = nullptr;    // most rows (several passes)

@@ -60,8 +60,10 @@ std::int64_t DecodeProblem::kv_bytes() const {
     read += len - first_planned_key(len, q_len, variant.window_left);
   // Per-token scales are read beside the cache: one float per token, KV head, K and V.
   const std::int64_t scales = kv_scales == KvScales::per_token_head ? 4 : 0;
-  return read * kv_heads * 2 *
-         (row_units(kv_dtype, head_dim) * static_cast<std::int64_t>(dtype_size(kv_dtype)) + scales);
+  const DType v = value_dtype();
+  return read * kv_heads *
+         (row_units(kv_dtype, head_dim) * static_cast<std::int64_t>(dtype_size(kv_dtype)) +
+          row_units(v, head_dim) * static_cast<std::int64_t>(dtype_size(v)) + 2 * scales);
 }
 
 void validate(const DecodeProblem& p) {
@@ -106,11 +108,20 @@ void validate(const DecodeProblem& p) {
     return "must be finite and >= 0 (0 means 1/sqrt(head_dim)) (got " + std::to_string(p.scale) +
            ")";
   });
-  require(!is_block_format(p.kv_dtype) || p.head_dim % kBlockValues == 0, "head_dim", [&] {
-    return "must be a multiple of " + std::to_string(kBlockValues) + " for the block format " +
-           std::string(dtype_name(p.kv_dtype)) + " (a block never straddles heads)" +
-           got(p.head_dim);
-  });
+  if (p.v_dtype && *p.v_dtype != p.kv_dtype) {  // the pairs llama.cpp's -ctk / -ctv make
+    auto mixable = [](DType t) { return t == DType::f16 || is_block_format(t); };
+    require(mixable(*p.v_dtype) && mixable(p.kv_dtype), "v_dtype", [&] {
+      return "may differ from kv_dtype only with both f16, q8_0 or q4_0 (got kv_dtype " +
+             std::string(dtype_name(p.kv_dtype)) + ", v_dtype " +
+             std::string(dtype_name(*p.v_dtype)) + ")";
+    });
+  }
+  for (const DType t : {p.kv_dtype, p.value_dtype()}) {
+    require(!is_block_format(t) || p.head_dim % kBlockValues == 0, "head_dim", [&] {
+      return "must be a multiple of " + std::to_string(kBlockValues) + " for the block format " +
+             std::string(dtype_name(t)) + " (a block never straddles heads)" + got(p.head_dim);
+    });
+  }
   require(!is_kv_only(p.bias_dtype), "bias_dtype", [&] {
     return "must be f32, f16 or bf16 (got " + std::string(dtype_name(p.bias_dtype)) + ")";
   });

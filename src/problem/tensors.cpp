@@ -42,12 +42,16 @@ DecodeTensors dense_tensors(const DecodeProblem& p, const void* q, const void* k
   t.q_stride_batch = t.q_stride_token * p.q_len;
   t.k_cache = k_cache;
   t.v_cache = v_cache;
-  KvStrides kv;  // a row of head_dim values is row_units (a block format's: bytes) long
-  kv.head = row_units(p.kv_dtype, d);
-  kv.token = static_cast<std::int64_t>(p.kv_heads) * kv.head;
-  kv.outer = kv.token * (p.layout == KvLayout::contiguous ? p.capacity : p.page_size);
-  t.k_strides = kv;
-  t.v_strides = kv;
+  // A row of head_dim values is row_units (a block format's: bytes) long, K's and V's each.
+  auto dense = [&](DType type) {
+    KvStrides kv;
+    kv.head = row_units(type, d);
+    kv.token = static_cast<std::int64_t>(p.kv_heads) * kv.head;
+    kv.outer = kv.token * (p.layout == KvLayout::contiguous ? p.capacity : p.page_size);
+    return kv;
+  };
+  t.k_strides = dense(p.kv_dtype);
+  t.v_strides = dense(p.value_dtype());
   t.k_scale_strides = dense_scale_strides(p);
   t.v_scale_strides = t.k_scale_strides;
   t.block_table = block_table;
@@ -151,7 +155,7 @@ void require_apart(const ByteRange& output, const ByteRange& other, const char* 
 
 void require_outputs_apart(const DecodeProblem& p, const DecodeTensors& t) {
   const std::size_t qs = dtype_size(p.q_dtype);
-  const std::size_t ks = dtype_size(p.kv_dtype);
+  const std::size_t ks = dtype_size(p.kv_dtype), vs = dtype_size(p.value_dtype());
   const bool paged = p.layout == KvLayout::paged;
   const std::int64_t outer = paged ? p.num_pages : p.batch();
   const std::int64_t rows = paged ? p.page_size : p.capacity;
@@ -167,12 +171,11 @@ void require_outputs_apart(const DecodeProblem& p, const DecodeTensors& t) {
   const ByteRange q = byte_range(
       t.q, qs, p.head_dim,
       {{p.batch(), t.q_stride_batch}, {p.q_len, t.q_stride_token}, {p.q_heads, t.q_stride_head}});
-  const std::int64_t kv_row = row_units(p.kv_dtype, p.head_dim);
   const ByteRange k = byte_range(
-      t.k_cache, ks, kv_row,
+      t.k_cache, ks, row_units(p.kv_dtype, p.head_dim),
       {{outer, t.k_strides.outer}, {rows, t.k_strides.token}, {p.kv_heads, t.k_strides.head}});
   const ByteRange v = byte_range(
-      t.v_cache, ks, kv_row,
+      t.v_cache, vs, row_units(p.value_dtype(), p.head_dim),
       {{outer, t.v_strides.outer}, {rows, t.v_strides.token}, {p.kv_heads, t.v_strides.head}});
   auto scales = [&](const float* ptr, const KvStrides& st) {
     return ptr == nullptr
@@ -292,11 +295,10 @@ void validate(const DecodeProblem& p, const DecodeTensors& t, MemorySpace space)
   require(t.v_cache != nullptr || !reads_kv, "v_cache", [] { return "must not be null"; });
   require(t.out != nullptr, "out", [] { return "must not be null"; });
   const std::size_t qs = dtype_size(p.q_dtype);
-  const std::size_t ks = dtype_size(p.kv_dtype);
   require_aligned(t.q, qs, "q");
   require_aligned(t.out, qs, "out");
-  require_aligned(t.k_cache, ks, "k_cache");
-  require_aligned(t.v_cache, ks, "v_cache");
+  require_aligned(t.k_cache, dtype_size(p.kv_dtype), "k_cache");
+  require_aligned(t.v_cache, dtype_size(p.value_dtype()), "v_cache");
   require_aligned(t.lse, alignof(float), "lse");
   require_non_negative(t.q_stride_batch, "q_stride_batch");
   require_non_negative(t.q_stride_head, "q_stride_head");

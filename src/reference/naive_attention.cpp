@@ -109,7 +109,7 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, RowId row, double
     const std::int64_t base = kv_offset(t.v_strides, j);
     const double vs = v_scale(j);
     for (std::int32_t i = 0; i < d; ++i)
-      out[i] += w * (read_kv(t.v_cache, p.kv_dtype, base, i) * vs);
+      out[i] += w * (read_kv(t.v_cache, p.value_dtype(), base, i) * vs);
   }
   *lse = m + std::log(l);
 }

@@ -108,7 +108,7 @@ class Interpreter {
           const double pj = probs[static_cast<std::size_t>(j - t0)];
           const double vs = scale_of(t_.v_scale, v_scale_, s.request, j, s.kv_head);
           for (std::int32_t i = 0; i < d_; ++i) {
-            o[i] += pj * (read_kv(t_.v_cache, p_.kv_dtype, vb, i) * vs);
+            o[i] += pj * (read_kv(t_.v_cache, p_.value_dtype(), vb, i) * vs);
           }
         }
       }

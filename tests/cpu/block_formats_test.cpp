@@ -3,8 +3,9 @@
 // which decodes each block from the format's definition on its own (src/reference/
 // read_element.hpp). Outputs are poisoned before each run; every strategy, worker counts and
 // tiles that cut requests and heads, contiguous and paged caches, mixed and empty lengths,
-// q_len > 1 with the variants, every code with special scales (0, subnormal, negative), and rows
-// at odd byte addresses and strides (ggml's rows are 34- or 18-byte blocks).
+// q_len > 1 with the variants, K and V of different types, every code with special scales (0,
+// subnormal, negative), and rows at odd byte addresses and strides (ggml's rows are 34- or
+// 18-byte blocks).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -103,6 +104,32 @@ TEST_P(BlockFormatsTest, VariantsAndSeveralQueryTokens) {
     harness::HostCase c = harness::make_case(p, 5);
     for (std::int32_t workers : {2, 7}) {
       check_strategies(c, workers, 16, std::string(dtype_name(kv)) + " variants");
+    }
+  }
+}
+
+// K and V of different types (llama.cpp's -ctk and -ctv may differ): every pair of f16, q8_0
+// and q4_0, contiguous and paged, GQA groups of 3.
+TEST_P(BlockFormatsTest, KAndVOfDifferentTypes) {
+  const DType types[] = {DType::f16, DType::q8_0, DType::q4_0};
+  std::uint64_t seed = 40;
+  for (DType k : types) {
+    for (DType v : types) {
+      if (k == v) continue;
+      for (std::int32_t page_size : {0, 5}) {
+        DecodeProblem p = block_problem({150, 0, 33, 1}, 9, 3, 64, DType::f16, k);
+        p.v_dtype = v;
+        if (page_size > 0) {
+          p.layout = KvLayout::paged;
+          p.page_size = page_size;
+        }
+        harness::HostCase c = harness::make_case(p, seed++);
+        for (std::int32_t workers : {1, 5}) {
+          check_strategies(c, workers, 16,
+                           "K " + std::string(dtype_name(k)) + " V " + std::string(dtype_name(v)) +
+                               " page size " + std::to_string(page_size));
+        }
+      }
     }
   }
 }

@@ -116,6 +116,13 @@ TEST(EmulatedKernel, RefusesGgmlBlockFormats) {
       EXPECT_THROW(kernel_for(p), Error) << why;
     }
   }
+  // An f16 K with a q8_0 V (llama.cpp's -ctv) would match the f16 kernel by K's type alone.
+  DecodeProblem mixed = make_problem({45, 17}, 4, 2, emulated_kernels().front());
+  mixed.q_dtype = mixed.kv_dtype = DType::f16;
+  mixed.v_dtype = DType::q8_0;
+  const std::string why = why_unsupported(mixed);
+  EXPECT_EQ(why.rfind("v_dtype: the CUDA engine reads K and V of one type", 0), 0u) << why;
+  EXPECT_THROW(kernel_for(mixed), Error) << why;
 }
 
 }  // namespace

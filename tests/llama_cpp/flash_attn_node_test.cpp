@@ -32,6 +32,7 @@ struct NodeSpec {
   std::int64_t d = 64, heads = 8, kv_heads = 2, rows = 1, streams = 1, n_kv = 300;
   std::int64_t kv_size = 0;  // the cache's cells (>= n_kv; 0: n_kv + 37)
   ggml_type kv = GGML_TYPE_F16;
+  ggml_type v = GGML_TYPE_COUNT;  // V's type where it differs from K's (-ctv); COUNT: kv
   MaskKind mask = MaskKind::prefix;
   std::int64_t mask_heads = 1;
   float max_bias = 0.0f, softcap = 0.0f;
@@ -159,8 +160,8 @@ std::vector<float> mask_row(const NodeSpec& s, std::int64_t stream, std::int64_t
 void build(Node& out, const NodeSpec& s, std::uint32_t seed) {
   std::mt19937 rng(seed);
   const std::int64_t kv_size = s.kv_size > 0 ? s.kv_size : s.n_kv + 37;
-  const std::size_t es = ggml_type_size(s.kv);
-  const std::size_t head_bytes = ggml_row_size(s.kv, s.d);
+  const ggml_type types[2] = {s.kv, s.v == GGML_TYPE_COUNT ? s.kv : s.v};  // K, V
+  const std::size_t es = std::max(ggml_type_size(types[0]), ggml_type_size(types[1]));
   const std::size_t bytes = static_cast<std::size_t>(
       (s.d * s.heads * s.rows * s.streams * 2 + s.heads) * 4 +
       2 * s.d * s.kv_heads * kv_size * s.streams * static_cast<std::int64_t>(es) +
@@ -172,10 +173,11 @@ void build(Node& out, const NodeSpec& s, std::uint32_t seed) {
   ggml_tensor* caches[2];
   ggml_tensor* views[2];
   for (int i = 0; i < 2; ++i) {
-    caches[i] = ggml_new_tensor_3d(ctx, s.kv, s.d * s.kv_heads, kv_size, s.streams);
+    caches[i] = ggml_new_tensor_3d(ctx, types[i], s.d * s.kv_heads, kv_size, s.streams);
     fill_normal(caches[i], rng);
-    ggml_tensor* v4 = ggml_view_4d(ctx, caches[i], s.d, s.kv_heads, s.n_kv, s.streams, head_bytes,
-                                   caches[i]->nb[1], caches[i]->nb[2], 0);
+    ggml_tensor* v4 =
+        ggml_view_4d(ctx, caches[i], s.d, s.kv_heads, s.n_kv, s.streams,
+                     ggml_row_size(types[i], s.d), caches[i]->nb[1], caches[i]->nb[2], 0);
     views[i] = ggml_permute(ctx, v4, 0, 2, 1, 3);  // [d, n_kv, kv_heads, streams]
   }
   ggml_tensor* mask = nullptr;
@@ -302,6 +304,26 @@ TEST(FlashAttnNode, DecodeStepsAsLlamaCppBuildsThem) {
   }
 }
 
+// K and V of different types, as llama.cpp's -ctk and -ctv make them: every pair of f16, q8_0
+// and q4_0, two streams of several rows.
+TEST(FlashAttnNode, KAndVOfDifferentTypes) {
+  std::uint32_t seed = 60;
+  const ggml_type types[] = {GGML_TYPE_F16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0};
+  for (ggml_type k : types) {
+    for (ggml_type v : types) {
+      if (k == v) continue;
+      NodeSpec s;
+      s.kv = k;
+      s.v = v;
+      s.heads = 9;
+      s.kv_heads = 3;
+      s.rows = 3;
+      s.streams = 2;
+      expect_matches(s, seed++, std::string("K ") + ggml_type_name(k) + " V " + ggml_type_name(v));
+    }
+  }
+}
+
 TEST(FlashAttnNode, MasksWithHolesWindowsAndEmptyRows) {
   std::uint32_t seed = 100;
   for (MaskKind mask : {MaskKind::none, MaskKind::sequences, MaskKind::window, MaskKind::random}) {
@@ -365,6 +387,11 @@ TEST(FlashAttnNode, GqaRatiosAndHeadSizes) {
 TEST(FlashAttnNode, DeclinesWhatItDoesNotComputeByReason) {
   const std::vector<std::pair<std::string, std::function<void(NodeSpec&)>>> specs = {
       {"k: q5_0", [](NodeSpec& s) { s.kv = GGML_TYPE_Q5_0; }},
+      {"v: q8_0 with k's bf16",
+       [](NodeSpec& s) {
+         s.kv = GGML_TYPE_BF16;
+         s.v = GGML_TYPE_Q8_0;
+       }},
       {"head size 72", [](NodeSpec& s) { s.d = 72; }},
       {"rows: 9", [](NodeSpec& s) { s.rows = 9; }},
       {"mask: per-head groups", [](NodeSpec& s) { s.mask_heads = 2; }},

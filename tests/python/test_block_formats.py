@@ -2,8 +2,9 @@
 (bounds, fixed points, ggml's tie rules) and decode(..., kv_dtype="q8_0" | "q4_0") on uint8 caches
 in ggml's layout (contiguous, paged, strided, at odd byte offsets; GQA, empty requests, every
 strategy, q float32 / float16 / bfloat16, NaN-poisoned outputs) against leanattn.reference on the
-same bytes and a NumPy fp64 attention on dequantize_kv's values; the errors for bad caches and
-arguments; and ggml's own bytes (gguf-py's quantizers, where gguf is installed)."""
+same bytes and a NumPy fp64 attention on dequantize_kv's values; K and V of different types
+(v_dtype=: every pair of f16, q8_0 and q4_0); the errors for bad caches, arguments and refused
+type pairs; and ggml's own bytes (gguf-py's quantizers, where gguf is installed)."""
 
 import numpy as np
 import pytest
@@ -25,17 +26,17 @@ def quantized(case, kv_dtype):
     return kq, vq, k64, v64
 
 
-def check(case, kq, vq, k64, v64, kv_dtype, dtype="float32", **kwargs):
+def check(case, kq, vq, k64, v64, kv_dtype, dtype="float32", v_dtype=None, **kwargs):
     """decode (output poisoned first) against the fp64 reference on the same bytes and a NumPy
     fp64 attention on the dequantized values; the reference against NumPy to fp64 rounding."""
     want, want_lse = numpy_attention(case.q, k64, v64, case.seq_lens, case.block_table)
     out = np.full(case.q.shape, np.nan, dtype=case.q.dtype)
     lse = np.full(case.q.shape[:2], np.nan, dtype=np.float32)
     leanattn.decode(case.q, kq, vq, case.seq_lens, block_table=case.block_table,
-                    kv_dtype=kv_dtype, out=out, lse_out=lse, **kwargs)
+                    kv_dtype=kv_dtype, v_dtype=v_dtype, out=out, lse_out=lse, **kwargs)
     assert_close(out, want, dtype, lse, want_lse)
     ref, ref_lse = leanattn.reference(case.q, kq, vq, case.seq_lens, case.block_table,
-                                      return_lse=True, kv_dtype=kv_dtype)
+                                      return_lse=True, kv_dtype=kv_dtype, v_dtype=v_dtype)
     np.testing.assert_allclose(ref, want, rtol=1e-12, atol=1e-12)
     assert np.array_equal(np.isneginf(ref_lse), np.isneginf(want_lse))
     empty = case.seq_lens == 0
@@ -233,6 +234,175 @@ def test_bad_quantize_arguments_are_named(rng):
         leanattn.dequantize_kv(stored.view(np.int8))
     with pytest.raises(ValueError, match="^kv_dtype: must be one of"):
         leanattn.quantize_kv(x, "q4_1")
+
+
+# K and V of different types (v_dtype=): the pairs of f16, q8_0 and q4_0 that llama.cpp's
+# -ctk / -ctv make, e.g. a q8_0 K with an f16 V.
+
+MIXED_TYPES = ["f16", "q8_0", "q4_0"]
+MIXED_PAIRS = [(k, v) for k in MIXED_TYPES for v in MIXED_TYPES if k != v]
+
+
+def cache_of(x, kind):
+    """x (float32) as a cache of kind "f16" (float16) or ggml's blocks, and the float64 values
+    it holds (dequantize_kv's for the blocks)."""
+    if kind == "f16":
+        cache = x.astype(np.float16)
+        return cache, cache.astype(np.float64)
+    cache, _ = leanattn.quantize_kv(x, kind)
+    return cache, leanattn.dequantize_kv(cache, None, kind).astype(np.float64)
+
+
+def kv_dtype_of(kind):
+    """decode's kv_dtype for a K of this kind: a float16 cache says its own type."""
+    return None if kind == "f16" else kind
+
+
+def mixed(case, k_kind, v_kind):
+    kc, k64 = cache_of(case.k, k_kind)
+    vc, v64 = cache_of(case.v, v_kind)
+    return kc, vc, k64, v64
+
+
+@pytest.mark.parametrize("k_kind,v_kind", MIXED_PAIRS)
+@pytest.mark.parametrize("page_size", [None, 16])
+def test_k_and_v_of_different_types(rng, k_kind, v_kind, page_size):
+    """Every ordered pair of f16, q8_0, q4_0 with different K and V types, contiguous and paged,
+    every strategy: against the fp64 reference on the same caches and a NumPy fp64 attention on
+    the values they hold (outputs poisoned first)."""
+    case = make_case(rng, [70, 0, 33, 129], q_heads=8, kv_heads=2, head_dim=64,
+                     page_size=page_size)
+    kc, vc, k64, v64 = mixed(case, k_kind, v_kind)
+    width = {"f16": 64, "q8_0": 68, "q4_0": 36}
+    assert kc.shape[-1] == width[k_kind] and vc.shape[-1] == width[v_kind]
+    for strategy in ("lean", "split", "head"):
+        check(case, kc, vc, k64, v64, kv_dtype_of(k_kind), v_dtype=v_kind, strategy=strategy,
+              workers=3, tile=16)
+
+
+@pytest.mark.parametrize("k_kind,v_kind", [("q8_0", "f16"), ("f16", "q4_0")])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_k_and_v_of_different_types_with_half_precision_q(rng, k_kind, v_kind, dtype):
+    case = make_case(rng, [41, 0, 100], q_heads=4, kv_heads=1, head_dim=128, page_size=8)
+    case.q = case.q.astype(np_dtype(dtype))
+    kc, vc, k64, v64 = mixed(case, k_kind, v_kind)
+    check(case, kc, vc, k64, v64, kv_dtype_of(k_kind), dtype, v_dtype=v_kind, workers=2)
+
+
+@pytest.mark.parametrize("k_kind,v_kind", [("q4_0", "f16"), ("f16", "q8_0"), ("q8_0", "q4_0")])
+def test_k_and_v_of_different_types_read_in_place_through_strided_views(rng, k_kind, v_kind):
+    """Each cache's strides in its own unit (bytes for the blocks, elements for float16), the
+    blocks at an odd byte offset."""
+    case = make_case(rng, [50, 9, 0], q_heads=4, kv_heads=2, head_dim=64)
+    kc, vc, k64, v64 = mixed(case, k_kind, v_kind)
+    views = []
+    for cache in (kc, vc):
+        b, cap, heads, row = cache.shape
+        buf = np.zeros((b, cap + 1, heads + 1, row + 3), dtype=cache.dtype)
+        view = buf[:, :cap, :heads, 1:1 + row]
+        view[...] = cache
+        assert not view.flags.c_contiguous
+        views.append(view)
+    check(case, views[0], views[1], k64, v64, kv_dtype_of(k_kind), v_dtype=v_kind, workers=2,
+          tile=16)
+
+
+@pytest.mark.parametrize("k_kind,v_kind", [("q8_0", "f16"), ("f16", "q4_0")])
+def test_k_and_v_of_different_types_with_several_query_tokens(rng, k_kind, v_kind):
+    case = make_case(rng, [33, 0, 70], q_heads=4, kv_heads=2, head_dim=32)
+    kc, vc, _, _ = mixed(case, k_kind, v_kind)
+    q = rng.standard_normal((3, 2, 4, 32)).astype(np.float32)  # q_len 2
+    kinds = dict(kv_dtype=kv_dtype_of(k_kind), v_dtype=v_kind)
+    ref = leanattn.reference(q, kc, vc, case.seq_lens, **kinds)
+    for strategy in ("lean", "split", "head"):
+        out = leanattn.decode(q, kc, vc, case.seq_lens, strategy=strategy, workers=3, tile=16,
+                              **kinds)
+        np.testing.assert_allclose(out, ref, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("kind", MIXED_TYPES)
+def test_v_dtype_of_ks_type_changes_nothing(rng, kind):
+    case = make_case(rng, [40, 7], q_heads=4, kv_heads=2, head_dim=64)
+    kc, vc, _, _ = mixed(case, kind, kind)
+    want = leanattn.decode(case.q, kc, vc, case.seq_lens, kv_dtype=kv_dtype_of(kind))
+    got = leanattn.decode(case.q, kc, vc, case.seq_lens, kv_dtype=kv_dtype_of(kind),
+                          v_dtype=kind)
+    np.testing.assert_array_equal(got, want)
+
+
+def mixed_args(k_kind="q8_0", v_kind="f16", **changes):
+    """decode's arguments over a K of k_kind and a V of v_kind (v_dtype=v_kind), changed."""
+    rng = np.random.default_rng(5)
+    case = make_case(rng, [20, 5], q_heads=4, kv_heads=2, head_dim=64)
+    kc, vc, _, _ = mixed(case, k_kind, v_kind)
+    args = dict(q=case.q, k_cache=kc, v_cache=vc, seq_lens=case.seq_lens,
+                kv_dtype=kv_dtype_of(k_kind), v_dtype=v_kind)
+    args.update(changes)
+    return args
+
+
+@pytest.mark.parametrize("entry", [leanattn.decode, leanattn.reference])
+def test_refused_type_pairs_and_bad_mixed_caches_are_named(entry):
+    def call(*kinds, **changes):
+        return entry(**mixed_args(*kinds, **changes))
+
+    args = mixed_args()
+    kc, vc = args["k_cache"], args["v_cache"]
+    f32 = np.zeros(kc.shape[:3] + (64,), np.float32)
+    q8 = mixed_args("f16", "q8_0")["v_cache"]
+    pair = r"^v_dtype: V's type may differ from K's only when both are f16, q8_0 or q4_0"
+    # Pairs the library refuses: a float32 / bfloat16 K, an 8-bit K (before its scales).
+    with pytest.raises(ValueError, match=pair + r".*got K f32, V q8_0$"):
+        call(k_cache=f32, kv_dtype=None, v_cache=q8, v_dtype="q8_0")
+    with pytest.raises(ValueError, match=pair + r".*got K bf16, V f16$"):
+        call(k_cache=f32.astype(np_dtype("bfloat16")), kv_dtype=None, v_cache=vc)
+    with pytest.raises(ValueError, match=pair + r".*got K int8, V q4_0$"):
+        call(k_cache=np.zeros(f32.shape, np.int8), kv_dtype="int8", v_dtype="q4_0",
+             v_cache=mixed_args("f16", "q4_0")["v_cache"])
+    # V's type outside f16, q8_0, q4_0: a bfloat16 (or float32, int8) V beside a q8_0 K.
+    with pytest.raises(ValueError, match="^v_dtype: must be one of f16, q8_0, q4_0 .* or None "
+                                         r"\(V of K's type\) \(got 'bf16'\)$"):
+        call(v_cache=vc.astype(np_dtype("bfloat16")), v_dtype="bf16")
+    with pytest.raises(ValueError, match="^v_dtype: must be one of .*got 'q5_0'"):
+        call(v_dtype="q5_0")
+    # The cache must be what v_dtype names.
+    with pytest.raises(TypeError, match="^v_cache: v_dtype='f16' needs a float16 cache, got "
+                                        "bfloat16$"):
+        call(v_cache=vc.astype(np_dtype("bfloat16")))
+    with pytest.raises(TypeError, match="^v_cache: v_dtype='q4_0' needs a uint8 cache of "
+                                        "ggml's q4_0 blocks .*got float16$"):
+        call(v_dtype="q4_0")
+    # Without v_dtype, V is K's type, and the message says how to give it another.
+    with pytest.raises(TypeError, match="^v_cache: kv_dtype='q8_0' needs a uint8 cache .*got "
+                                        "float16; for V of another type than K's, pass v_dtype$"):
+        call(v_dtype=None)
+    with pytest.raises(TypeError, match="^v_cache: a uint8 cache holds fp8 bytes.*; for V of "
+                                        "another type than K's, pass v_dtype$"):
+        call("f16", "q8_0", v_dtype=None)
+    # Each cache's row in its own type.
+    with pytest.raises(ValueError, match=r"^v_cache: its last dimension \(v_cache.shape\[3\]\) = "
+                                         r"68 must be the bytes of a q4_0 row .* = 36$"):
+        call("f16", "q4_0", v_cache=q8)
+    with pytest.raises(ValueError, match=r"^v_cache: head_dim \(v_cache.shape\[3\]\) = 32 must "
+                                         r"equal q's head_dim \(q.shape\[-1\]\) = 64$"):
+        call(v_cache=vc[..., :32])
+    with pytest.raises(ValueError, match=r"^k_cache: its last dimension .* = 36 must be the "
+                                         r"bytes of a q8_0 row"):
+        call(k_cache=mixed_args("q4_0", "f16")["k_cache"])
+    with pytest.raises(ValueError, match=r"^v_cache: must have k_cache's shape \[2, 23, 2, 68\] "
+                                         r"but for its own rows in the last dimension, got "
+                                         r"\[2, 22, 2, 64\]$"):
+        call(v_cache=vc[:, :22])
+    with pytest.raises(ValueError, match=r"^q: head_dim \(q.shape\[-1\]\) = 48 must be a "
+                                         r"multiple of 32 for v_dtype='q4_0'"):
+        args48 = mixed_args("f16", "q4_0")
+        call("f16", "q4_0", q=args48["q"][..., :48].copy(),
+             k_cache=args48["k_cache"][..., :48], v_cache=args48["v_cache"][..., :27])
+    # No scales with the block formats and f16.
+    with pytest.raises(ValueError, match="^k_scale: is not taken with a q8_0 cache"):
+        call(k_scale=1.0, v_scale=1.0)
+    with pytest.raises(ValueError, match=r"^v_scale: is only for 8-bit caches \(k_cache is f16\)"):
+        call("f16", "q8_0", v_scale=1.0)
 
 
 # ggml's own bytes: gguf-py (ggml's Python package) quantizes as ggml's C reference does.

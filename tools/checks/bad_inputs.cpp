@@ -184,6 +184,12 @@ std::vector<BadInput> bad_inputs() {
     p.kv_dtype = DType::q8_0;
     p.head_dim = 48;
   }));
+  v.push_back(problem_rule("f32 K with a q8_0 V", "v_dtype", "only with both f16, q8_0 or q4_0",
+                           [](auto& p) {
+                             p.kv_dtype = DType::f32;
+                             p.v_dtype = DType::q8_0;
+                             p.head_dim = 64;
+                           }));
   v.push_back(problem_rule("scales on a q4_0 cache", "kv_scales", "inside its blocks", [](auto& p) {
     p.kv_dtype = DType::q4_0;
     p.head_dim = 64;

@@ -51,6 +51,7 @@ std::string describe(const DecodeProblem& p, std::int32_t workers, std::int32_t 
   std::ostringstream os;
   os << "heads " << p.q_heads << "/" << p.kv_heads << " d " << p.head_dim << " "
      << dtype_name(p.kv_dtype);
+  if (p.v_dtype) os << " v " << dtype_name(*p.v_dtype);
   if (is_quantized(p.kv_dtype)) {  // an 8-bit cache: its scales and the query's type
     os << " " << kv_scales_name(p.kv_scales) << " q " << dtype_name(p.q_dtype);
   }
@@ -247,10 +248,13 @@ CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, Executor
     std::memcpy(b.q.data() + qrow * at, a.q.data(), qrow);
     b.sinks = a.sinks;  // per query head: the same for both batches
     copy_request_bias(a, b, at);
-    const std::size_t kvrow = static_cast<std::size_t>(p.capacity) * p.kv_heads *
-                              row_units(p.kv_dtype, p.head_dim) * dtype_size(p.kv_dtype);
-    std::memcpy(b.k.data() + kvrow * at, a.k.data(), kvrow);
-    std::memcpy(b.v.data() + kvrow * at, a.v.data(), kvrow);
+    auto request_bytes = [&](DType type) {
+      return static_cast<std::size_t>(p.capacity) * p.kv_heads * row_units(type, p.head_dim) *
+             dtype_size(type);
+    };
+    const std::size_t krow = request_bytes(p.kv_dtype), vrow = request_bytes(p.value_dtype());
+    std::memcpy(b.k.data() + krow * at, a.k.data(), krow);
+    std::memcpy(b.v.data() + vrow * at, a.v.data(), vrow);
     if (p.kv_scales == KvScales::per_token_head) {  // the request's scale rows too
       const std::size_t srow = static_cast<std::size_t>(p.capacity) * p.kv_heads;
       std::copy_n(a.k_scale.begin(), srow,

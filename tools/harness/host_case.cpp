@@ -260,10 +260,13 @@ HostCase make_case(DecodeProblem p, std::uint64_t seed) {
   c.q.resize(static_cast<std::size_t>(q_elems) * dtype_size(p.q_dtype));
   c.out.resize(c.q.size());
   // K and V hold kv_elems values: a block format's rows are row_units bytes per head_dim values.
-  const std::int64_t kv_units =
-      p.head_dim > 0 ? kv_elems / p.head_dim * row_units(p.kv_dtype, p.head_dim) : kv_elems;
-  c.k.resize(static_cast<std::size_t>(kv_units) * dtype_size(p.kv_dtype));
-  c.v.resize(c.k.size());
+  auto kv_buffer_bytes = [&](DType type) {
+    const std::int64_t units =
+        p.head_dim > 0 ? kv_elems / p.head_dim * row_units(type, p.head_dim) : kv_elems;
+    return static_cast<std::size_t>(units) * dtype_size(type);
+  };
+  c.k.resize(kv_buffer_bytes(p.kv_dtype));
+  c.v.resize(kv_buffer_bytes(p.value_dtype()));
   c.lse.resize(static_cast<std::size_t>(p.batch()) * p.q_len * p.q_heads);
   if (p.variant.sinks) {
     c.sinks.resize(static_cast<std::size_t>(p.q_heads));
@@ -285,7 +288,7 @@ HostCase make_case(DecodeProblem p, std::uint64_t seed) {
   fill_scales(c.v_scale.data(), p.kv_dtype, scales, seed * 5 + 8);
   fill_normal(c.q.data(), p.q_dtype, q_elems, seed * 3 + 1);
   fill_normal(c.k.data(), p.kv_dtype, kv_elems, seed * 3 + 2);
-  fill_normal(c.v.data(), p.kv_dtype, kv_elems, seed * 3 + 3);
+  fill_normal(c.v.data(), p.value_dtype(), kv_elems, seed * 3 + 3);
   c.problem = std::move(p);
   poison_outputs(c);
   return c;

@@ -144,7 +144,7 @@ NaiveBaseline naive_same_precision(const DecodeProblem& p, const DecodeTensors& 
       const std::int64_t vb = kv_offset(p, t, t.v_strides, b, j, h);
       const float vs = t.v_scale ? t.v_scale[kv_offset(p, t, t.v_scale_strides, b, j, h)] : 1.0f;
       for (std::int32_t i = 0; i < d; ++i) {
-        const float v = read_kv(t.v_cache, p.kv_dtype, vb, i) * vs;
+        const float v = read_kv(t.v_cache, p.value_dtype(), vb, i) * vs;
         acc[static_cast<std::size_t>(i)] += pj * v;
         abs_acc[static_cast<std::size_t>(i)] += std::abs(pj * v);
       }

@@ -126,10 +126,15 @@ RandomCase random_case(std::mt19937_64& rng, const RandomLimits& lim) {
     p.variant.bias = true;
     p.bias_dtype = pick(rng, std::array{DType::f32, DType::f16, DType::bf16});
   }
-  // Last once more: ggml's block formats, whose blocks need head_dim a multiple of 32.
+  // Last once more: ggml's block formats, whose blocks need head_dim a multiple of 32; a third
+  // of them with V of another type (llama.cpp's -ctk and -ctv differ).
   if (lim.block_kv && p.head_dim % kBlockValues == 0 && uniform(rng, 0, 4) == 0) {
     p.kv_dtype = pick(rng, std::array{DType::q8_0, DType::q4_0});
     p.kv_scales = KvScales::none;
+    if (uniform(rng, 0, 2) == 0) {
+      p.v_dtype = pick(rng, std::array{DType::f16, DType::q8_0, DType::q4_0});
+      if (uniform(rng, 0, 1) == 0) std::swap(p.kv_dtype, *p.v_dtype);  // V the block format
+    }
   }
   return c;
 }
