@@ -50,10 +50,7 @@ std::string describe_problem(const DecodeProblem& p) {
   if (v.softcap != 0.0f) variant += fmt::format(" softcap {}", v.softcap);
   if (v.sinks) variant += " sinks";
   if (v.alibi) variant += " alibi";
-  const std::string types =
-      p.value_dtype() == p.kv_dtype
-          ? std::string(dtype_name(p.kv_dtype))
-          : fmt::format("K {} V {}", dtype_name(p.kv_dtype), dtype_name(p.value_dtype()));
+  const std::string types = kv_dtypes_name(p);
   return fmt::format("heads {}/{} d {} {} seq_lens {} ({}){}", p.q_heads, p.kv_heads, p.head_dim,
                      types, lengths_text(p.seq_lens), layout, variant);
 }
@@ -109,7 +106,7 @@ std::string format_summary(const BenchRun& run) {
     bool ok = std::all_of(c.results.begin(), c.results.end(), [](const auto& x) { return x.ok; });
     std::string problem =
         fmt::format("{}/{} d{} {} {}", c.problem.q_heads, c.problem.kv_heads, c.problem.head_dim,
-                    dtype_name(c.problem.kv_dtype), lengths_text(c.problem.seq_lens));
+                    kv_dtypes_name(c.problem), lengths_text(c.problem.seq_lens));
     if (problem.size() > 44) problem = problem.substr(0, 41) + "...";
     os << fmt::format("  {:<12} {:<44} {:>9.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8} {:>9}  {}\n",
                       lc.label, problem, r->median_us / 1000.0, r->gbps, r->probe_fraction,
@@ -143,7 +140,7 @@ nlohmann::ordered_json to_json(const BenchRun& run) {
                          {"kv_heads", p.kv_heads},
                          {"head_dim", p.head_dim},
                          {"seq_lens", p.seq_lens},
-                         {"dtype", std::string(dtype_name(p.kv_dtype))},
+                         {"dtype", kv_dtypes_name(p)},
                          {"page_size", p.layout == KvLayout::paged ? p.page_size : 0},
                          {"q_len", p.q_len},
                          {"causal", p.variant.causal},
@@ -193,7 +190,7 @@ std::string to_csv(const BenchRun& run) {
           "{:.3f},{:.4f},{:.3f},{:.3f},{:.3e},{},{},{:.3f},{:.4f}\n",
           run.machine.date, run.machine.commit, run.machine.cpu, run.machine.cores, run.backend,
           c.simd, lc.label, r.strategy, p.batch(), p.q_heads, p.kv_heads, p.head_dim,
-          dtype_name(p.kv_dtype), p.layout == KvLayout::paged ? p.page_size : 0, p.total_tokens(),
+          kv_dtypes_name(p), p.layout == KvLayout::paged ? p.page_size : 0, p.total_tokens(),
           longest, lens, r.workers, r.splits, r.median_us, r.min_us, c.kv_bytes, r.gbps,
           c.probe_gbps, r.probe_fraction, speedup(c, r, "head"), speedup(c, r, "split"),
           r.max_abs_err, r.ok ? 1 : 0, r.order, c.ceiling_gbps, r.roof_fraction);

@@ -42,10 +42,10 @@ std::string cache_csv(const MachineInfo& machine, const std::vector<LabelledCach
         "1f},"
         "{:.3f},{:.3f},{:.3f},{:.3e},{},{:.4f},{:.2f}\n",
         machine.date, machine.commit, machine.cpu, r.simd, r.workers, r.counter, r.clock_ghz,
-        lc.label, p.q_heads, p.kv_heads, p.head_dim, dtype_name(p.kv_dtype), p.q_len,
-        p.total_tokens(), r.kv_bytes, r.cycles_per_token_head, r.min_cycles_per_token_head, r.roof,
-        r.ceiling.fma, r.ceiling.widen, r.roof_fraction, r.gbps, r.ceiling.gbps_per_core,
-        r.max_abs_err, r.ok ? 1 : 0, r.per_core_cycle, r.ceiling.cycles_per_token_head);
+        lc.label, p.q_heads, p.kv_heads, p.head_dim, kv_dtypes_name(p), p.q_len, p.total_tokens(),
+        r.kv_bytes, r.cycles_per_token_head, r.min_cycles_per_token_head, r.roof, r.ceiling.fma,
+        r.ceiling.widen, r.roof_fraction, r.gbps, r.ceiling.gbps_per_core, r.max_abs_err,
+        r.ok ? 1 : 0, r.per_core_cycle, r.ceiling.cycles_per_token_head);
   }
   return os.str();
 }

@@ -97,8 +97,10 @@ void require_bench_fits(const DecodeProblem& p, std::int64_t probe_bytes, std::i
   const double rows = p.layout == KvLayout::contiguous
                           ? static_cast<double>(p.batch()) * static_cast<double>(p.capacity)
                           : static_cast<double>(p.num_pages) * p.page_size;
-  const double kv = 2.0 * rows * p.kv_heads *
-                    static_cast<double>(row_units(p.kv_dtype, p.head_dim) * dtype_size(p.kv_dtype));
+  const DType v = p.value_dtype();
+  const double kv = rows * p.kv_heads *
+                    static_cast<double>(row_units(p.kv_dtype, p.head_dim) * dtype_size(p.kv_dtype) +
+                                        row_units(v, p.head_dim) * dtype_size(v));
   const double probe = static_cast<double>(probe_bytes);
   const double memory = static_cast<double>(memory_bytes);
   require(kv + probe <= memory, argument, [&] {

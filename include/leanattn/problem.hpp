@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -96,6 +97,9 @@ struct DecodeProblem {
   // without a window) * kv_heads * (K's and V's row bytes + 2 x 4 with per-token scales).
   std::int64_t kv_bytes() const;
 };
+
+// The K/V element type(s) as reports print them: "q8_0", or "q8_0/f16" for K q8_0 with V f16.
+std::string kv_dtypes_name(const DecodeProblem& problem);
 
 // Limits the validators enforce (see docs/validation.md for the full table).
 inline constexpr std::int32_t kMaxHeadDim = 256;

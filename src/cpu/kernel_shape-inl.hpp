@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "cpu/segment_kernel.hpp"
 
@@ -75,12 +76,23 @@ template <int R>
 constexpr int value_vectors() {
   return std::min({8, kAccumulators / R, (kRegisters - 1) / (R + 1)});
 }
+// Rows past a block's tokens that a pass's score loop reads (its last step of U tokens, padded):
+// at most the largest U less one.
+constexpr int kMaxPaddingRows = [] {
+  int most = 0;
+  [&]<int... R>(std::integer_sequence<int, R...>) {
+    ((most = std::max(most, score_tokens<R + 1>() - 1)), ...);
+  }
+  (std::make_integer_sequence<int, kPassRows>());
+  return most;
+}();
 constexpr int kBlock = kKernelBlockTokens;  // tokens per block
 constexpr int kRowsPadded = kKernelRowsPadded;
 constexpr int kMaxRows = 16;  // bound for buffers sized by rows per pass
 // Row arrays and S hold a block padded to U tokens.
 static_assert((kBlock + score_tokens<1>() - 1) / score_tokens<1>() * score_tokens<1>() <=
               kRowsPadded);
+static_assert(kBlock + kMaxPaddingRows <= kRowsPadded);
 
 // Prefetches `lines` cache lines from p + 64 x first on, into L2 (hint T1): a whole next block
 // of a GQA group is larger than L1 (128 KiB for 32/8 heads at d 128), and on the Xeon T1 read

@@ -37,7 +37,8 @@ struct Q4_0Byte {
 };
 template <class KvT>
 inline constexpr bool kBlockKv = std::is_same_v<KvT, Q8_0Byte> || std::is_same_v<KvT, Q4_0Byte>;
-// The DType of a block-format byte type, and the bytes of one of its blocks (dtype.hpp).
+// The DType of a block-format byte type (kBlockKv<KvT> only), and the bytes of one of its blocks
+// (dtype.hpp).
 template <class KvT>
 inline constexpr DType kBlockType = std::is_same_v<KvT, Q8_0Byte> ? DType::q8_0 : DType::q4_0;
 template <class KvT>

@@ -212,8 +212,9 @@ void compute_typed(const SegmentJob& job) {
     fill_rows(job.k, kbase, job.request, t0, job.kv_head, tokens, kRowsPadded, krow);
     fill_rows(job.v, vbase, job.request, t0, job.kv_head, tokens,
               kBlockKv<VT> ? kRowsPadded : tokens, vrow);
-    if constexpr (kBlockKv<KT>) {  // the score loop's padding rows too (< 16)
-      block_row_scales(DF(), krow, std::min(tokens + 15, kRowsPadded), blocks, bits, k_blocks);
+    if constexpr (kBlockKv<KT>) {  // the score loop's padding rows too
+      block_row_scales(DF(), krow, std::min(tokens + kMaxPaddingRows, kRowsPadded), blocks, bits,
+                       k_blocks);
     }
     if constexpr (kBlockKv<VT>) block_row_scales(DF(), vrow, tokens, blocks, bits, v_blocks);
     HWY_ALIGN float ks[kBlock], vs[kBlock];
@@ -250,8 +251,9 @@ void compute_with_k(const SegmentJob& job) {
       return compute_typed<KT, Q8_0Byte>(job);
     case DType::q4_0:
       return compute_typed<KT, Q4_0Byte>(job);
-    default:
-      return;  // not mixed with another type
+    default:  // validate(problem) lets no other pair through; the engine sets v_dtype
+      HWY_ABORT("leanattn: K %s with V %s reached the CPU kernel", dtype_name(job.kv_dtype).data(),
+                dtype_name(job.v_dtype).data());
   }
 }
 

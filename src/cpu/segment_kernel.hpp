@@ -20,9 +20,9 @@ struct SegmentJob {
   std::int32_t rows = 0;     // query rows (q_len x the GQA group: K and V are read once for all)
   std::int32_t head_dim = 0;
   const void* k_cache = nullptr;  // element type kv_dtype, addressed by `k`
-  const void* v_cache = nullptr;
-  DType kv_dtype = DType::f16;  // K's
-  DType v_dtype = DType::f16;   // V's: kv_dtype, or with it two of f16, q8_0, q4_0
+  const void* v_cache = nullptr;  // element type v_dtype, addressed by `v`
+  DType kv_dtype = DType::f16;    // K's
+  DType v_dtype = DType::f16;     // V's, always set: kv_dtype, or with it two of f16, q8_0, q4_0
   KvAddressing k{};
   KvAddressing v{};
   // An 8-bit kv_dtype: float scales (value = stored x scale), addressed like the cache by

@@ -42,6 +42,12 @@ KvScales parse_kv_scales(std::string_view text, const char* argument) {
                             std::string(text) + "')");
 }
 
+std::string kv_dtypes_name(const DecodeProblem& p) {
+  std::string name(dtype_name(p.kv_dtype));
+  if (p.value_dtype() != p.kv_dtype) name += "/" + std::string(dtype_name(p.value_dtype()));
+  return name;
+}
+
 float DecodeProblem::softmax_scale() const {
   if (mutated(Mutation::scale_one_over_d) && scale == 0.0f)
     return 1.0f / static_cast<float>(head_dim);

@@ -109,25 +109,32 @@ TEST_P(BlockFormatsTest, VariantsAndSeveralQueryTokens) {
 }
 
 // K and V of different types (llama.cpp's -ctk and -ctv may differ): every pair of f16, q8_0
-// and q4_0, contiguous and paged, GQA groups of 3.
+// and q4_0, contiguous and paged, GQA groups of 3 (d 64) and 8 (d 256: a full AVX-512 pass).
 TEST_P(BlockFormatsTest, KAndVOfDifferentTypes) {
   const DType types[] = {DType::f16, DType::q8_0, DType::q4_0};
+  struct Shape {
+    std::int32_t d, q_heads, kv_heads;
+  };
   std::uint64_t seed = 40;
-  for (DType k : types) {
-    for (DType v : types) {
-      if (k == v) continue;
-      for (std::int32_t page_size : {0, 5}) {
-        DecodeProblem p = block_problem({150, 0, 33, 1}, 9, 3, 64, DType::f16, k);
-        p.v_dtype = v;
-        if (page_size > 0) {
-          p.layout = KvLayout::paged;
-          p.page_size = page_size;
-        }
-        harness::HostCase c = harness::make_case(p, seed++);
-        for (std::int32_t workers : {1, 5}) {
-          check_strategies(c, workers, 16,
-                           "K " + std::string(dtype_name(k)) + " V " + std::string(dtype_name(v)) +
-                               " page size " + std::to_string(page_size));
+  for (const Shape shape : {Shape{64, 9, 3}, Shape{256, 16, 2}}) {  // groups of 3 and 8 rows
+    for (DType k : types) {
+      for (DType v : types) {
+        if (k == v) continue;
+        for (std::int32_t page_size : {0, 5}) {
+          DecodeProblem p =
+              block_problem({150, 0, 33, 1}, shape.q_heads, shape.kv_heads, shape.d, DType::f16, k);
+          p.v_dtype = v;
+          if (page_size > 0) {
+            p.layout = KvLayout::paged;
+            p.page_size = page_size;
+          }
+          harness::HostCase c = harness::make_case(p, seed++);
+          for (std::int32_t workers : {1, 5}) {
+            check_strategies(c, workers, 16,
+                             "K " + std::string(dtype_name(k)) + " V " +
+                                 std::string(dtype_name(v)) + " d " + std::to_string(shape.d) +
+                                 " page size " + std::to_string(page_size));
+          }
         }
       }
     }

@@ -45,10 +45,11 @@ ComputeCeiling compute_ceiling(const DecodeProblem& p, SimdShape simd, double cl
   const double d = p.head_dim;
   ComputeCeiling c;
   c.fma = 2.0 * p.pair_rows() * d / lanes;
-  c.widen = 2.0 * d / lanes * widen_ops(p.kv_dtype, simd.f16_instruction);
+  const DType k = p.kv_dtype, v = p.value_dtype();  // K's and V's types (one, or a pair)
+  c.widen = d / lanes * (widen_ops(k, simd.f16_instruction) + widen_ops(v, simd.f16_instruction));
   c.cycles_per_token_head = (c.fma + c.widen) / kVectorOpsPerCycle;
-  c.bytes_per_token_head =
-      2.0 * static_cast<double>(row_units(p.kv_dtype, p.head_dim) * dtype_size(p.kv_dtype));
+  c.bytes_per_token_head = static_cast<double>(row_units(k, p.head_dim) * dtype_size(k) +
+                                               row_units(v, p.head_dim) * dtype_size(v));
   c.gbps_per_core = c.bytes_per_token_head / c.cycles_per_token_head * clock_ghz;
   return c;
 }

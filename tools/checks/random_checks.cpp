@@ -50,8 +50,7 @@ std::mt19937_64 case_rng(std::uint64_t seed, std::int64_t index) {
 std::string describe(const DecodeProblem& p, std::int32_t workers, std::int32_t tile) {
   std::ostringstream os;
   os << "heads " << p.q_heads << "/" << p.kv_heads << " d " << p.head_dim << " "
-     << dtype_name(p.kv_dtype);
-  if (p.v_dtype) os << " v " << dtype_name(*p.v_dtype);
+     << kv_dtypes_name(p);
   if (is_quantized(p.kv_dtype)) {  // an 8-bit cache: its scales and the query's type
     os << " " << kv_scales_name(p.kv_scales) << " q " << dtype_name(p.q_dtype);
   }

@@ -1,7 +1,7 @@
 // ggml's block formats (q8_0, q4_0; dtype.hpp has the definitions) decoded one value at a time
 // in float: the CPU engine's portable fallback and the naive same-precision baseline read
-// through this (the SIMD loaders follow the same rules; the fp64 reference decodes on its own,
-// src/reference/read_element.hpp, so that a mistake here shows up as a mismatch).
+// through this (the SIMD loaders follow the same rules; the fp64 reference decodes the codes on
+// its own, src/reference/read_element.hpp, sharing only the f16 scale's decoder).
 #pragma once
 
 #include <cstdint>
