@@ -72,7 +72,7 @@ echo "== llama: real models against stock llama.cpp (tests/llama_cpp/model_check
 gemma=$(timed setup scripts/gguf-model.sh gemma3)
 for run in "$model f16" "$gemma f16" "$model q8_0"; do
   set -- $run
-  echo "-- $(basename "$1"), -fa on with a $2 cache"
+  echo "-- $(basename "$1"), K/V cache $2 in the -fa on runs"
   timed run python3 tests/llama_cpp/model_check.py --bin "$bin" --src "$llama/src" \
     --backend "$backend" --model "$1" --cache-type "$2"
 done
