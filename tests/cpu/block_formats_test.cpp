@@ -188,9 +188,9 @@ TEST_P(BlockFormatsTest, LoadersDecodeEveryCodeAndScale) {
       harness::HostCase c = harness::make_case(p, 1);
       auto* v = reinterpret_cast<std::uint8_t*>(c.v.data());
       const std::int32_t bytes = block_bytes(kv);
-      const std::uint16_t bits = float_to_f16_bits(scale);
       for (std::int32_t b = 0; b < 256; ++b) {
-        for (std::int32_t block = 0; block < 2; ++block) {
+        for (std::int32_t block = 0; block < 2; ++block) {  // the second block's scale halved
+          const std::uint16_t bits = float_to_f16_bits(block == 0 ? scale : scale * 0.5f);
           std::uint8_t* at = v + (b * 2 + block) * bytes;
           at[0] = static_cast<std::uint8_t>(bits & 0xff);
           at[1] = static_cast<std::uint8_t>(bits >> 8);
@@ -208,6 +208,57 @@ TEST_P(BlockFormatsTest, LoadersDecodeEveryCodeAndScale) {
         ASSERT_EQ(out[i], ref.out[i])
             << dtype_name(kv) << " scale " << scale << " request " << i / 64 << " value " << i % 64;
       }
+    }
+  }
+}
+
+// Every code through the K loaders, position by position: request b * 64 + i has a one-hot query
+// (dimension i), key 0 the codes b, b + 1, ... (mod 256 bytes) with scales 1/64 and 2/64 in its two
+// blocks (every score in [-4, 4]) and key 1 all zero; V is 1 for key 0 and 0 for key 1. The output
+// is then the weight of key 0, sigmoid(code value x scale) (and the lse log(1 + e^s)): one code or
+// scale misread moves it by more than 1e-4, where the arithmetic's error is below 1e-6.
+TEST_P(BlockFormatsTest, ScoreLoadersDecodeEveryCodeAtEveryPosition) {
+  constexpr std::int32_t kD = 64, kPatterns = 256;
+  for (DType kv : kFormats) {
+    DecodeProblem p =
+        block_problem(std::vector<std::int32_t>(kPatterns * kD, 2), 1, 1, kD, DType::f32, kv);
+    p.scale = 1.0f;
+    harness::HostCase c = harness::make_case(p, 3);
+    const std::int32_t bytes = block_bytes(kv), row = kD / kBlockValues * bytes;
+    auto set_block = [bytes](std::uint8_t* at, float scale, auto code) {
+      const std::uint16_t bits = float_to_f16_bits(scale);
+      at[0] = static_cast<std::uint8_t>(bits & 0xff);
+      at[1] = static_cast<std::uint8_t>(bits >> 8);
+      for (std::int32_t j = 2; j < bytes; ++j) at[j] = code(j - 2);
+    };
+    auto* k = reinterpret_cast<std::uint8_t*>(c.k.data());
+    auto* v = reinterpret_cast<std::uint8_t*>(c.v.data());
+    auto* q = reinterpret_cast<float*>(c.q.data());
+    // The value 1 in every position of a V row: q8_0 code 1 with scale 1, q4_0 nibbles 9 (9 - 8).
+    const std::uint8_t one = kv == DType::q8_0 ? 1 : 0x99;
+    for (std::int32_t r = 0; r < kPatterns * kD; ++r) {
+      const std::int32_t b = r / kD, i = r % kD;
+      std::fill(q + r * kD, q + (r + 1) * kD, 0.0f);
+      q[r * kD + i] = 1.0f;
+      for (std::int32_t blk = 0; blk < kD / kBlockValues; ++blk) {
+        const std::int64_t key0 = static_cast<std::int64_t>(r) * 2 * row + blk * bytes;
+        set_block(k + key0, (1.0f + static_cast<float>(blk)) / 64,
+                  [&](std::int32_t j) { return static_cast<std::uint8_t>(b + blk * 32 + j); });
+        set_block(k + key0 + row, 0.0f, [](std::int32_t) { return std::uint8_t{0}; });
+        set_block(v + key0, 1.0f, [&](std::int32_t) { return one; });
+        set_block(v + key0 + row, 0.0f, [](std::int32_t) { return std::uint8_t{0}; });
+      }
+    }
+    harness::poison_outputs(c);
+    Executor& e = engine(2);
+    e.run(c.problem, e.plan(c.problem, {}), c.tensors());
+    const auto ref = reference::naive_attention(c.problem, c.tensors());
+    const std::vector<double> out = harness::read_output(c);
+    for (std::size_t r = 0; r < out.size() / kD; ++r) {
+      ASSERT_NEAR(out[r * kD], ref.out[r * kD], 1e-6)
+          << dtype_name(kv) << " pattern " << r / kD << " position " << r % kD;
+      ASSERT_NEAR(c.lse[r], ref.lse[r], 1e-6)
+          << dtype_name(kv) << " pattern " << r / kD << " position " << r % kD;
     }
   }
 }
