@@ -94,6 +94,15 @@ def tensor_view(x: Any, name: str) -> Tuple[Any, str]:
     return x, hint
 
 
+def _cache_array(x: Any) -> Tuple[Any, str, str]:
+    """A cache as an array (torch detached), its framework and its dtype's name."""
+    x = as_array(x)
+    kind = framework(x)
+    if kind == "torch":
+        x = x.detach()
+    return x, kind, str(getattr(x, "dtype", ""))
+
+
 def kv_view(x: Any, name: str, kv_dtype: Optional[str]) -> Tuple[Any, str]:
     """tensor_view for k_cache and v_cache, which may also be 8-bit: int8 (``kv_dtype`` None or
     "int8"), torch.float8_e4m3fn / float8_e5m2 and ml_dtypes' float8 arrays (passed as their
@@ -105,11 +114,7 @@ def kv_view(x: Any, name: str, kv_dtype: Optional[str]) -> Tuple[Any, str]:
         raise ValueError(
             f"kv_dtype: must be one of {', '.join(KV_DTYPES)} or None (got {kv_dtype!r})"
         )
-    x = as_array(x)
-    kind = framework(x)
-    if kind == "torch":
-        x = x.detach()
-    dt = str(getattr(x, "dtype", ""))
+    x, kind, dt = _cache_array(x)
     fp8 = _FP8_HINTS.get(dt)
     if fp8 is not None:
         if kv_dtype not in (None, fp8):
@@ -153,11 +158,7 @@ def value_view(x: Any, v_dtype: str) -> Tuple[Any, str]:
             f"v_dtype: must be one of {', '.join(V_DTYPES)} (V's type where it differs from "
             f"K's, as llama.cpp's -ctv) or None (V of K's type) (got {v_dtype!r})"
         )
-    x = as_array(x)
-    kind = framework(x)
-    if kind == "torch":
-        x = x.detach()
-    dt = str(getattr(x, "dtype", ""))
+    x, kind, dt = _cache_array(x)
     if v_dtype == "f16":
         if kind != "other" and dt not in ("float16", "torch.float16"):
             raise TypeError(f"v_cache: v_dtype='f16' needs a float16 cache, got {dt}")
