@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages leanattn needs, only those missing. Called by scripts/main.sh and
 # scripts/test.sh; safe to run again. Groups: build (always), fuzz (clang + libFuzzer runtime),
-# python (headers and venv), peers (oneDNN for bench/peers). ccache: scripts/ccache-launcher.sh.
-#   scripts/install-deps.sh [fuzz] [python] [peers]
+# python (headers and venv), peers (oneDNN for bench/peers), arm64 (the cross compiler, Debian's
+# arm64 libraries as multiarch packages, qemu-user: the aarch64 preset and scripts/test-arm64.sh).
+# ccache: scripts/ccache-launcher.sh.
+#   scripts/install-deps.sh [fuzz] [python] [peers] [arm64]
 set -euo pipefail
 
 packages=(cmake ninja-build g++ make pkg-config git ccache clang-format libgtest-dev libhwy-dev
@@ -12,7 +14,9 @@ for group in "$@"; do
     fuzz) packages+=(clang libclang-rt-14-dev) ;;
     python) packages+=(python3-dev python3-venv python3-pip) ;;
     peers) packages+=(libdnnl-dev) ;;
-    *) echo "install-deps.sh: unknown group '$group' (fuzz, python, peers)" >&2; exit 2 ;;
+    arm64) packages+=(g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libgtest-dev:arm64
+                      libfmt-dev:arm64) ;;
+    *) echo "install-deps.sh: unknown group '$group' (fuzz, python, peers, arm64)" >&2; exit 2 ;;
   esac
 done
 
@@ -26,5 +30,9 @@ echo "install-deps.sh: installing ${missing[*]}"
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
+# The arm64 packages need dpkg to know the architecture (multiarch).
+if [[ " ${missing[*]} " == *:arm64* ]] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  $sudo dpkg --add-architecture arm64
+fi
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -11,6 +11,9 @@
 #   mutation  scripts/mutation-check.sh: deliberately broken builds must fail the suite
 #   fuzz      the libFuzzer target over the planner, validators, interpreter and CPU engine, for
 #             FUZZ_SECONDS (60)
+#   arm64     scripts/test-arm64.sh: the library, CPU engine tests and CLI cross-built for 64-bit
+#             Arm and run under qemu-user on NEON, SVE and SVE2 at 128, 256 and 512 bits, and
+#             an SVE-only planted bug that must fail them
 #   python    pip install of the package into a venv and its pytest suite (without torch)
 #   torch     the torch-based tests (torch tensors and custom op, transformers models,
 #             torch.distributed) in a venv cached outside the clone (scripts/test-torch.sh)
@@ -37,7 +40,7 @@ cd "$(dirname "$0")/.."
 . scripts/stage-timing.sh
 jobs=$(nproc)
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(release asan tsan cuda mutation fuzz python torch package llama)
+[ ${#stages[@]} -eq 0 ] && stages=(release asan tsan cuda mutation fuzz arm64 python torch package llama)
 
 groups=()
 for s in "${stages[@]}"; do
@@ -173,6 +176,10 @@ stage_fuzz() {
   return "$rc"
 }
 
+stage_arm64() {
+  scripts/test-arm64.sh
+}
+
 stage_python() {
   scripts/test-python.sh
 }
@@ -191,7 +198,7 @@ stage_llama() {
 
 for s in "${stages[@]}"; do
   case "$s" in
-    release | asan | tsan | cuda | mutation | fuzz | python | torch | package | llama)
+    release | asan | tsan | cuda | mutation | fuzz | arm64 | python | torch | package | llama)
       run_stage "$s" "stage_$s"
       ;;
     *)

@@ -1,4 +1,5 @@
-// machine_info(): CPU model, cores, date, commit.
+// machine_info(): CPU model (on aarch64: implementer and part, or that qemu-user emulates it),
+// cores, date, commit.
 #include "machine_info.hpp"
 
 #include <chrono>
@@ -13,14 +14,29 @@ namespace leanattn::cli {
 
 MachineInfo machine_info() {
   MachineInfo m;
+  std::string model, implementer, part;
   std::ifstream in("/proc/cpuinfo");
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) {
-      m.cpu = line.substr(line.find(':') + 2);
-      break;
-    }
+    const std::size_t colon = line.find(':');
+    if (colon == std::string::npos || colon + 2 > line.size()) continue;
+    const std::string value = line.substr(colon + 2);
+    if (model.empty() && line.rfind("model name", 0) == 0) model = value;
+    if (implementer.empty() && line.rfind("CPU implementer", 0) == 0) implementer = value;
+    if (part.empty() && line.rfind("CPU part", 0) == 0) part = value;
   }
-  if (m.cpu.empty()) m.cpu = "unknown";
+#if defined(__aarch64__)
+  // A 64-bit Arm kernel names its cores by implementer and part. Without them this aarch64 build
+  // reads another machine's /proc/cpuinfo: qemu-user's (7.2 passes the host's through), so every
+  // number measured here is emulated, and the label says so.
+  if (!implementer.empty()) {
+    m.cpu = "aarch64 (CPU implementer " + implementer + ", part " + part + ")";
+  } else {
+    m.cpu = "aarch64 emulated by qemu-user on " +
+            (model.empty() ? std::string("an unknown host") : model);
+  }
+#else
+  m.cpu = model.empty() ? "unknown" : model;
+#endif
   m.cores = default_workers();
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char buf[32];

@@ -7,7 +7,7 @@
 namespace leanattn::cli {
 
 struct MachineInfo {
-  std::string cpu;     // /proc/cpuinfo "model name"
+  std::string cpu;     // /proc/cpuinfo "model name" (aarch64: implementer and part, or "emulated")
   int cores = 0;       // hardware threads available
   std::string date;    // UTC, ISO 8601
   std::string commit;  // git describe of the build

@@ -21,10 +21,8 @@ HWY_BEFORE_NAMESPACE();
 namespace leanattn::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// f16 -> f32 by one instruction (F16C with AVX2, AVX-512); SSE4 and the fallbacks convert with
-// integer operations (f16_bits_to_f32 in kv_row_load-inl.hpp).
-constexpr bool kF16Instruction = HWY_TARGET < HWY_SSE4;
-// Floats per vector (the x86 targets have fixed widths).
+// Floats per vector on the fixed-width targets (x86, NEON, EMU128); on the scalable ones (SVE),
+// the most a vector may hold: their kernel (row_kernel-inl.hpp) reads none of the shape below.
 constexpr auto kF32Lanes = static_cast<std::int32_t>(hn::MaxLanes(hn::ScalableTag<float>()));
 
 #if HWY_TARGET != HWY_SCALAR
@@ -33,12 +31,13 @@ using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
 // Vector registers the loops may plan with: 32 with AVX-512 (HWY_AVX3 and every better x86
-// target: AVX3_DL, and AVX3_ZEN4 / AVX3_SPR of newer Highway versions, whose bits are lower), 16
-// with AVX2 (and elsewhere); SSE4 counts 12 of its 16, since its f16 conversion is a dozen integer
-// operations with temporaries of their own.
-constexpr int kRegisters = (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3) ? 32
-                           : HWY_TARGET == HWY_SSE4                 ? 12
-                                                                    : 16;
+// target: AVX3_DL, and AVX3_ZEN4 / AVX3_SPR of newer Highway versions, whose bits are lower) and
+// with 64-bit Arm's NEON (v0-v31), 16 with AVX2 (and elsewhere); SSE4 counts 12 of its 16, since
+// its f16 conversion is a dozen integer operations with temporaries of their own.
+constexpr int kRegisters = (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3)     ? 32
+                           : HWY_TARGET == HWY_NEON && HWY_ARCH_ARM_A64 ? 32
+                           : HWY_TARGET == HWY_SSE4                     ? 12
+                                                                        : 16;
 // Accumulators a loop keeps for R query rows: up to 3/4 of the registers (12 of 16 with AVX2),
 // as long as the accumulators, the vectors they multiply (one per token or column of a step)
 // and one more still fit, which the compiler otherwise spills. 12 independent FMA chains hide
@@ -46,8 +45,10 @@ constexpr int kRegisters = (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3) ? 32
 // rows: about 5 cycles per token and KV head saved in each loop).
 constexpr int kAccumulators = 3 * kRegisters / 4;
 // Query rows one pass keeps: up to 8 with 32 registers, 4 otherwise (any count up to that, so a
-// GQA group of 3, 5, 6 or 7 reads its K and V once, not in passes of 4, 2 and 1).
-constexpr int kPassRows = kRegisters >= 32 ? 8 : 4;
+// GQA group of 3, 5, 6 or 7 reads its K and V once, not in passes of 4, 2 and 1); never more than
+// a vector's floats, so that a vector of S holds whole tokens (softmax_block): NEON's 4 lanes keep
+// passes of 4 despite its 32 registers.
+constexpr int kPassRows = std::min(kRegisters >= 32 ? 8 : 4, kF32Lanes);
 // Entries of S per token for R rows: R rounded up to a power of two, so that every vector of S
 // holds whole tokens (the per-row reductions fold lane i onto lane i % stride). The padding rows
 // score 0 and get P = 0 (softmax_block).

@@ -2,7 +2,8 @@
 // every Highway target (segment_kernel.cpp includes it after foreach_target.h; Highway's per-target
 // include guard below). Everything widens in registers: no widened copy of the cache exists.
 //   f32          a load
-//   f16          F16C (AVX2 and up); the exact bit conversion below on SSE4
+//   f16          F16C (AVX2 and up), FCVTL (NEON, SVE); the exact bit conversion below on SSE4
+//                and the emulated targets
 //   bf16         a shift (Highway's PromoteTo)
 //   fp8_e5m2     the top byte of a half: zero-extend, shift left 8, then as f16 (exact)
 //   fp8_e4m3     sign-extend to 16 bits, shift left 7 and clear bit 14: the half whose value is
@@ -31,6 +32,13 @@ HWY_BEFORE_NAMESPACE();
 namespace leanattn::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// f16 -> f32 by one instruction: F16C with AVX2 and AVX-512, FCVTL / FCVT with 64-bit Arm's NEON
+// and SVE. SSE4 and the emulated targets (EMU128, SCALAR) convert with integer operations
+// (f16_bits_to_f32 below).
+constexpr bool kF16Instruction =
+    HWY_ARCH_X86 ? HWY_TARGET < HWY_SSE4
+                 : HWY_ARCH_ARM_A64 && HWY_TARGET != HWY_EMU128 && HWY_TARGET != HWY_SCALAR;
+
 #if HWY_TARGET != HWY_SCALAR
 
 // IEEE half -> float from the bits, exact for every input (NaN, infinities, subnormals). Used on
@@ -56,7 +64,7 @@ HWY_INLINE hn::Vec<DF> f16_bits_to_f32(DF df, hn::Vec<hn::Rebind<uint16_t, DF>> 
 // Half bits (one per float lane) -> float: F16C where the target has it.
 template <class DF>
 HWY_INLINE hn::Vec<DF> half_bits_to_f32(DF df, hn::Vec<hn::Rebind<uint16_t, DF>> h16) {
-  if constexpr (HWY_TARGET >= HWY_SSE4) {
+  if constexpr (!kF16Instruction) {
     return f16_bits_to_f32(df, h16);
   } else {
     const hn::Rebind<hwy::float16_t, DF> dh;
@@ -70,7 +78,7 @@ HWY_INLINE hn::Vec<DF> load_row(DF df, const KvT* HWY_RESTRICT p) {
   const hn::Rebind<uint16_t, DF> du16;
   if constexpr (std::is_same_v<KvT, float>) {
     return hn::LoadU(df, p);
-  } else if constexpr (std::is_same_v<KvT, hwy::float16_t> && HWY_TARGET >= HWY_SSE4) {
+  } else if constexpr (std::is_same_v<KvT, hwy::float16_t> && !kF16Instruction) {
     return f16_bits_to_f32(df, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
   } else if constexpr (std::is_same_v<KvT, Fp8E5m2>) {
     const hn::Rebind<uint8_t, DF> du8;

@@ -1,7 +1,7 @@
 // RowWalk: the K or V rows of one (request, KV head), token after token, for the CPU engine's
-// per-block loops (the kernel's row pointers, the engine's prefetch addresses). The same offsets
-// as KvAddressing::row, without its division per token on paged caches: one division when the
-// walk starts, then a block-table load per row.
+// per-block loops (the kernel's row pointers: fill_rows; the engine's prefetch addresses). The same
+// offsets as KvAddressing::row, without its division per token on paged caches: one division when
+// the walk starts, then a block-table load per row.
 #pragma once
 
 #include <cstdint>
@@ -47,5 +47,21 @@ class RowWalk {
   std::int64_t in_page_ = 0;  // paged: the token's row within its page
   std::int64_t fixed_ = 0;    // contiguous: the row's offset; paged: the head's offset
 };
+
+// rows[j] = the row of token t0 + j of `head` for j < count, then the last row repeated up to
+// `fill`; without a multiply (contiguous) or a division (paged) per row: the kernel's row
+// pointers of a block.
+template <class T>
+inline void fill_rows(const KvAddressing& a, const T* base, std::int32_t request, std::int64_t t0,
+                      std::int32_t head, std::int32_t count, std::int32_t fill, const T** rows) {
+  if (a.page_size == 0) {
+    const T* first = base + a.row(request, t0, head);
+    for (std::int32_t j = 0; j < count; ++j) rows[j] = first + j * a.token_stride;
+  } else {
+    RowWalk walk(a, request, t0, head);
+    for (std::int32_t j = 0; j < count; ++j, walk.next()) rows[j] = base + walk.offset();
+  }
+  for (std::int32_t j = count; j < fill; ++j) rows[j] = rows[count - 1];
+}
 
 }  // namespace leanattn::cpu

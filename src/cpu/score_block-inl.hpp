@@ -20,7 +20,8 @@ HWY_BEFORE_NAMESPACE();
 namespace leanattn::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-#if HWY_TARGET != HWY_SCALAR
+// The tiled kernel's (SCALAR and the scalable-vector targets run row_kernel-inl.hpp).
+#if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
 
 // Stores the lane sums of a, b, c, d to dst[0..3]. Within each 128-bit block, two interleave
 // rounds transpose the four vectors so one add gives [a, b, c, d] partial sums; the blocks are
@@ -130,7 +131,7 @@ HWY_NOINLINE void qk_block(const float* HWY_RESTRICT q, const KvRows<KvT>& krow,
   }
 }
 
-#endif  // HWY_TARGET != HWY_SCALAR
+#endif  // HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
 
 }  // namespace leanattn::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

@@ -25,6 +25,25 @@ struct ScoreRules {
   DType bias_dtype = DType::f32;            // f32, f16 or bf16
 };
 
+// The job's rules split for the kernel: the soft-cap, applied to a block's scores by
+// softcap_block (the one place, every target), and the rest (masks, ALiBi, the caller's bias),
+// applied after it by apply_score_rules. rules is null for plain attention.
+struct KernelRules {
+  ScoreRules rest;
+  const ScoreRules* rules = nullptr;
+  float cap = 0.0f;  // 0: off
+
+  explicit KernelRules(const ScoreRules* job_rules) {
+    if (job_rules == nullptr) return;
+    rest = *job_rules;
+    cap = rest.softcap;
+    rest.softcap = 0.0f;
+    rules = &rest;
+  }
+  KernelRules(const KernelRules&) = delete;
+  KernelRules& operator=(const KernelRules&) = delete;
+};
+
 // The caller's bias of key `key` in a row that starts at `row` (DecodeTensors::bias).
 inline float bias_at(const void* row, DType type, std::int64_t key) {
   switch (type) {

@@ -23,6 +23,7 @@
 
 #include "cpu/kernel_shape-inl.hpp"
 #include "cpu/kv_row_load-inl.hpp"
+#include "cpu/row_kernel-inl.hpp"
 #include "cpu/score_block-inl.hpp"
 #include "cpu/softmax_block-inl.hpp"
 #include "cpu/value_block-inl.hpp"
@@ -43,70 +44,9 @@ HWY_BEFORE_NAMESPACE();
 namespace leanattn::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// The job's rules split for the kernel: the soft-cap, applied to a block's scores by
-// softcap_block (the one place, every target), and the rest (masks, ALiBi, the caller's bias),
-// applied after it by apply_score_rules. rules is null for plain attention.
-struct KernelRules {
-  ScoreRules rest;
-  const ScoreRules* rules = nullptr;
-  float cap = 0.0f;  // 0: off
-
-  explicit KernelRules(const ScoreRules* job_rules) {
-    if (job_rules == nullptr) return;
-    rest = *job_rules;
-    cap = rest.softcap;
-    rest.softcap = 0.0f;
-    rules = &rest;
-  }
-  KernelRules(const KernelRules&) = delete;
-  KernelRules& operator=(const KernelRules&) = delete;
-};
-
-#if HWY_TARGET == HWY_SCALAR
-// The portable fallback (Highway's HWY_SCALAR target, used where no SIMD target is supported):
-// the same algorithm one token and one row at a time, with the state header's scalar rules.
-template <class KT, class VT>
-void compute_typed(const SegmentJob& job) {
-  constexpr int kBlock = 32;
-  const auto* kbase = static_cast<const KT*>(job.k_cache);
-  const auto* vbase = static_cast<const VT*>(job.v_cache);
-  const std::int32_t d = job.head_dim;
-  const KernelRules split(job.rules);
-  HWY_ALIGN float s[kBlock];
-  float p[kBlock], ks[kBlock], vs[kBlock];
-  std::fill(ks, ks + kBlock, 1.0f);
-  std::fill(vs, vs + kBlock, 1.0f);
-  for (std::int64_t t0 = job.token_begin; t0 < job.token_end; t0 += kBlock) {
-    const auto n = static_cast<int>(std::min<std::int64_t>(kBlock, job.token_end - t0));
-    if constexpr (kScaledKv<KT>) {  // element_to_float is the full value: no load factor
-      block_scales<float>(job.k_scale, job.k_scale_at, job.request, t0, job.kv_head, n, ks);
-      block_scales<float>(job.v_scale, job.v_scale_at, job.request, t0, job.kv_head, n, vs);
-    }
-    for (std::int32_t r = 0; r < job.rows; ++r) {
-      const float* q = job.q + static_cast<std::ptrdiff_t>(r) * d;
-      for (int j = 0; j < n; ++j) {
-        const KT* k = kbase + job.k.row(job.request, t0 + j, job.kv_head);
-        float dot = 0.0f;
-        for (std::int32_t i = 0; i < d; ++i) dot += q[i] * kv_value(k, i);
-        s[j] = dot * ks[j];
-      }
-      if (split.cap > 0.0f) softcap_block(s, n, split.cap);
-      if (split.rules != nullptr) apply_score_rules(*split.rules, r, 1, 1, t0, n, s);
-      SoftmaxStats<float> st{job.m[r], job.l[r]};
-      const float rescale = update_with_block(st, s, p, n);
-      job.m[r] = st.m;
-      job.l[r] = st.l;
-      float* o = job.o + static_cast<std::ptrdiff_t>(r) * d;
-      for (std::int32_t i = 0; i < d; ++i) o[i] *= rescale;
-      for (int j = 0; j < n; ++j) {
-        const VT* v = vbase + job.v.row(job.request, t0 + j, job.kv_head);
-        for (std::int32_t i = 0; i < d; ++i) o[i] += p[j] * vs[j] * kv_value(v, i);
-      }
-    }
-  }
-}
-
-#else  // SIMD targets
+// The tiled kernel, for the fixed-width SIMD targets (SCALAR and the scalable-vector targets run
+// the row kernel: row_kernel-inl.hpp).
+#if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
 
 // Between the two products of a pass of R rows: the K scales of an 8-bit cache (kscale, null
 // otherwise), the soft-cap (cap, 0: off), the rules (null for plain attention), the padding, the
@@ -172,22 +112,6 @@ HWY_INLINE void rows_pass_of(std::int32_t rows, const SegmentJob& job, Args... a
   rows_pass<R, KT, VT>(job, args...);
 }
 
-// rows[j] = the row of token t0 + j of `head` for j < count, then the last row repeated up to
-// `fill`; without a multiply (contiguous) or a division (paged) per row.
-template <class T>
-HWY_INLINE void fill_rows(const KvAddressing& a, const T* base, std::int32_t request,
-                          std::int64_t t0, std::int32_t head, std::int32_t count, std::int32_t fill,
-                          const T** rows) {
-  if (a.page_size == 0) {
-    const T* first = base + a.row(request, t0, head);
-    for (std::int32_t j = 0; j < count; ++j) rows[j] = first + j * a.token_stride;
-  } else {
-    RowWalk walk(a, request, t0, head);
-    for (std::int32_t j = 0; j < count; ++j, walk.next()) rows[j] = base + walk.offset();
-  }
-  for (std::int32_t j = count; j < fill; ++j) rows[j] = rows[count - 1];
-}
-
 // K of type KT, V of type VT: the same type, or (validate(problem)) two of f16, q8_0 and q4_0.
 template <class KT, class VT>
 void compute_typed(const SegmentJob& job) {
@@ -238,7 +162,7 @@ void compute_typed(const SegmentJob& job) {
   }
 }
 
-#endif  // HWY_TARGET == HWY_SCALAR
+#endif  // HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
 
 // K of type KT (f16, q8_0 or q4_0) with V of any of these (validate(problem): the pairs
 // llama.cpp's -ctk / -ctv make).
@@ -278,9 +202,23 @@ void compute_segment(const SegmentJob& job) {
   }
 }
 
+// Floats per vector of this target's loops (the row kernel's on scalable targets).
+std::int32_t count_f32_lanes() {
+#if HWY_HAVE_SCALABLE
+  return static_cast<std::int32_t>(hn::Lanes(DR()));
+#else
+  return kF32Lanes;
+#endif
+}
+
 // Registers this target's kernel when the program starts.
-[[maybe_unused]] static const int kRegistered = register_simd_kernel(
-    {hwy::TargetName(HWY_TARGET), HWY_TARGET, &compute_segment, kF32Lanes, kF16Instruction});
+[[maybe_unused]] static const int kRegistered =
+    register_simd_kernel({.name = hwy::TargetName(HWY_TARGET),
+                          .target = HWY_TARGET,
+                          .compute = &compute_segment,
+                          .count_f32_lanes = &count_f32_lanes,
+                          .f16_instruction = kF16Instruction,
+                          .row_kernel = HWY_TARGET == HWY_SCALAR || HWY_HAVE_SCALABLE});
 
 }  // namespace leanattn::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -290,6 +228,7 @@ HWY_AFTER_NAMESPACE();
 #include <hwy/targets.h>
 
 #include <string>
+#include <utility>
 
 #include "leanattn/error.hpp"
 
@@ -311,10 +250,13 @@ std::vector<SimdKernel> supported_simd_kernels() {
   std::vector<SimdKernel> out;
   const std::int64_t supported = hwy::SupportedTargets();
   for (const SimdKernel& k : registry()) {
-    if (supported & k.target) out.push_back(k);
+    if ((supported & k.target) == 0) continue;
+    out.push_back(k);
+    out.back().f32_lanes = k.count_f32_lanes();
   }
-  std::sort(out.begin(), out.end(),
-            [](const SimdKernel& a, const SimdKernel& b) { return a.target < b.target; });
+  std::sort(out.begin(), out.end(), [](const SimdKernel& a, const SimdKernel& b) {
+    return std::pair(a.row_kernel, a.target) < std::pair(b.row_kernel, b.target);
+  });
   return out;
 }
 

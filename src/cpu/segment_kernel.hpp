@@ -66,14 +66,23 @@ struct SimdKernel {
   std::string name;         // Highway's target name: "AVX3", "AVX2", "SSE4", "EMU128", ...
   std::int64_t target = 0;  // Highway target bit (lower is better)
   SegmentKernelFn compute = nullptr;
-  std::int32_t f32_lanes = 1;    // floats per vector (the compute ceiling of `leanattn bench`)
+  // Floats per vector of the kernel's loops (the compute ceiling of `leanattn bench`): known at
+  // run time on scalable targets, so registration gives a function, called only where the target
+  // runs; supported_simd_kernels() fills f32_lanes from it.
+  std::int32_t (*count_f32_lanes)() = nullptr;
+  std::int32_t f32_lanes = 1;
   bool f16_instruction = false;  // f16 -> f32 by one instruction (else integer emulation)
+  // The row kernel (row_kernel-inl.hpp: SCALAR, and SVE / SVE2, whose sizeless vectors the tiled
+  // kernel cannot keep in arrays), not the tiled one: ranked after every tiled target.
+  bool row_kernel = false;
 };
 
 // Called once per compiled target during static initialisation (segment_kernel.cpp).
 int register_simd_kernel(const SimdKernel& kernel);
 
-// Compiled targets that this CPU supports, best first.
+// Compiled targets that this CPU supports, best first: the tiled kernels by Highway's order,
+// then the row kernels (on Arm: NEON first, then SVE2_128, SVE_256, SVE2, SVE; docs/cpu-engine.md,
+// "Arm64", says why).
 std::vector<SimdKernel> supported_simd_kernels();
 
 // The kernel for `name` ("" = best supported); throws Error("simd", ...) if it is not compiled or

@@ -38,7 +38,8 @@ HWY_INLINE void softcap_block(float* HWY_RESTRICT s, std::int32_t count, float c
   }
 }
 
-#if HWY_TARGET != HWY_SCALAR
+// The tiled kernel's (SCALAR and the scalable-vector targets run row_kernel-inl.hpp).
+#if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
 
 // exp(x) with NaN kept (Highway's Exp maps NaN to 0; the NaN rule needs it to reach l).
 HWY_INLINE VF exp_keep_nan(DF df, VF x) {
@@ -121,7 +122,7 @@ HWY_INLINE void softmax_block(float* HWY_RESTRICT s, std::int32_t count, float* 
   for (int r = 0; r < R; ++r) l[r] = l[r] * rescale[r] + block_sum[r];
 }
 
-#endif  // HWY_TARGET != HWY_SCALAR
+#endif  // HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
 
 }  // namespace leanattn::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

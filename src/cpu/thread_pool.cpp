@@ -27,6 +27,8 @@ void spin_then_wait(const std::atomic<T>& a, T seen, bool spin, Pred done) {
       if (done(a.load(std::memory_order_acquire))) return;
 #if defined(__x86_64__)
       __builtin_ia32_pause();
+#elif defined(__aarch64__)
+      asm volatile("yield");
 #endif
     }
   }

@@ -19,7 +19,8 @@ HWY_BEFORE_NAMESPACE();
 namespace leanattn::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-#if HWY_TARGET != HWY_SCALAR
+// The tiled kernel's (SCALAR and the scalable-vector targets run row_kernel-inl.hpp).
+#if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
 
 // o[r] = o[r] * rescale[r] + sum_t P[t * stride + r] v_t for the R rows, tokens t < tokens, over
 // the columns [i0, i1) of d (a multiple of C vectors; chunk0 = chunks of d before i0). R x C
@@ -93,7 +94,7 @@ HWY_INLINE void pv_dispatch(const float* p, const KvRows<KvT>& vrow, std::int32_
                    prefetch_count);
 }
 
-#endif  // HWY_TARGET != HWY_SCALAR
+#endif  // HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
 
 }  // namespace leanattn::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

@@ -11,9 +11,10 @@ namespace leanattn {
 
 namespace {
 
-constexpr std::array<std::string_view, 7> kNames = {
-    "merge_without_rescale", "continuation_skips_tile", "scale_one_over_d",      "long_row_zeros",
-    "lse_off_by_one_tile",   "gqa_head_mapping",        "block_table_off_by_one"};
+constexpr std::array<std::string_view, 8> kNames = {
+    "merge_without_rescale",  "continuation_skips_tile", "scale_one_over_d",
+    "long_row_zeros",         "lse_off_by_one_tile",     "gqa_head_mapping",
+    "block_table_off_by_one", "row_dot_drops_odd_vector"};
 
 // The index of the mutation LEANATTN_MUTATION names, or -1 when unset or empty.
 int selected() {

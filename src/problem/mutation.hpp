@@ -15,6 +15,10 @@ enum class Mutation {
   lse_off_by_one_tile,      // CPU: the LSE of a row of >= 2 tiles summed over one tile fewer
   gqa_head_mapping,         // CPU: query head kv_head + r * kv_heads instead of kv_head * g + r
   block_table_off_by_one,   // CPU: every paged block-table entry read as the next page
+  // CPU row kernel on SVE / SVE2 only (row_kernel-inl.hpp): a dot product over an odd number of
+  // vectors drops the last one, which only 16-lane (512-bit) vectors with head_dim an odd
+  // multiple of 16 meet: the Arm stage's planted bug (scripts/test-arm64.sh)
+  row_dot_drops_odd_vector,
 };
 
 #if defined(LEANATTN_MUTATIONS) && LEANATTN_MUTATIONS

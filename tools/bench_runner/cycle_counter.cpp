@@ -28,7 +28,8 @@ double seconds_since(Clock::time_point t0) {
 #if defined(__x86_64__)
 // 8 x `iterations` dependent 64-bit multiplies, 3 cycles each (Intel since Sandy Bridge, AMD
 // since Zen). Not adds: Golden Cove's renamer folds chains of adds of an immediate.
-void multiply_chain(std::uint64_t iterations) {
+constexpr double kChainCycles = 24.0;  // per iteration
+void dependent_chain(std::uint64_t iterations) {
   std::uint64_t x = 1;
   const std::uint64_t one = 1;
   for (std::uint64_t i = 0; i < iterations; ++i) {
@@ -40,13 +41,44 @@ void multiply_chain(std::uint64_t iterations) {
   }
 }
 
-// TSC ticks per second, from a 20 ms run against the steady clock.
-double tsc_ghz() {
+std::uint64_t ticks() {
+  return __rdtsc();
+}
+constexpr const char* kTicksName = "rdtsc";
+constexpr const char* kTicksKind = "TSC";
+#elif defined(__aarch64__)
+// 8 x `iterations` dependent 64-bit adds, 1 cycle each on Arm's cores (Cortex-A and Neoverse
+// N1, V1, V2 and their relatives).
+constexpr double kChainCycles = 8.0;
+void dependent_chain(std::uint64_t iterations) {
+  std::uint64_t x = 1;
+  for (std::uint64_t i = 0; i < iterations; ++i) {
+    asm volatile(
+        "add %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\t"
+        "add %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1"
+        : "+r"(x));
+  }
+}
+
+// The generic timer's virtual count (CNTVCT_EL0): a fixed rate, readable from user space.
+std::uint64_t ticks() {
+  std::uint64_t t;
+  asm volatile("isb\n\tmrs %0, cntvct_el0" : "=r"(t));
+  return t;
+}
+constexpr const char* kTicksName = "cntvct_el0";
+constexpr const char* kTicksKind = "generic timer";
+#endif
+
+#if defined(__x86_64__) || defined(__aarch64__)
+// The fixed-rate counter's ticks per second (TSC, generic timer), from a 20 ms run against the
+// steady clock.
+double ticks_ghz() {
   const auto t0 = Clock::now();
-  const std::uint64_t c0 = __rdtsc();
+  const std::uint64_t c0 = ticks();
   while (seconds_since(t0) < 0.02) {
   }
-  const std::uint64_t c1 = __rdtsc();
+  const std::uint64_t c1 = ticks();
   return static_cast<double>(c1 - c0) / seconds_since(t0) * 1e-9;
 }
 #endif
@@ -54,14 +86,15 @@ double tsc_ghz() {
 }  // namespace
 
 double measure_core_clock_ghz() {
-#if defined(__x86_64__)
-  constexpr std::uint64_t kIterations = 1u << 18;  // 6.3 M cycles, 3 ms at 2 GHz
-  multiply_chain(kIterations);                     // warm up (clock ramp)
+#if defined(__x86_64__) || defined(__aarch64__)
+  constexpr std::uint64_t kIterations = 1u << 18;  // 6.3 M cycles on x86, 2.1 M on Arm
+  dependent_chain(kIterations);                    // warm up (clock ramp)
   double best = 0.0;
   for (int run = 0; run < 7; ++run) {
     const auto t0 = Clock::now();
-    multiply_chain(kIterations);
-    best = std::max(best, 24.0 * static_cast<double>(kIterations) / seconds_since(t0) * 1e-9);
+    dependent_chain(kIterations);
+    best =
+        std::max(best, kChainCycles * static_cast<double>(kIterations) / seconds_since(t0) * 1e-9);
   }
   return best;
 #else
@@ -92,11 +125,11 @@ CycleCounter::CycleCounter() {
     name_ = "perf user cycles (this thread)";
     return;
   }
-#if defined(__x86_64__)
-  tsc_ghz_ = tsc_ghz();
+#if defined(__x86_64__) || defined(__aarch64__)
+  tsc_ghz_ = ticks_ghz();
   char text[128];
-  std::snprintf(text, sizeof text, "rdtsc (no cycle counter here): TSC ticks at %.2f GHz",
-                tsc_ghz_);
+  std::snprintf(text, sizeof text, "%s (no cycle counter here): %s ticks at %.3f GHz", kTicksName,
+                kTicksKind, tsc_ghz_);
   name_ = text;
 #else
   name_ = "unavailable";
@@ -113,8 +146,8 @@ std::uint64_t CycleCounter::read() const {
     if (::read(fd_, &value, sizeof value) == static_cast<ssize_t>(sizeof value)) return value;
     return 0;
   }
-#if defined(__x86_64__)
-  return __rdtsc();
+#if defined(__x86_64__) || defined(__aarch64__)
+  return ticks();
 #else
   return 0;
 #endif
