@@ -8,7 +8,8 @@
 #   SVE_256    qemu's max at 256 bits   )  lanes, SVE and SVE2: the per-target tests that read
 #   SVE2       qemu's max at 512 bits   )  every dtype, head_dim, group size, loader and variant
 #   SVE        qemu's a64fx (SVE, no SVE2) at 512 bits
-#   core_tests (f16, f8 and validation rules), then `leanattn check --count $ARM64_CHECK_COUNT`
+#   core_tests (f16, f8 and validation rules), the cycle counter and `--from-cache` (bench_tests),
+#              then `leanattn check --count $ARM64_CHECK_COUNT`
 #              (40) at 128 bits, which takes NEON, SVE, SVE2 and SVE2_128 in turn
 #   the planted bug: a second build with the mutation hooks (build/aarch64-mutation) runs the
 #              512-bit suite with LEANATTN_MUTATION=row_dot_drops_odd_vector, an SVE-only bug
@@ -29,7 +30,7 @@ trap 'rm -rf "$logs"' EXIT
 timed setup scripts/install-deps.sh arm64 || exit 1
 timed build cmake --preset aarch64 >/dev/null &&
   timed build cmake --build --preset aarch64 -j "$jobs" --target cpu_tests core_tests \
-    leanattn_cli >/dev/null || {
+    bench_tests leanattn_cli >/dev/null || {
   echo "test-arm64: cross build failed"
   exit 1
 }
@@ -80,6 +81,8 @@ lane_a=$!
   rc=0
   LEANATTN_QEMU_CPU=max scripts/qemu-aarch64.sh "$build/tests/core_tests" >"$logs/core.log" 2>&1 ||
     rc=1
+  LEANATTN_QEMU_CPU=max scripts/qemu-aarch64.sh "$build/tests/bench_tests" \
+    --gtest_filter='CycleCounter*:CacheBench*' >"$logs/bench.log" 2>&1 || rc=1
   suite sve2_128 max,sve-default-vector-length=16 SVE2_128 \
     "$(filter_for SVE2_128 "${row_tests[@]}")" || rc=1
   suite sve_256 max,sve-default-vector-length=32 SVE_256 \
@@ -99,6 +102,7 @@ for f in "$logs"/*.log; do
   case $f in
     */check.log) tail -n 3 "$f" ;;
     */core.log) echo "core_tests: $(tail -n 1 "$f")" ;;
+    */bench.log) echo "bench_tests (the cycle counter, --from-cache): $(tail -n 1 "$f")" ;;
   esac
 done
 cat "$logs"/*.summary

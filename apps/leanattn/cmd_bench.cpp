@@ -72,17 +72,16 @@ int run_from_cache(const BenchArgs& a, bool sweep, double clock_ghz) {
   fmt::print("leanattn bench --from-cache: {} ({} cores), commit {}, {}\n", machine.cpu,
              machine.cores, machine.commit, machine.date);
   fmt::print(
-      "{} worker(s), SIMD {}, clock {:.2f} GHz (dependent multiplies), counter: {}; lean plan, {} "
-      "runs "
-      "on the same K/V\n",
-      first.workers, first.simd, clock_ghz, first.counter, cfg.repeat);
+      "{} worker(s), SIMD {}, clock {:.2f} GHz ({}), counter: {}; lean plan, {} runs on the same "
+      "K/V\n",
+      first.workers, first.simd, clock_ghz, bench::kCoreClockMethod, first.counter, cfg.repeat);
   fmt::print(
       "cycles = median counts per token x KV head of one worker; roof = the shape's compute "
       "ceiling in the same unit ({} FMA pipes for FMAs and widening{}); of_roof = roof / "
       "cycles\n",
       bench::kVectorOpsPerCycle,
       first.per_core_cycle != 1.0
-          ? fmt::format(", {:.2f} TSC ticks per core cycle at the measured clock",
+          ? fmt::format(", {:.3g} counter ticks per core cycle at the measured clock",
                         first.per_core_cycle)
           : "");
   fmt::print("{}", format_cache_table(results));
@@ -198,7 +197,8 @@ void add_bench_command(CLI::App& app) {
                 "measure the kernel from the CPU caches: small K/V (--cache-kib per worker, or the "
                 "shape flags), many runs on the same buffers (default 500), one worker unless "
                 "--workers; reports the median core cycles per token x KV head of one worker "
-                "(hardware counter of this thread, else rdtsc; the output names it), the shape's "
+                "(hardware counter of this thread, else rdtsc on x86, the generic timer on Arm; "
+                "the output names it), the shape's "
                 "compute ceiling `roof` in the same unit and of_roof = roof / cycles. No shape "
                 "flags but --dtype and --page-size: MHA 32/32, GQA 32/8 and MQA 8/1, d 128 "
                 "(default f16, contiguous)");

@@ -17,6 +17,15 @@ namespace leanattn::bench {
 // by the steady clock, best of several short runs (a run that was preempted only looks slower).
 // 0 where the chain is not implemented (other architectures).
 double measure_core_clock_ghz();
+// How measure_core_clock_ghz() measures here: "dependent multiplies", "dependent adds", or
+// "not measured".
+#if defined(__x86_64__)
+inline constexpr const char* kCoreClockMethod = "dependent multiplies";
+#elif defined(__aarch64__)
+inline constexpr const char* kCoreClockMethod = "dependent adds";
+#else
+inline constexpr const char* kCoreClockMethod = "not measured";
+#endif
 
 class CycleCounter {
  public:
