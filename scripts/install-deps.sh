@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Installs the Debian packages leanattn needs, only those missing. Called by scripts/main.sh and
-# scripts/test.sh; safe to run again. Groups: build (always), fuzz (clang + libFuzzer runtime),
-# python (headers and venv), peers (oneDNN for bench/peers), arm64 (the cross compiler, Debian's
-# arm64 libraries as multiarch packages, qemu-user: the aarch64 preset and scripts/test-arm64.sh).
-# ccache: scripts/ccache-launcher.sh.
+# Installs the Debian packages leanattn needs, only those missing. Called by scripts/main.sh,
+# scripts/test.sh and scripts/test-arm64.sh; safe to run again. Groups: build (always), fuzz
+# (clang + libFuzzer runtime), python (headers and venv), peers (oneDNN for bench/peers), arm64
+# (the cross compiler, Debian's arm64 libraries as multiarch packages, qemu-user: the aarch64
+# preset and scripts/test-arm64.sh). ccache: scripts/ccache-launcher.sh.
 #   scripts/install-deps.sh [fuzz] [python] [peers] [arm64]
 set -euo pipefail
 

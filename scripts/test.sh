@@ -12,8 +12,8 @@
 #   fuzz      the libFuzzer target over the planner, validators, interpreter and CPU engine, for
 #             FUZZ_SECONDS (60)
 #   arm64     scripts/test-arm64.sh: the library, CPU engine tests and CLI cross-built for 64-bit
-#             Arm and run under qemu-user on NEON, SVE and SVE2 at 128, 256 and 512 bits, and
-#             an SVE-only planted bug that must fail them
+#             Arm and run under qemu-user on every Arm target (NEON; SVE2_128, SVE_256, SVE2 and
+#             SVE at 128, 256 and 512 bits), and an SVE-only planted bug that must fail them
 #   python    pip install of the package into a venv and its pytest suite (without torch)
 #   torch     the torch-based tests (torch tensors and custom op, transformers models,
 #             torch.distributed) in a venv cached outside the clone (scripts/test-torch.sh)

@@ -74,7 +74,7 @@ int run_from_cache(const BenchArgs& a, bool sweep, double clock_ghz) {
   fmt::print(
       "{} worker(s), SIMD {}, clock {:.2f} GHz ({}), counter: {}; lean plan, {} runs on the same "
       "K/V\n",
-      first.workers, first.simd, clock_ghz, bench::kCoreClockMethod, first.counter, cfg.repeat);
+      first.workers, first.simd, clock_ghz, bench::core_clock_method(), first.counter, cfg.repeat);
   fmt::print(
       "cycles = median counts per token x KV head of one worker; roof = the shape's compute "
       "ceiling in the same unit ({} FMA pipes for FMAs and widening{}); of_roof = roof / "

@@ -25,14 +25,16 @@ MachineInfo machine_info() {
     if (part.empty() && line.rfind("CPU part", 0) == 0) part = value;
   }
 #if defined(__aarch64__)
-  // A 64-bit Arm kernel names its cores by implementer and part. Without them this aarch64 build
-  // reads another machine's /proc/cpuinfo: qemu-user's (7.2 passes the host's through), so every
-  // number measured here is emulated, and the label says so.
+  // A 64-bit Arm kernel names its cores by implementer and part. An x86 model name instead means
+  // this aarch64 build reads an x86 host's /proc/cpuinfo: qemu-user 7.2 passes the host's through,
+  // so the numbers measured here are emulated, and the label says so. (A qemu that writes an Arm
+  // /proc/cpuinfo of its own, as newer versions may, is not detected.)
   if (!implementer.empty()) {
     m.cpu = "aarch64 (CPU implementer " + implementer + ", part " + part + ")";
+  } else if (!model.empty()) {
+    m.cpu = "aarch64 emulated (qemu-user) on " + model;
   } else {
-    m.cpu = "aarch64 emulated by qemu-user on " +
-            (model.empty() ? std::string("an unknown host") : model);
+    m.cpu = "aarch64 (CPU unknown)";
   }
 #else
   m.cpu = model.empty() ? "unknown" : model;

@@ -1,4 +1,4 @@
-// The SIMD kernel's shape, per Highway target (segment_kernel.cpp includes it after
+// The tiled SIMD kernel's shape, per Highway target (segment_kernel.cpp includes it after
 // foreach_target.h): the registers it plans with, query rows per pass, tokens per score step,
 // vectors per value chunk, the layout of a block's scores, and the prefetch instruction.
 // Derived here once; every loop of the kernel reads them.
@@ -46,8 +46,9 @@ constexpr int kRegisters = (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3)     ? 32
 constexpr int kAccumulators = 3 * kRegisters / 4;
 // Query rows one pass keeps: up to 8 with 32 registers, 4 otherwise (any count up to that, so a
 // GQA group of 3, 5, 6 or 7 reads its K and V once, not in passes of 4, 2 and 1); never more than
-// a vector's floats, so that a vector of S holds whole tokens (softmax_block): NEON's 4 lanes keep
-// passes of 4 despite its 32 registers.
+// a vector's floats: NEON keeps passes of 4 despite its 32 registers. A choice, not a
+// measurement: no x86 target has run passes wider than its vector (AVX-512 8 of 16 floats, AVX2
+// 4 of 8, SSE4 4 of 4), and no Arm hardware was there to measure 8 rows on 4 lanes.
 constexpr int kPassRows = std::min(kRegisters >= 32 ? 8 : 4, kF32Lanes);
 // Entries of S per token for R rows: R rounded up to a power of two, so that every vector of S
 // holds whole tokens (the per-row reductions fold lane i onto lane i % stride). The padding rows

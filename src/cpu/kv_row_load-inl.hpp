@@ -112,15 +112,8 @@ HWY_INLINE hn::Vec<DF> load_row(DF df, const KvT* HWY_RESTRICT p) {
 template <class DF, class KvT>
 HWY_INLINE hn::Vec<DF> load_block(DF df, const KvT* HWY_RESTRICT row, std::int32_t i,
                                   hn::Vec<DF> d) {
-  if constexpr (hn::MaxLanes(DF()) > 16) {       // scalable vectors (SVE, RVV) may span blocks:
-    HWY_ALIGN float values[hn::MaxLanes(DF())];  // value by value, d unused (a portable path)
-    const auto* bytes = reinterpret_cast<const unsigned char*>(row);
-    for (size_t j = 0; j < hn::Lanes(df); ++j) {
-      values[j] = block_format_value(bytes, kBlockType<KvT>, i + static_cast<std::int32_t>(j));
-    }
-    (void)d;
-    return hn::Load(df, values);
-  }
+  // The tiled kernel's widest vector (AVX-512) and the row kernel's capped ones (SVE) hold 16.
+  static_assert(hn::MaxLanes(DF()) <= 16, "a vector of values must lie within one block");
   const hn::RebindToSigned<DF> di32;
   const auto* codes = reinterpret_cast<const uint8_t*>(row) + (i >> 5) * kBlockBytes<KvT> + 2;
   if constexpr (std::is_same_v<KvT, Q8_0Byte>) {

@@ -1,9 +1,10 @@
 // The CPU kernel one query row and one token at a time, for the Highway targets the tiled kernel
 // (score_block, softmax_block, value_block) cannot serve: the portable SCALAR fallback, and the
 // scalable-vector targets (Arm's SVE and SVE2 and their 256- and 128-bit variants), whose vector
-// types are sizeless and cannot be held in the tiled loops' arrays of accumulators. The same
-// algorithm and numerics as the tiled kernel (fp32 dot products and accumulation, the soft-cap
-// and rules of every target, the state header's online-softmax step), per row:
+// types are sizeless and cannot be held in the tiled loops' arrays of accumulators. The tiled
+// kernel's rules (fp32 dot products and accumulation, the soft-cap and rules of every target) with
+// the state header's scalar online-softmax step (update_with_block) in place of the vectorised
+// one, per row:
 //   s[j] = q . k_j (x the token's scale)  ->  soft-cap, rules, m, l, P  ->  o = o x rescale + sum_j
 //   P[j] v_j
 // On vector targets the dot product and the value update run on vectors of at most 16 floats
@@ -23,7 +24,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 
 #include "cpu/kv_elements.hpp"
 #include "cpu/kv_row_load-inl.hpp"
@@ -61,9 +61,10 @@ HWY_INLINE void row_add(float* HWY_RESTRICT o, float w, const KvT* row, std::int
   for (std::int32_t i = 0; i < d; ++i) o[i] += w * kv_value(row, i);
 }
 
-// The scales of a token (8-bit caches) as the loads above need them: the full value.
+// The type whose kLoadFactor a token's scales (8-bit caches) take: none here, since the loads
+// above return the full value.
 template <class KvT>
-using ScaleFor = float;
+using LoadFactorType = float;
 
 #else  // scalable vectors
 
@@ -121,9 +122,10 @@ HWY_INLINE void row_add(float* HWY_RESTRICT o, float w, const KvT* row, std::int
   }
 }
 
-// The loads above return value / kLoadFactor<KvT>: the token's scale carries the factor.
+// The type whose kLoadFactor a token's scales (8-bit caches) take: the loads above return
+// value / kLoadFactor<KvT>, so the scale carries the factor.
 template <class KvT>
-using ScaleFor = KvT;
+using LoadFactorType = KvT;
 
 #endif  // HWY_TARGET == HWY_SCALAR
 
@@ -149,8 +151,10 @@ void compute_typed(const SegmentJob& job) {
     fill_rows(job.k, kbase, job.request, t0, job.kv_head, n, n, krow);
     fill_rows(job.v, vbase, job.request, t0, job.kv_head, n, n, vrow);
     if constexpr (kScaledKv<KT>) {  // then VT is KT
-      block_scales<ScaleFor<KT>>(job.k_scale, job.k_scale_at, job.request, t0, job.kv_head, n, ks);
-      block_scales<ScaleFor<VT>>(job.v_scale, job.v_scale_at, job.request, t0, job.kv_head, n, vs);
+      block_scales<LoadFactorType<KT>>(job.k_scale, job.k_scale_at, job.request, t0, job.kv_head, n,
+                                       ks);
+      block_scales<LoadFactorType<VT>>(job.v_scale, job.v_scale_at, job.request, t0, job.kv_head, n,
+                                       vs);
     }
     for (std::int32_t r = 0; r < job.rows; ++r) {
       const float* q = job.q + static_cast<std::ptrdiff_t>(r) * d;

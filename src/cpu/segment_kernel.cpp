@@ -12,7 +12,9 @@
 // K and V rows are converted to f32 in registers (kv_row_load-inl.hpp); an 8-bit cache's scales
 // multiply the scores (K) and the weights (V), a float per token. The layout of S and P is
 // [token][row], so one block of K (or V) is read from L1 once per pass of R rows. This file holds
-// the block loop, the portable scalar fallback and the registry of compiled targets.
+// that tiled kernel's block loop for the fixed-width targets, the dispatch by KV type, and the
+// registry of compiled targets; Highway's SCALAR fallback and the scalable-vector targets (SVE,
+// SVE2) run the row kernel instead (row_kernel-inl.hpp).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/segment_kernel.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep

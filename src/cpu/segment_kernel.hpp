@@ -1,7 +1,8 @@
 // The CPU engine's inner loop, as seen from the (SIMD-free) engine: one call computes the
 // softmax state of a group of query rows over a token range of one (request, KV head).
-// Implemented once in segment_kernel.cpp and compiled for every SIMD target Highway offers
-// (runtime dispatch); the registry below lists the compiled targets this CPU supports.
+// Implemented once in segment_kernel.cpp (the tiled kernel) and row_kernel-inl.hpp (the row
+// kernel of SCALAR and SVE) and compiled for every SIMD target Highway offers (runtime dispatch);
+// the registry below lists the compiled targets this CPU supports.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
-// The online softmax of a block of scores, per Highway target (segment_kernel.cpp includes it
-// after foreach_target.h): the soft-cap (every target, the scalar fallback included: the one
-// place it is applied in the CPU kernel), the per-row block max and sum folded in registers, the
-// rescale of the running state by the state header's rules, and P = exp(S - m) vectorised.
+// The tiled kernel's online softmax of a block of scores, per Highway target (segment_kernel.cpp
+// includes it after foreach_target.h): the soft-cap (every target, the row kernel's included: the
+// one place it is applied in the CPU kernel), the per-row block max and sum folded in registers,
+// the rescale of the running state by the state header's rules, and P = exp(S - m) vectorised.
 #if defined(LEANATTN_CPU_SOFTMAX_BLOCK_INL_HPP_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LEANATTN_CPU_SOFTMAX_BLOCK_INL_HPP_
 #undef LEANATTN_CPU_SOFTMAX_BLOCK_INL_HPP_

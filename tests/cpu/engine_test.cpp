@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cpu/engine_fixture.hpp"
+#include "cpu/segment_kernel.hpp"
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
 #include "harness/random_problem.hpp"
@@ -237,6 +238,23 @@ TEST(SimdTargets, AtLeastOneIsSupportedAndUnknownNamesAreRejected) {
   EXPECT_FALSE(cpu::simd_targets().empty());
   EXPECT_THROW(cpu::Engine({.simd = "NEON9000"}), Error);
   EXPECT_THROW(cpu::Engine({.workers = -1}), Error);
+}
+
+// The ranking (segment_kernel.hpp): every tiled kernel before the row kernels (SCALAR on x86;
+// SVE and SVE2 on Arm, where NEON is the default), the first one the engine's default; lanes
+// as the roofline reads them.
+TEST(SimdTargets, TiledKernelsRankBeforeRowKernelsAndTheFirstIsTheDefault) {
+  const std::vector<cpu::SimdKernel> kernels = cpu::supported_simd_kernels();
+  ASSERT_FALSE(kernels.empty());
+  bool row_seen = false;
+  for (const cpu::SimdKernel& k : kernels) {
+    row_seen = row_seen || k.row_kernel;
+    EXPECT_TRUE(k.row_kernel || !row_seen) << k.name << " ranks after a row kernel";
+    EXPECT_GE(k.f32_lanes, 1) << k.name;
+    EXPECT_LE(k.f32_lanes, 16) << k.name;  // AVX-512's 16 floats; the row kernel caps SVE at 16
+  }
+  EXPECT_EQ(cpu::simd_targets().front(), kernels.front().name);
+  EXPECT_EQ(cpu::Engine({.workers = 1}).simd_target(), kernels.front().name);
 }
 
 }  // namespace

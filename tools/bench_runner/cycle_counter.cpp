@@ -25,7 +25,12 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// Each architecture's two instruments, in one block: a chain of dependent integer operations of
+// known latency (the core clock) and a fixed-rate counter readable from user space (the fallback
+// when no cycle counter opens).
 #if defined(__x86_64__)
+constexpr bool kInstruments = true;
+constexpr const char* kClockMethod = "dependent multiplies";
 // 8 x `iterations` dependent 64-bit multiplies, 3 cycles each (Intel since Sandy Bridge, AMD
 // since Zen). Not adds: Golden Cove's renamer folds chains of adds of an immediate.
 constexpr double kChainCycles = 24.0;  // per iteration
@@ -40,13 +45,14 @@ void dependent_chain(std::uint64_t iterations) {
         : "r"(one));
   }
 }
-
+constexpr const char* kTicksName = "rdtsc";
+constexpr const char* kTicksKind = "TSC";
 std::uint64_t ticks() {
   return __rdtsc();
 }
-constexpr const char* kTicksName = "rdtsc";
-constexpr const char* kTicksKind = "TSC";
 #elif defined(__aarch64__)
+constexpr bool kInstruments = true;
+constexpr const char* kClockMethod = "dependent adds";
 // 8 x `iterations` dependent 64-bit adds, 1 cycle each on Arm's cores (Cortex-A and Neoverse
 // N1, V1, V2 and their relatives).
 constexpr double kChainCycles = 8.0;
@@ -59,18 +65,26 @@ void dependent_chain(std::uint64_t iterations) {
         : "+r"(x));
   }
 }
-
 // The generic timer's virtual count (CNTVCT_EL0): a fixed rate, readable from user space.
+constexpr const char* kTicksName = "cntvct_el0";
+constexpr const char* kTicksKind = "generic timer";
 std::uint64_t ticks() {
   std::uint64_t t;
   asm volatile("isb\n\tmrs %0, cntvct_el0" : "=r"(t));
   return t;
 }
-constexpr const char* kTicksName = "cntvct_el0";
-constexpr const char* kTicksKind = "generic timer";
+#else
+constexpr bool kInstruments = false;
+constexpr const char* kClockMethod = "not measured";
+constexpr double kChainCycles = 0.0;
+void dependent_chain(std::uint64_t) {}
+constexpr const char* kTicksName = "";
+constexpr const char* kTicksKind = "";
+std::uint64_t ticks() {
+  return 0;
+}
 #endif
 
-#if defined(__x86_64__) || defined(__aarch64__)
 // The fixed-rate counter's ticks per second (TSC, generic timer), from a 20 ms run against the
 // steady clock.
 double ticks_ghz() {
@@ -81,12 +95,11 @@ double ticks_ghz() {
   const std::uint64_t c1 = ticks();
   return static_cast<double>(c1 - c0) / seconds_since(t0) * 1e-9;
 }
-#endif
 
 }  // namespace
 
 double measure_core_clock_ghz() {
-#if defined(__x86_64__) || defined(__aarch64__)
+  if constexpr (!kInstruments) return 0.0;
   constexpr std::uint64_t kIterations = 1u << 18;  // 6.3 M cycles on x86, 2.1 M on Arm
   dependent_chain(kIterations);                    // warm up (clock ramp)
   double best = 0.0;
@@ -97,9 +110,10 @@ double measure_core_clock_ghz() {
         std::max(best, kChainCycles * static_cast<double>(kIterations) / seconds_since(t0) * 1e-9);
   }
   return best;
-#else
-  return 0.0;
-#endif
+}
+
+const char* core_clock_method() {
+  return kClockMethod;
 }
 
 CycleCounter::CycleCounter() {
@@ -125,15 +139,15 @@ CycleCounter::CycleCounter() {
     name_ = "perf user cycles (this thread)";
     return;
   }
-#if defined(__x86_64__) || defined(__aarch64__)
-  tsc_ghz_ = ticks_ghz();
+  if constexpr (!kInstruments) {
+    name_ = "unavailable";
+    return;
+  }
+  ticks_ghz_ = ticks_ghz();
   char text[128];
   std::snprintf(text, sizeof text, "%s (no cycle counter here): %s ticks at %.3f GHz", kTicksName,
-                kTicksKind, tsc_ghz_);
+                kTicksKind, ticks_ghz_);
   name_ = text;
-#else
-  name_ = "unavailable";
-#endif
 }
 
 CycleCounter::~CycleCounter() {
@@ -146,11 +160,7 @@ std::uint64_t CycleCounter::read() const {
     if (::read(fd_, &value, sizeof value) == static_cast<ssize_t>(sizeof value)) return value;
     return 0;
   }
-#if defined(__x86_64__) || defined(__aarch64__)
   return ticks();
-#else
-  return 0;
-#endif
 }
 
 }  // namespace leanattn::bench

@@ -19,13 +19,7 @@ namespace leanattn::bench {
 double measure_core_clock_ghz();
 // How measure_core_clock_ghz() measures here: "dependent multiplies", "dependent adds", or
 // "not measured".
-#if defined(__x86_64__)
-inline constexpr const char* kCoreClockMethod = "dependent multiplies";
-#elif defined(__aarch64__)
-inline constexpr const char* kCoreClockMethod = "dependent adds";
-#else
-inline constexpr const char* kCoreClockMethod = "not measured";
-#endif
+const char* core_clock_method();
 
 class CycleCounter {
  public:
@@ -40,7 +34,7 @@ class CycleCounter {
   // Counts per core cycle at `clock_ghz`: 1 for the hardware counter, ticks' GHz / clock_ghz for
   // the fallback (which counts at its fixed rate whatever the core's clock).
   double per_core_cycle(double clock_ghz) const {
-    return hardware() || clock_ghz <= 0 ? 1.0 : tsc_ghz_ / clock_ghz;
+    return hardware() || clock_ghz <= 0 ? 1.0 : ticks_ghz_ / clock_ghz;
   }
   // "perf user cycles (this thread)", "rdtsc (no cycle counter here): TSC ticks at <f> GHz" or
   // "cntvct_el0 (no cycle counter here): generic timer ticks at <f> GHz".
@@ -48,7 +42,7 @@ class CycleCounter {
 
  private:
   int fd_ = -1;
-  double tsc_ghz_ = 0.0;  // fallback: the fixed-rate counter's rate
+  double ticks_ghz_ = 0.0;  // fallback: the fixed-rate counter's rate
   std::string name_;
 };
 
