@@ -1,7 +1,8 @@
 // Deliberate bugs for the mutation check (scripts/mutation-check.sh, and for the Arm-only one
-// scripts/test-arm64.sh; the list and what catches each are in docs/validation.md). A build configured with -DLEANATTN_MUTATIONS=ON compiles the
-// hooks in and applies the one named by the environment variable LEANATTN_MUTATION at run time
-// (none when unset). Every other build sees `mutated()` as the constant false, so each hook
+// scripts/test-arm64.sh; the list and what catches each are in docs/validation.md). A build
+// configured with -DLEANATTN_MUTATIONS=ON compiles the hooks in and applies the one named by the
+// environment variable LEANATTN_MUTATION at run time (none when unset). Every other build sees
+// `mutated()` as the constant false, so each hook
 // (`if (mutated(Mutation::...))`) folds away and the library is untouched.
 #pragma once
 
