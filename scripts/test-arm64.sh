@@ -39,14 +39,16 @@ timed build cmake --preset aarch64 >/dev/null &&
 }
 
 # The row kernel's tests: every dtype, head_dim and group size, the loaders bit by bit, the
-# variants, NaN and overflow rules (about 30-40 s per target under qemu; the layout and worker
-# sweeps, identical for every target's kernel, run on NEON). SVE2_128 adds K and V of different
-# types (11 s there: the 4-lane vectors are where q4_0's half blocks differ most).
+# variants, NaN and overflow rules, V narrower than K in its own cache and in K's rows (about
+# 30-40 s per target under qemu; the layout and worker sweeps, identical for every target's
+# kernel, and absorbed MLA's shapes run on NEON). SVE2_128 adds K and V of different types (11 s
+# there: the 4-lane vectors are where q4_0's half blocks differ most).
 row_tests=(BlockFormatsTest.QueryTypes\* BlockFormatsTest.\*Loaders\* BlockFormatsTest.RowsAtOdd\*
   BlockFormatsTest.VariantsAndSeveral\* QuantizedKvTest.QueryTypes\* QuantizedKvTest.Loaders\*
   QuantizedKvTest.Variants\* NumericsTest.\* EngineTest.HeadDimsAndGroupSizes\*
   EngineTest.ChecksEdited\* EngineTest.Rejects\* EngineTest.Strided\*
-  VariantsTest.SoftcapSinksAlibi\* VariantsTest.BiasHiding\* VariantsTest.SinksAbove\*)
+  VariantsTest.SoftcapSinksAlibi\* VariantsTest.BiasHiding\* VariantsTest.SinksAbove\*
+  ValueWidthsTest.NarrowerV\*)
 # The gtest filter of TESTS... on target T (the per-target instances end in /T).
 filter_for() {
   local target=$1 f=""

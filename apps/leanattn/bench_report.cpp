@@ -34,6 +34,12 @@ std::string lengths_text(const std::vector<std::int32_t>& lens) {
   return s;
 }
 
+// "128", or K's and V's widths "576/512" where they differ.
+std::string width_text(const DecodeProblem& p) {
+  return p.value_dim() == p.head_dim ? std::to_string(p.head_dim)
+                                     : fmt::format("{}/{}", p.head_dim, p.value_dim());
+}
+
 std::string ratio(double x) {
   return x > 0 ? fmt::format("{:.2f}", x) : "-";
 }
@@ -51,14 +57,15 @@ std::string describe_problem(const DecodeProblem& p) {
   if (v.sinks) variant += " sinks";
   if (v.alibi) variant += " alibi";
   const std::string types = kv_dtypes_name(p);
-  return fmt::format("heads {}/{} d {} {} seq_lens {} ({}){}", p.q_heads, p.kv_heads, p.head_dim,
+  return fmt::format("heads {}/{} d {} {} seq_lens {} ({}){}", p.q_heads, p.kv_heads, width_text(p),
                      types, lengths_text(p.seq_lens), layout, variant);
 }
 
 std::string format_case(const LabelledCase& lc, double probe_gbps) {
   const bench::CaseResult& c = lc.result;
   std::ostringstream os;
-  os << fmt::format("{}: {}\n", lc.label, describe_problem(c.problem));
+  os << fmt::format("{}: {}{}\n", lc.label, describe_problem(c.problem),
+                    c.shared_kv ? ", V in K's rows" : "");
   const std::string probe =
       c.probe_passes > 0
           ? fmt::format("probe {:.1f} GB/s (median of {} passes between the runs)", c.probe_gbps,
@@ -105,7 +112,7 @@ std::string format_summary(const BenchRun& run) {
     const bench::StrategyResult* r = lean ? lean : &c.results.front();
     bool ok = std::all_of(c.results.begin(), c.results.end(), [](const auto& x) { return x.ok; });
     std::string problem =
-        fmt::format("{}/{} d{} {} {}", c.problem.q_heads, c.problem.kv_heads, c.problem.head_dim,
+        fmt::format("{}/{} d{} {} {}", c.problem.q_heads, c.problem.kv_heads, width_text(c.problem),
                     kv_dtypes_name(c.problem), lengths_text(c.problem.seq_lens));
     if (problem.size() > 44) problem = problem.substr(0, 41) + "...";
     os << fmt::format("  {:<12} {:<44} {:>9.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8} {:>9}  {}\n",
@@ -139,6 +146,8 @@ nlohmann::ordered_json to_json(const BenchRun& run) {
                          {"q_heads", p.q_heads},
                          {"kv_heads", p.kv_heads},
                          {"head_dim", p.head_dim},
+                         {"head_dim_v", p.value_dim()},
+                         {"shared_kv", c.shared_kv},
                          {"seq_lens", p.seq_lens},
                          {"dtype", kv_dtypes_name(p)},
                          {"page_size", p.layout == KvLayout::paged ? p.page_size : 0},
@@ -175,7 +184,7 @@ std::string to_csv(const BenchRun& run) {
   os << "date,commit,cpu,cores,backend,simd,case,strategy,batch,q_heads,kv_heads,head_dim,dtype,"
         "page_size,total_tokens,max_seq_len,seq_lens,workers,splits,median_us,min_us,kv_bytes,"
         "gbps,probe_gbps,probe_fraction,speedup_vs_head,speedup_vs_split,max_abs_err,ok,order,"
-        "ceiling_gbps,roof_fraction\n";
+        "ceiling_gbps,roof_fraction,head_dim_v,shared_kv\n";
   for (const auto& lc : run.cases) {
     const bench::CaseResult& c = lc.result;
     const DecodeProblem& p = c.problem;
@@ -187,13 +196,14 @@ std::string to_csv(const BenchRun& run) {
     for (const auto& r : c.results) {
       os << fmt::format(
           "{},{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.2f},{:.2f},{},{:.3f},"
-          "{:.3f},{:.4f},{:.3f},{:.3f},{:.3e},{},{},{:.3f},{:.4f}\n",
+          "{:.3f},{:.4f},{:.3f},{:.3f},{:.3e},{},{},{:.3f},{:.4f},{},{}\n",
           run.machine.date, run.machine.commit, run.machine.cpu, run.machine.cores, run.backend,
           c.simd, lc.label, r.strategy, p.batch(), p.q_heads, p.kv_heads, p.head_dim,
           kv_dtypes_name(p), p.layout == KvLayout::paged ? p.page_size : 0, p.total_tokens(),
           longest, lens, r.workers, r.splits, r.median_us, r.min_us, c.kv_bytes, r.gbps,
           c.probe_gbps, r.probe_fraction, speedup(c, r, "head"), speedup(c, r, "split"),
-          r.max_abs_err, r.ok ? 1 : 0, r.order, c.ceiling_gbps, r.roof_fraction);
+          r.max_abs_err, r.ok ? 1 : 0, r.order, c.ceiling_gbps, r.roof_fraction, p.value_dim(),
+          c.shared_kv ? 1 : 0);
     }
   }
   return os.str();

@@ -55,6 +55,7 @@ int run_from_cache(const BenchArgs& a, bool sweep, double clock_ghz) {
   cfg.tile = a.problem.tile;
   cfg.pin_threads = !a.no_pin;
   cfg.clock_ghz = clock_ghz;
+  cfg.shared_kv = a.problem.v_in_k();
   require(a.problem.page_size >= 0, "page_size", [&] {
     return "must be >= 0 (0 = contiguous) (got " + std::to_string(a.problem.page_size) + ")";
   });
@@ -119,6 +120,7 @@ int run_bench(const BenchArgs& a, bool sweep) {
   cfg.check_all_rows = a.check_all_rows;
   cfg.add_head_major = a.head_major;
   cfg.clock_ghz = clock_ghz;
+  cfg.shared_kv = a.problem.v_in_k();
 
   std::vector<SweepCase> cases;
   if (sweep) {
@@ -127,7 +129,7 @@ int run_bench(const BenchArgs& a, bool sweep) {
     cases.push_back({"custom", a.problem.problem()});
   }
   std::int64_t largest = 0;
-  for (const auto& c : cases) largest = std::max(largest, c.problem.kv_bytes());
+  for (const auto& c : cases) largest = std::max(largest, c.problem.kv_bytes(cfg.shared_kv));
 
   BenchRun run;
   run.machine = machine_info();

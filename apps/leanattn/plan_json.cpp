@@ -16,6 +16,7 @@ nlohmann::ordered_json plan_to_json(const Plan& plan) {
   j["kv_heads"] = plan.kv_heads;
   j["group_size"] = plan.group_size;
   j["head_dim"] = plan.head_dim;
+  j["head_dim_v"] = plan.head_dim_v;
   j["seq_lens"] = plan.seq_lens;
   j["total_tiles"] = plan.total_tiles;
   j["num_slots"] = plan.num_slots;

@@ -14,9 +14,24 @@ namespace leanattn::cli {
 void ProblemArgs::add_shape_flags(CLI::App& app) {
   CLI::Option* batch_flag =
       app.add_option("--batch", batch, "requests in the batch, each of --seq-len tokens");
-  app.add_option("--q-heads", q_heads, "query heads (default: --kv-heads)");
-  app.add_option("--kv-heads", kv_heads, "key/value heads");
-  app.add_option("--head-dim", head_dim, "head dimension (multiple of 16, up to 256)");
+  app.add_option("--q-heads", q_heads, "query heads (default: --kv-heads; --mla: 128)");
+  CLI::Option* kv_heads_flag = app.add_option("--kv-heads", kv_heads, "key/value heads");
+  CLI::Option* head_dim_flag = app.add_option(
+      "--head-dim", head_dim, "head dimension of Q and K (multiple of 16, up to 576)");
+  CLI::Option* head_dim_v_flag =
+      app.add_option("--head-dim-v", head_dim_v,
+                     "head dimension of V and the output where narrower than K's (multiple of "
+                     "16; DeepSeek: --head-dim 192 --head-dim-v 128); 0 = --head-dim");
+  CLI::Option* shared_flag = app.add_flag(
+      "--shared-kv", shared_kv,
+      "no V cache: V is the first --head-dim-v values of K's rows (absorbed MLA's latent cache)");
+  app.add_flag("--mla", mla,
+               "DeepSeek's absorbed MLA decode: one latent cache of 576-wide rows (K) whose "
+               "first 512 values are V, one KV head, --q-heads query heads (default 128)")
+      ->excludes(kv_heads_flag)
+      ->excludes(head_dim_flag)
+      ->excludes(head_dim_v_flag)
+      ->excludes(shared_flag);
   CLI::Option* seq_len_flag =
       app.add_option("--seq-len", seq_len, "tokens per request (uniform batch)");
   app.add_option("--seq-lens", seq_lens,
@@ -62,9 +77,10 @@ void ProblemArgs::add_plan_flags(CLI::App& app) {
 
 DecodeProblem ProblemArgs::problem() const {
   DecodeProblem p;
-  p.kv_heads = kv_heads;
-  p.q_heads = q_heads == 0 ? kv_heads : q_heads;
-  p.head_dim = head_dim;
+  p.kv_heads = mla ? 1 : kv_heads;
+  p.q_heads = q_heads != 0 ? q_heads : mla ? 128 : kv_heads;
+  p.head_dim = mla ? 576 : head_dim;
+  p.head_dim_v = mla ? 512 : head_dim_v;
   const DType main = parse_dtype(dtype, "dtype");
   p.q_dtype = is_kv_only(main) ? DType::f16 : main;
   p.kv_dtype = kv_dtype.empty() ? main : parse_dtype(kv_dtype, "kv_dtype");
@@ -109,6 +125,11 @@ DecodeProblem ProblemArgs::problem() const {
     p.num_pages = std::max<std::int64_t>(1, pages);
   }
   validate(p);
+  require(!v_in_k() || p.value_dtype() == p.kv_dtype, "shared_kv", [&] {
+    return "needs V of K's type (V is the start of K's rows) (got K " +
+           std::string(dtype_name(p.kv_dtype)) + ", V " + std::string(dtype_name(p.value_dtype())) +
+           ")";
+  });
   return p;
 }
 
@@ -149,6 +170,8 @@ std::string flag_name(const std::string& argument) {
       {"q_heads", "--q-heads"},
       {"kv_heads", "--kv-heads"},
       {"head_dim", "--head-dim"},
+      {"head_dim_v", "--head-dim-v"},
+      {"shared_kv", "--shared-kv"},
       {"seq_len", "--seq-len"},
       {"seq_lens", "--seq-lens"},
       {"dtype", "--dtype"},

@@ -16,6 +16,9 @@ struct ProblemArgs {
   std::int32_t q_heads = 0;  // 0: same as kv_heads
   std::int32_t kv_heads = 1;
   std::int32_t head_dim = 128;
+  std::int32_t head_dim_v = 0;  // V's width; 0: head_dim
+  bool shared_kv = false;       // V is the start of K's rows (no V cache)
+  bool mla = false;  // absorbed MLA: K 576 / V 512 in one latent cache, 1 KV head, 128 q heads
   std::int64_t seq_len = 4096;  // uniform length (when seq_lens is empty)
   std::string seq_lens;         // ragged lengths, comma-separated (excludes batch and seq_len)
   std::string dtype = "f16";    // Q and out, and K and V unless kv_dtype is set; an 8-bit type
@@ -39,8 +42,10 @@ struct ProblemArgs {
 
   void add_shape_flags(CLI::App& app);
   void add_plan_flags(CLI::App& app);
-  // Builds and validates the problem (throws Error with the CLI flag names).
+  // Builds and validates the problem (throws Error with the CLI flag names). With --mla, the
+  // shape flags it sets must not be given too (CLI11 refuses the pairs).
   DecodeProblem problem() const;
+  bool v_in_k() const { return shared_kv || mla; }  // V read from K's rows
   PlanOptions plan_options(Strategy strategy) const;
 };
 

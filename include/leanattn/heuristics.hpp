@@ -11,9 +11,11 @@ namespace leanattn {
 // at 64 KiB in 16-bit types (head_dim x tokens x 2 tensors x 2 bytes), as ONNX Runtime's
 // LeanAttention does (256 tokens for d <= 64, 128 for d <= 128), and 64 tokens above.
 //   head_dim 64 -> 256 tokens; 128 -> 128; 256 -> 64.
+// K and V of different widths count their mean, (head_dim + head_dim_v) / 2 (0: as wide as K):
+//   K 192 / V 128 -> 160 -> 64 tokens; absorbed MLA's K 576 / V 512 -> 64.
 // Smaller tiles balance better, larger ones amortise per-tile work; the CPU engine's inner loop
 // works in its own, smaller blocks, so this only sets the planner's granularity.
-std::int32_t default_tile_tokens(std::int32_t head_dim);
+std::int32_t default_tile_tokens(std::int32_t head_dim, std::int32_t head_dim_v = 0);
 
 // Lean-tile size for a GPU engine, whose workers are many more than a CPU's cores: the default
 // tile, halved while the work has fewer tiles than workers (so every worker gets a tile), down

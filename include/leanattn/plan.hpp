@@ -89,6 +89,7 @@ struct Plan {
   std::int32_t kv_heads = 0;
   std::int32_t group_size = 0;  // output rows per pair (query heads per KV head x q_len)
   std::int32_t head_dim = 0;
+  std::int32_t head_dim_v = 0;         // V's and the output's width (problem.value_dim())
   std::vector<std::int32_t> seq_lens;  // [batch]
   std::int32_t q_len = 1;              // query tokens per request
   AttentionVariant variant;            // the settings it was made for (a run must match)

@@ -24,8 +24,9 @@ struct PlanOptions {
   // the line cut into ranges; split, head: head_major deals the units in pair order to the first
   // free worker (a GPU's block scheduler), token_major deals them contiguously in token-row order.
   LineOrder order = LineOrder::automatic;
-  std::int32_t tile_tokens = 0;  // lean-tile size in tokens; 0: default_tile_tokens(head_dim)
-  std::int32_t splits = 0;       // split only: splits per pair; 0: FA2 wave-efficiency heuristic
+  std::int32_t tile_tokens =
+      0;  // lean-tile size in tokens; 0: default_tile_tokens(head_dim, head_dim_v)
+  std::int32_t splits = 0;  // split only: splits per pair; 0: FA2 wave-efficiency heuristic
   // lean only: batch-invariant mode. Each request is cut into fixed chunks of chunk_tiles tiles
   // (0: kDefaultChunkTiles) that depend on its own length alone; chunks are dealt to workers
   // whole and merged in chunk order, so a request's output is bitwise identical whatever else is

@@ -15,11 +15,14 @@
 namespace leanattn {
 
 // Where the KV cache of a request lives.
-//   contiguous: k_cache, v_cache are [batch, capacity, kv_heads, head_dim]; request b's token t is
-//               at [b, t, :, :].
-//   paged:      k_cache, v_cache are [num_pages, page_size, kv_heads, head_dim] and an int32 block
-//               table [batch, max_pages] maps request b's token t to page block_table[b][t /
-//               page_size], row t % page_size (the flash_attn_with_kvcache layout).
+//   contiguous: k_cache, v_cache are [batch, capacity, kv_heads, head_dim] (V: head_dim_v);
+//               request b's token t is at [b, t, :, :].
+//   paged:      k_cache, v_cache are [num_pages, page_size, kv_heads, head_dim] (V: head_dim_v)
+//               and an int32 block table [batch, max_pages] maps request b's token t to page
+//               block_table[b][t / page_size], row t % page_size (the flash_attn_with_kvcache
+//               layout).
+// V may also be the leading head_dim_v values of K's rows (DeepSeek's absorbed MLA cache: no V
+// cache of its own): DecodeTensors::v_cache = k_cache with v_strides = k_strides.
 enum class KvLayout : std::uint8_t { contiguous, paged };
 
 // The scales of a quantized (8-bit) K or V cache: dequantized value = stored x scale (FlashInfer
@@ -65,8 +68,11 @@ struct AttentionVariant {
 struct DecodeProblem {
   std::int32_t q_heads = 0;   // query heads; a multiple of kv_heads (GQA; MQA when kv_heads = 1)
   std::int32_t kv_heads = 0;  // key/value heads
-  std::int32_t head_dim = 0;  // a multiple of 16, at most 256
-  std::int32_t q_len = 1;     // query tokens per request (the last q_len positions of the cache)
+  std::int32_t head_dim = 0;  // Q's and K's width: a multiple of 16, at most 576
+  // V's and the output's width where it differs from head_dim (DeepSeek: K 192 / V 128; absorbed
+  // MLA: K 576 / V 512): a multiple of 16, at most head_dim. 0: head_dim.
+  std::int32_t head_dim_v = 0;
+  std::int32_t q_len = 1;  // query tokens per request (the last q_len positions of the cache)
   std::vector<std::int32_t> seq_lens;  // [batch] KV tokens per request; 0 allowed (empty output)
 
   KvLayout layout = KvLayout::contiguous;
@@ -88,32 +94,36 @@ struct DecodeProblem {
   bool operator==(const DecodeProblem&) const = default;  // every field (ExecutorCache's memo)
   std::int32_t batch() const { return static_cast<std::int32_t>(seq_lens.size()); }
   DType value_dtype() const { return v_dtype.value_or(kv_dtype); }  // V's element type
-  std::int32_t group_size() const { return q_heads / kv_heads; }    // query heads per KV head
+  std::int32_t value_dim() const { return head_dim_v != 0 ? head_dim_v : head_dim; }  // V's width
+  std::int32_t group_size() const { return q_heads / kv_heads; }  // query heads per KV head
   // Output rows per (request, KV head): q_len x group, row r = query (r / group), head r % group.
   std::int32_t pair_rows() const { return q_len * group_size(); }
   float softmax_scale() const;
   std::int64_t total_tokens() const;  // sum of seq_lens
   // Bytes of K and V that one decode step must read: the keys some query row sees (all of them
-  // without a window) * kv_heads * (K's and V's row bytes + 2 x 4 with per-token scales).
-  std::int64_t kv_bytes() const;
+  // without a window) * kv_heads * (K's and V's row bytes + 2 x 4 with per-token scales). V that
+  // lives in K's rows (shared_kv) is read with them: K's row bytes only.
+  std::int64_t kv_bytes(bool shared_kv = false) const;
 };
 
 // The K/V element type(s) as reports print them: "q8_0", or "q8_0/f16" for K q8_0 with V f16.
 std::string kv_dtypes_name(const DecodeProblem& problem);
 
 // Limits the validators enforce (see docs/validation.md for the full table).
-inline constexpr std::int32_t kMaxHeadDim = 256;
+inline constexpr std::int32_t kMaxHeadDim = 576;  // absorbed MLA's latent + rope width
 inline constexpr std::int32_t kHeadDimMultiple = 16;
 inline constexpr std::int32_t kMaxHeads = 1 << 16;
 inline constexpr std::int32_t kMaxBatch = 1 << 20;
 inline constexpr std::int32_t kMaxQLen = 256;
 
 // Throws Error naming the first field that breaks a rule: heads positive and q_heads a multiple
-// of kv_heads, head_dim a positive multiple of 16 up to 256, q_len in [1, 256], lengths >= 0,
+// of kv_heads, head_dim a positive multiple of 16 up to 576, head_dim_v 0 or a multiple of 16 up
+// to head_dim, q_len in [1, 256], lengths >= 0,
 // >= q_len when not 0, and within the layout's capacity, layout sizes consistent, scale finite and
 // >= 0, window_left >= -1, softcap finite and >= 0, q_dtype not 8-bit, kv_scales none exactly
 // when kv_dtype is not 8-bit, a v_dtype other than kv_dtype only with both f16, q8_0 or q4_0,
-// head_dim a multiple of 32 where either is a block format, bias_dtype f32, f16 or bf16.
+// head_dim (and head_dim_v) a multiple of 32 where either is a block format, bias_dtype f32, f16 or
+// bf16.
 void validate(const DecodeProblem& problem);
 
 // Pages of `page_size` tokens that `tokens` tokens occupy (the paged layout's block-table row).

@@ -16,7 +16,7 @@
 namespace leanattn::reference {
 
 struct Output {
-  std::vector<double> out;  // [batch, q_len, q_heads, head_dim]
+  std::vector<double> out;  // [batch, q_len, q_heads, head_dim_v]
   std::vector<double> lse;  // [batch, q_len, q_heads], natural log; -inf for an empty sequence
 };
 
@@ -30,7 +30,7 @@ struct RowId {
   std::int32_t query = 0;
 };
 
-// The listed rows only (a sample of a large problem): out is [rows.size(), head_dim] and lse is
+// The listed rows only (a sample of a large problem): out is [rows.size(), head_dim_v] and lse is
 // [rows.size()], in the order of `rows`.
 Output naive_attention_rows(const DecodeProblem& problem, const DecodeTensors& tensors,
                             std::span<const RowId> rows);

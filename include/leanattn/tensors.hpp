@@ -28,7 +28,10 @@ struct DecodeTensors {
   std::int64_t q_stride_token = 0;  // between the q_len query tokens of a request
 
   const void* k_cache = nullptr;  // see KvLayout, in problem.kv_dtype
-  const void* v_cache = nullptr;  // same shape as k_cache
+  // As k_cache, rows of head_dim_v values; or k_cache itself with v_strides = k_strides, V then
+  // the leading head_dim_v values of K's rows (absorbed MLA's latent cache: dense_tensors() with
+  // a null v_cache; an 8-bit cache then takes v_scale = k_scale).
+  const void* v_cache = nullptr;
   KvStrides k_strides;
   KvStrides v_strides;
 
@@ -47,7 +50,7 @@ struct DecodeTensors {
   const std::int32_t* block_table = nullptr;  // paged only: [batch, max_pages]
   std::int64_t block_table_stride = 0;        // elements between rows
 
-  void* out = nullptr;  // [batch, q_len, q_heads, head_dim] in problem.q_dtype
+  void* out = nullptr;  // [batch, q_len, q_heads, head_dim_v] in problem.q_dtype
   std::int64_t out_stride_batch = 0;
   std::int64_t out_stride_head = 0;
   std::int64_t out_stride_token = 0;
@@ -83,10 +86,18 @@ inline KvAddressing kv_addressing(const DecodeProblem& problem, const DecodeTens
 }
 
 // Dense (packed, row-major) strides for every tensor of `problem`, the scales' included (their
-// pointers stay null: set k_scale and v_scale for a quantized cache).
+// pointers stay null: set k_scale and v_scale for a quantized cache). v_cache null: V is the
+// leading head_dim_v values of K's rows (v_cache = k_cache, v_strides = k_strides).
 DecodeTensors dense_tensors(const DecodeProblem& problem, const void* q, const void* k_cache,
                             const void* v_cache, const std::int32_t* block_table, void* out,
                             float* lse);
+
+// Whether V is read from K's rows (v_cache == k_cache with the same strides): the absorbed MLA
+// cache, whose bytes are read once for both products (DecodeProblem::kv_bytes(shared_kv)).
+inline bool shares_kv(const DecodeTensors& t) {
+  return t.v_cache == t.k_cache && t.v_strides.outer == t.k_strides.outer &&
+         t.v_strides.token == t.k_strides.token && t.v_strides.head == t.k_strides.head;
+}
 
 // Where the tensors live. Host memory is fully checked; device memory (the CUDA engine) is
 // checked for everything the host can see without reading it (pointers, strides, alignment).

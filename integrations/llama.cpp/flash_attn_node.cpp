@@ -91,11 +91,12 @@ std::string why_not(const ggml_tensor* node) {
            ": K and V of different types only among f16, q8_0, q4_0";
   }
   if (v->type == k->type) vt = kv;
-  const std::int64_t d = k->ne[0];
-  if (v->ne[0] != d)
-    return "v: head size " + text(v->ne[0]) + " != k's " + text(d) + " (MLA) not yet";
+  const std::int64_t d = k->ne[0], dv = v->ne[0];  // DeepSeek's MLA: 576 and 512
   if (d % kHeadDimMultiple != 0 || d > kMaxHeadDim) {
-    return "head size " + text(d) + ": must be a multiple of 16 up to 256";
+    return "head size " + text(d) + ": must be a multiple of 16 up to " + text(kMaxHeadDim);
+  }
+  if (dv % kHeadDimMultiple != 0 || dv < kHeadDimMultiple || dv > d) {
+    return "v: head size " + text(dv) + ": must be a multiple of 16 up to k's " + text(d);
   }
   const std::int64_t rows = q->ne[1], heads = q->ne[2], streams = q->ne[3];
   if (rows > kMaxRows) return "rows: " + text(rows) + " query rows (prefill) stay on ggml";
@@ -106,6 +107,9 @@ std::string why_not(const ggml_tensor* node) {
   if ((is_block_format(kv) || is_block_format(vt)) && d % kBlockValues != 0) {
     return "head size " + text(d) + ": must be a multiple of 32 for ggml's blocks";
   }
+  if (is_block_format(vt) && dv % kBlockValues != 0) {
+    return "v: head size " + text(dv) + ": must be a multiple of 32 for ggml's blocks";
+  }
   if (!element_strided(q, sizeof(float)) || !element_strided(k, dtype_size(kv)) ||
       !element_strided(v, dtype_size(vt))) {
     return "strides: rows must be contiguous and strides whole elements";
@@ -113,7 +117,9 @@ std::string why_not(const ggml_tensor* node) {
   if (streams > 1 && rows > 1 && q->nb[3] != static_cast<std::size_t>(rows) * q->nb[1]) {
     return "q: streams not a whole number of rows apart";
   }
-  if (node->type != GGML_TYPE_F32 || !ggml_is_contiguous(node)) return "dst: f32, contiguous";
+  if (node->type != GGML_TYPE_F32 || !ggml_is_contiguous(node) || node->ne[0] != dv) {
+    return "dst: f32 [Dv, ...], contiguous";
+  }
   if (mask != nullptr) {
     if (mask->type != GGML_TYPE_F16 || !ggml_is_contiguous(mask)) return "mask: f16, contiguous";
     if (mask->ne[0] < k->ne[1] || mask->ne[1] < rows) return "mask: smaller than n_kv x rows";
@@ -150,7 +156,7 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
   const ggml_tensor* v = node->src[2];
   const ggml_tensor* mask = node->src[3];
   const ggml_tensor* sinks = node->src[4];
-  const std::int64_t d = k->ne[0], n_kv = k->ne[1];
+  const std::int64_t d = k->ne[0], dv = v->ne[0], n_kv = k->ne[1];
   const std::int64_t rows = q->ne[1], heads = q->ne[2], streams = q->ne[3];
   const std::int64_t requests = rows * streams;  // request b = stream b / rows, row b % rows
   const float max_bias = op_param(node, 1);
@@ -211,6 +217,7 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
   p.q_heads = static_cast<std::int32_t>(heads);
   p.kv_heads = static_cast<std::int32_t>(k->ne[2]);
   p.head_dim = static_cast<std::int32_t>(d);
+  p.head_dim_v = static_cast<std::int32_t>(dv);
   p.q_len = 1;
   p.q_dtype = DType::f32;
   p.kv_dtype = kv;
@@ -262,9 +269,9 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
     t.block_table_stride = 1;
   }
   t.out = node->data;
-  t.out_stride_batch = d * heads;  // dst [Dv, n_head, rows, streams]: request b is row b
-  t.out_stride_head = d;
-  t.out_stride_token = d * heads;
+  t.out_stride_batch = dv * heads;  // dst [Dv, n_head, rows, streams]: request b is row b
+  t.out_stride_head = dv;
+  t.out_stride_token = dv * heads;
   t.sinks = sinks != nullptr ? static_cast<const float*>(sinks->data) : nullptr;
   if (bias) {
     t.bias = bias_.data();

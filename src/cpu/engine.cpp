@@ -49,10 +49,13 @@ struct Scratch {
   std::vector<const void*> bias;                           // [n, rows]: each row's bias at key 0
   std::vector<ScoreRules> rules;                           // [n]
   std::vector<const char*> prefetch;  // [2, kKernelRowsPadded]: a call's K and V prefetch lines
-  void reserve(std::size_t n, std::int32_t rows, std::int32_t d) {
-    const std::size_t qo = n * static_cast<std::size_t>(rows) * d;
+  // n jobs of `rows` query rows, q of d floats per row, o of dv.
+  void reserve(std::size_t n, std::int32_t rows, std::int32_t d, std::int32_t dv) {
+    const std::size_t qs = n * static_cast<std::size_t>(rows) * d;
+    const std::size_t os = n * static_cast<std::size_t>(rows) * dv;
     const std::size_t ml = n * static_cast<std::size_t>(rows);
-    if (q.size() < qo) q.resize(qo), o.resize(qo);
+    if (q.size() < qs) q.resize(qs);
+    if (o.size() < os) o.resize(os);
     if (m.size() < ml) m.resize(ml), l.resize(ml);
     if (jobs.size() < n) jobs.resize(n), rules.resize(n);
     if (key_begin.size() < static_cast<std::size_t>(rows)) {
@@ -101,7 +104,7 @@ void mutate_lse(const RunContext& cx, std::int32_t request, std::int32_t kv_head
 
 // Merges the slots of reduction r in order and writes the output (scratch state 0 holds it).
 void merge_reduction(const RunContext& cx, const Reduction& r, Scratch& sc) {
-  const std::int32_t g = cx.plan.group_size, d = cx.plan.head_dim;
+  const std::int32_t g = cx.plan.group_size, d = cx.plan.head_dim_v;
   const std::size_t stride = static_cast<std::size_t>(g) * d;
   float* o = sc.o.data();
   float* m = sc.m.data();
@@ -176,8 +179,9 @@ void prepare_rules(const RunContext& cx, std::span<const Segment> group, Scratch
 // token-major plan, every KV head of the request). They run block by block in lockstep, so the
 // worker reads whole token rows while each segment keeps its own softmax state.
 void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc) {
-  const std::int32_t g = cx.plan.group_size, d = cx.plan.head_dim;
-  const std::size_t stride = static_cast<std::size_t>(g) * d;
+  const std::int32_t g = cx.plan.group_size, d = cx.plan.head_dim, dv = cx.plan.head_dim_v;
+  const std::size_t q_stride = static_cast<std::size_t>(g) * d;
+  const std::size_t stride = static_cast<std::size_t>(g) * dv;  // o's
   const Segment& first = group.front();
   const KeyRange keys = cx.plan.tile_keys(first.request, first.tile_begin, first.tile_end);
   std::int64_t tb = keys.begin;
@@ -197,12 +201,13 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
       job.m = cx.slot_m + static_cast<std::size_t>(s.slot) * g;
       job.l = cx.slot_l + static_cast<std::size_t>(s.slot) * g;
     }
-    set_empty(job.o, job.m, job.l, g, d);
-    job.q = sc.q.data() + i * stride;
+    set_empty(job.o, job.m, job.l, g, dv);
+    job.q = sc.q.data() + i * q_stride;
     if (te > tb)
-      load_scaled_q(cx.problem, cx.tensors, s.request, s.kv_head, sc.q.data() + i * stride);
+      load_scaled_q(cx.problem, cx.tensors, s.request, s.kv_head, sc.q.data() + i * q_stride);
     job.rows = g;
     job.head_dim = d;
+    job.head_dim_v = dv;
     job.k_cache = cx.tensors.k_cache;
     job.v_cache = cx.tensors.v_cache;
     job.kv_dtype = cx.problem.kv_dtype;
@@ -223,7 +228,7 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
   // A head's row of K and of V: its stride unit (dtype_size) and its length in those units.
   const DType kt = cx.problem.kv_dtype, vt = cx.problem.value_dtype();
   const std::int64_t k_elt = dtype_size(kt), v_elt = dtype_size(vt);
-  const std::int64_t k_row = row_units(kt, d), v_row = row_units(vt, d);
+  const std::int64_t k_row = row_units(kt, d), v_row = row_units(vt, dv);
   const PrefetchGroup pg{static_cast<const char*>(cx.tensors.k_cache),
                          static_cast<const char*>(cx.tensors.v_cache),
                          cx.k,
@@ -413,10 +418,11 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
     std::memset(cx.counters, 0, plan.reductions.size() * sizeof(std::uint32_t));
   }
   for (Scratch& sc : impl_->scratch) {
-    sc.reserve(static_cast<std::size_t>(plan.kv_heads), plan.group_size, plan.head_dim);
+    sc.reserve(static_cast<std::size_t>(plan.kv_heads), plan.group_size, plan.head_dim,
+               plan.head_dim_v);
   }
 
-  if (problem.kv_bytes() <= impl_->inline_kv_bytes) {
+  if (problem.kv_bytes(shares_kv(tensors)) <= impl_->inline_kv_bytes) {
     // A small problem: every worker's segments in turn on this thread (EngineOptions).
     for (std::int32_t w = 0; w < plan.workers; ++w) {
       run_worker(cx, plan.worker_segments(w), impl_->scratch[0]);

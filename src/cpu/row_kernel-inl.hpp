@@ -138,7 +138,7 @@ void compute_typed(const SegmentJob& job) {
   constexpr std::int32_t kScoreCapacity = kBlock + 64;
   const auto* kbase = static_cast<const KT*>(job.k_cache);
   const auto* vbase = static_cast<const VT*>(job.v_cache);
-  const std::int32_t d = job.head_dim;
+  const std::int32_t d = job.head_dim, dv = job.head_dim_v;
   const KernelRules split(job.rules);
   const KT* krow[kBlock];
   const VT* vrow[kBlock];
@@ -165,9 +165,9 @@ void compute_typed(const SegmentJob& job) {
       const float rescale = update_with_block(st, s, p, n);
       job.m[r] = st.m;
       job.l[r] = st.l;
-      float* o = job.o + static_cast<std::ptrdiff_t>(r) * d;
-      row_rescale(o, rescale, d);
-      for (std::int32_t j = 0; j < n; ++j) row_add(o, p[j] * vs[j], vrow[j], d);
+      float* o = job.o + static_cast<std::ptrdiff_t>(r) * dv;
+      row_rescale(o, rescale, dv);
+      for (std::int32_t j = 0; j < n; ++j) row_add(o, p[j] * vs[j], vrow[j], dv);
     }
   }
 }

@@ -88,7 +88,7 @@ HWY_INLINE void rows_pass(const SegmentJob& job, const ScoreRules* rules, float 
                           const float* vscale, const char* const* prefetch_k,
                           const char* const* prefetch_v, std::int32_t prefetch_count) {
   constexpr int U = score_tokens<R>();
-  const std::int32_t d = job.head_dim;
+  const std::int32_t d = job.head_dim, dv = job.head_dim_v;
   const std::int32_t padded_tokens = (tokens + U - 1) / U * U;
   HWY_ALIGN float s[kRowsPadded * kMaxRows + 64];
   qk_block<R>(job.q + r0 * d, krow, padded_tokens, d, s, prefetch_k, prefetch_count);
@@ -102,7 +102,7 @@ HWY_INLINE void rows_pass(const SegmentJob& job, const ScoreRules* rules, float 
                                 static_cast<const float*>(nullptr), cap, rules, r0, t0, job.m + r0,
                                 job.l + r0, +rescale);
   }
-  pv_dispatch<R>(s, vrow, tokens, d, rescale, job.o + r0 * d, prefetch_v, prefetch_count);
+  pv_dispatch<R>(s, vrow, tokens, dv, rescale, job.o + r0 * dv, prefetch_v, prefetch_count);
 }
 
 // rows_pass<rows> for 1 <= rows <= R, the pass's row count chosen at run time.
@@ -129,7 +129,8 @@ void compute_typed(const SegmentJob& job) {
   constexpr std::int32_t kVScales = kBlockKv<VT> ? kRowsPadded * kMaxHeadDim / kBlockValues : 1;
   HWY_ALIGN float k_blocks[kKScales], v_blocks[kVScales];
   HWY_ALIGN uint16_t bits[std::max(kKScales, kVScales)];
-  const std::int32_t blocks = job.head_dim / kBlockValues;
+  const std::int32_t k_block_count = job.head_dim / kBlockValues;
+  const std::int32_t v_block_count = job.head_dim_v / kBlockValues;
   const KvRows<KT> k{krow, k_blocks};
   const KvRows<VT> v{vrow, v_blocks};
   for (std::int64_t t0 = job.token_begin; t0 < job.token_end; t0 += kBlock) {
@@ -139,10 +140,10 @@ void compute_typed(const SegmentJob& job) {
     fill_rows(job.v, vbase, job.request, t0, job.kv_head, tokens,
               kBlockKv<VT> ? kRowsPadded : tokens, vrow);
     if constexpr (kBlockKv<KT>) {  // the score loop's padding rows too
-      block_row_scales(DF(), krow, std::min(tokens + kMaxPaddingRows, kRowsPadded), blocks, bits,
-                       k_blocks);
+      block_row_scales(DF(), krow, std::min(tokens + kMaxPaddingRows, kRowsPadded), k_block_count,
+                       bits, k_blocks);
     }
-    if constexpr (kBlockKv<VT>) block_row_scales(DF(), vrow, tokens, blocks, bits, v_blocks);
+    if constexpr (kBlockKv<VT>) block_row_scales(DF(), vrow, tokens, v_block_count, bits, v_blocks);
     HWY_ALIGN float ks[kBlock], vs[kBlock];
     if constexpr (kScaledKv<KT>) {  // then VT is KT
       block_scales<KT>(job.k_scale, job.k_scale_at, job.request, t0, job.kv_head, tokens, ks);

@@ -17,9 +17,10 @@
 namespace leanattn::cpu {
 
 struct SegmentJob {
-  const float* q = nullptr;  // [rows, head_dim] float, already multiplied by the softmax scale
-  std::int32_t rows = 0;     // query rows (q_len x the GQA group: K and V are read once for all)
-  std::int32_t head_dim = 0;
+  const float* q = nullptr;     // [rows, head_dim] float, already multiplied by the softmax scale
+  std::int32_t rows = 0;        // query rows (q_len x the GQA group: K and V are read once for all)
+  std::int32_t head_dim = 0;    // Q's and K's width
+  std::int32_t head_dim_v = 0;  // V's and o's (<= head_dim; V may be the start of K's rows)
   const void* k_cache = nullptr;  // element type kv_dtype, addressed by `k`
   const void* v_cache = nullptr;  // element type v_dtype, addressed by `v`
   DType kv_dtype = DType::f16;    // K's
@@ -36,7 +37,7 @@ struct SegmentJob {
   std::int32_t kv_head = 0;
   std::int64_t token_begin = 0;  // tokens [token_begin, token_end) of the request
   std::int64_t token_end = 0;
-  // State, updated in place: o [rows, head_dim] unnormalised, m and l [rows]. On entry it may be
+  // State, updated in place: o [rows, head_dim_v] unnormalised, m and l [rows]. On entry it may be
   // the empty state (o = 0, m = -inf, l = 0) or any earlier state of the same rows.
   float* o = nullptr;
   float* m = nullptr;

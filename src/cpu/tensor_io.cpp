@@ -99,7 +99,7 @@ void load_scaled_q(const DecodeProblem& p, const DecodeTensors& t, std::int32_t 
 
 void write_output(const DecodeProblem& p, const DecodeTensors& t, std::int32_t request,
                   std::int32_t kv_head, const float* o, const float* m, const float* l) {
-  const std::int32_t g = p.group_size(), d = p.head_dim;
+  const std::int32_t g = p.group_size(), d = p.value_dim();
   for (std::int32_t r = 0; r < p.pair_rows(); ++r) {
     const std::int32_t query = r / g;
     const std::int32_t qh = kv_head * g + r % g;

@@ -15,6 +15,7 @@ namespace leanattn::cpu {
 void load_scaled_q(const DecodeProblem& p, const DecodeTensors& t, std::int32_t request,
                    std::int32_t kv_head, float* q_out);
 
+// o [q_len x group, head_dim_v]:
 // out[request, r / group, kv_head * group + r % group, :] = o[r, :] / l[r] in q_dtype, and lse
 // = m[r] + log(l[r]) when lse is requested; empty rows give 0 and -inf (softmax_state.hpp rules).
 // With sinks, each row's sink joins here (finalize_with_sink, variant_rules.hpp).

@@ -46,6 +46,11 @@ std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block)
   if (p.variant.bias) {
     return "bias: the CUDA engine does not add a per-key bias yet (the CPU engine does)";
   }
+  if (p.value_dim() != p.head_dim) {  // docs/cuda-engine.md, "K and V of different widths"
+    return "head_dim_v: the CUDA engine reads K and V of one width (head_dim " +
+           std::to_string(p.head_dim) + ", head_dim_v " + std::to_string(p.value_dim()) +
+           "); the CPU engine and the reference take K and V of different widths and absorbed MLA";
+  }
   if (p.value_dtype() != p.kv_dtype) {
     return "v_dtype: the CUDA engine reads K and V of one type (got K " +
            std::string(dtype_name(p.kv_dtype)) + ", V " + std::string(dtype_name(p.value_dtype())) +
@@ -93,7 +98,7 @@ std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block)
 const KernelHandle* find_kernel(const DecodeProblem& p, std::int32_t smem_per_block) {
   if (p.kv_heads < 1 || (!is_quantized(p.kv_dtype) && p.q_dtype != p.kv_dtype)) return nullptr;
   if (p.variant.bias) return nullptr;  // why_unsupported says so
-  if (p.value_dtype() != p.kv_dtype) return nullptr;
+  if (p.value_dtype() != p.kv_dtype || p.value_dim() != p.head_dim) return nullptr;
   const std::int32_t rows = p.pair_rows();  // q_len x the GQA group, packed in the MMA rows
   const KernelHandle* fit = nullptr;        // fewest rows that hold the group
   const KernelHandle* largest = nullptr;    // most rows (several passes)

@@ -10,9 +10,10 @@
 
 namespace leanattn {
 
-std::int32_t default_tile_tokens(std::int32_t head_dim) {
-  if (head_dim <= 64) return 256;
-  if (head_dim <= 128) return 128;
+std::int32_t default_tile_tokens(std::int32_t head_dim, std::int32_t head_dim_v) {
+  const std::int32_t width = head_dim_v > 0 ? (head_dim + head_dim_v) / 2 : head_dim;
+  if (width <= 64) return 256;
+  if (width <= 128) return 128;
   return 64;
 }
 

@@ -60,11 +60,13 @@ Plan make_plan(const DecodeProblem& problem, const Hardware& hardware,
   Plan plan;
   plan.strategy = options.strategy;
   plan.workers = hardware.workers;
-  plan.tile_tokens =
-      options.tile_tokens > 0 ? options.tile_tokens : default_tile_tokens(problem.head_dim);
+  plan.tile_tokens = options.tile_tokens > 0
+                         ? options.tile_tokens
+                         : default_tile_tokens(problem.head_dim, problem.value_dim());
   plan.kv_heads = problem.kv_heads;
   plan.group_size = problem.group_size() * problem.q_len;
   plan.head_dim = problem.head_dim;
+  plan.head_dim_v = problem.value_dim();
   plan.seq_lens = problem.seq_lens;
   plan.q_len = problem.q_len;
   plan.variant = problem.variant;
@@ -128,8 +130,10 @@ Plan make_plan(const DecodeProblem& problem, const Hardware& hardware,
 void check_plan_matches(const Plan& plan, const DecodeProblem& problem) {
   require(plan.kv_heads == problem.kv_heads &&
               plan.group_size == problem.group_size() * problem.q_len &&
-              plan.head_dim == problem.head_dim,
-          "plan", [] { return "was made for other head counts or head_dim than this problem"; });
+              plan.head_dim == problem.head_dim && plan.head_dim_v == problem.value_dim(),
+          "plan", [] {
+            return "was made for other head counts, head_dim or head_dim_v than this problem";
+          });
   require(plan.seq_lens == problem.seq_lens, "plan",
           [] { return "was made for other seq_lens than this problem"; });
   require(plan.q_len == problem.q_len, "plan", [&] {

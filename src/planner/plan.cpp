@@ -72,7 +72,7 @@ WorkspaceLayout workspace_layout(const Plan& plan) {
   const std::int64_t rows = static_cast<std::int64_t>(plan.num_slots) * plan.group_size;
   WorkspaceLayout w;
   w.o_offset = 0;
-  w.m_offset = align(w.o_offset + rows * plan.head_dim * 4);
+  w.m_offset = align(w.o_offset + rows * plan.head_dim_v * 4);
   w.l_offset = align(w.m_offset + rows * 4);
   w.counters_offset = align(w.l_offset + rows * 4);
   w.bytes = align(w.counters_offset + static_cast<std::int64_t>(plan.reductions.size()) * 4);
@@ -101,7 +101,8 @@ void check_plan(const Plan& plan) {
 void check_plan(const Plan& plan, PlanCheckBuffers& buffers) {
   if (plan.workers < 1) broken("must have at least one worker");
   if (plan.tile_tokens < 1) broken("must have tile_tokens >= 1");
-  if (plan.kv_heads < 1 || plan.group_size < 1 || plan.head_dim < 1) broken("has empty shapes");
+  if (plan.kv_heads < 1 || plan.group_size < 1 || plan.head_dim < 1 || plan.head_dim_v < 1)
+    broken("has empty shapes");
   if (plan.worker_offsets.size() != static_cast<std::size_t>(plan.workers) + 1 ||
       plan.worker_offsets.front() != 0 ||
       plan.worker_offsets.back() != static_cast<std::int64_t>(plan.segments.size()) ||

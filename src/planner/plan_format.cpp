@@ -35,7 +35,9 @@ std::string format_plan_text(const Plan& plan) {
   os << ", " << plan.workers << (plan.workers == 1 ? " worker" : " workers") << ", tile "
      << plan.tile_tokens << " tokens\n";
   os << "problem: " << plan.batch() << " requests x " << plan.kv_heads << " kv_heads, "
-     << plan.group_size << " query rows per kv_head, head_dim " << plan.head_dim << ", seq_lens";
+     << plan.group_size << " query rows per kv_head, head_dim " << plan.head_dim;
+  if (plan.head_dim_v != plan.head_dim) os << ", head_dim_v " << plan.head_dim_v;
+  os << ", seq_lens";
   for (std::size_t b = 0; b < plan.seq_lens.size() && b < 16; ++b) {
     os << (b ? "," : " ") << plan.seq_lens[b];
   }

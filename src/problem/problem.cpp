@@ -60,16 +60,18 @@ std::int64_t DecodeProblem::total_tokens() const {
   return total;
 }
 
-std::int64_t DecodeProblem::kv_bytes() const {
+std::int64_t DecodeProblem::kv_bytes(bool shared_kv) const {
   std::int64_t read = 0;  // keys some query row sees: a window starts them after 0
   for (std::int32_t len : seq_lens)
     read += len - first_planned_key(len, q_len, variant.window_left);
   // Per-token scales are read beside the cache: one float per token, KV head, K and V.
   const std::int64_t scales = kv_scales == KvScales::per_token_head ? 4 : 0;
   const DType v = value_dtype();
-  return read * kv_heads *
-         (row_units(kv_dtype, head_dim) * static_cast<std::int64_t>(dtype_size(kv_dtype)) +
-          row_units(v, head_dim) * static_cast<std::int64_t>(dtype_size(v)) + 2 * scales);
+  const std::int64_t k_row =
+      row_units(kv_dtype, head_dim) * static_cast<std::int64_t>(dtype_size(kv_dtype)) + scales;
+  const std::int64_t v_row =
+      row_units(v, value_dim()) * static_cast<std::int64_t>(dtype_size(v)) + scales;
+  return read * kv_heads * (shared_kv ? k_row : k_row + v_row);
 }
 
 void validate(const DecodeProblem& p) {
@@ -86,6 +88,13 @@ void validate(const DecodeProblem& p) {
             return "must be a multiple of " + std::to_string(kHeadDimMultiple) + " in [" +
                    std::to_string(kHeadDimMultiple) + ", " + std::to_string(kMaxHeadDim) + "]" +
                    got(p.head_dim);
+          });
+  require(p.head_dim_v == 0 || (p.head_dim_v >= kHeadDimMultiple && p.head_dim_v <= p.head_dim &&
+                                p.head_dim_v % kHeadDimMultiple == 0),
+          "head_dim_v", [&] {
+            return "must be 0 (V as wide as K) or a multiple of " +
+                   std::to_string(kHeadDimMultiple) + " in [" + std::to_string(kHeadDimMultiple) +
+                   ", head_dim = " + std::to_string(p.head_dim) + "]" + got(p.head_dim_v);
           });
   require(p.q_len >= 1 && p.q_len <= kMaxQLen, "q_len",
           [&] { return "must be in [1, " + std::to_string(kMaxQLen) + "]" + got(p.q_len); });
@@ -128,6 +137,12 @@ void validate(const DecodeProblem& p) {
              std::string(dtype_name(t)) + " (a block never straddles heads)" + got(p.head_dim);
     });
   }
+  require(!is_block_format(p.value_dtype()) || p.value_dim() % kBlockValues == 0, "head_dim_v",
+          [&] {
+            return "must be a multiple of " + std::to_string(kBlockValues) +
+                   " for the block format " + std::string(dtype_name(p.value_dtype())) +
+                   " (a block never straddles heads)" + got(p.head_dim_v);
+          });
   require(!is_kv_only(p.bias_dtype), "bias_dtype", [&] {
     return "must be f32, f16 or bf16 (got " + std::string(dtype_name(p.bias_dtype)) + ")";
   });

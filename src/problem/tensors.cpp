@@ -42,23 +42,27 @@ DecodeTensors dense_tensors(const DecodeProblem& p, const void* q, const void* k
   t.q_stride_batch = t.q_stride_token * p.q_len;
   t.k_cache = k_cache;
   t.v_cache = v_cache;
-  // A row of head_dim values is row_units (a block format's: bytes) long, K's and V's each.
-  auto dense = [&](DType type) {
+  // A row of head_dim (V: head_dim_v) values is row_units (a block format's: bytes) long.
+  auto dense = [&](DType type, std::int64_t width) {
     KvStrides kv;
-    kv.head = row_units(type, d);
+    kv.head = row_units(type, width);
     kv.token = static_cast<std::int64_t>(p.kv_heads) * kv.head;
     kv.outer = kv.token * (p.layout == KvLayout::contiguous ? p.capacity : p.page_size);
     return kv;
   };
-  t.k_strides = dense(p.kv_dtype);
-  t.v_strides = dense(p.value_dtype());
+  t.k_strides = dense(p.kv_dtype, d);
+  t.v_strides = dense(p.value_dtype(), p.value_dim());
+  if (v_cache == nullptr) {  // V in K's rows
+    t.v_cache = k_cache;
+    t.v_strides = t.k_strides;
+  }
   t.k_scale_strides = dense_scale_strides(p);
   t.v_scale_strides = t.k_scale_strides;
   t.block_table = block_table;
   t.block_table_stride = p.max_pages;
   t.out = out;
-  t.out_stride_head = d;
-  t.out_stride_token = static_cast<std::int64_t>(p.q_heads) * d;
+  t.out_stride_head = p.value_dim();
+  t.out_stride_token = static_cast<std::int64_t>(p.q_heads) * p.value_dim();
   t.out_stride_batch = t.out_stride_token * p.q_len;
   t.lse = lse;
   t.lse_stride_token = p.q_heads;
@@ -159,7 +163,7 @@ void require_outputs_apart(const DecodeProblem& p, const DecodeTensors& t) {
   const bool paged = p.layout == KvLayout::paged;
   const std::int64_t outer = paged ? p.num_pages : p.batch();
   const std::int64_t rows = paged ? p.page_size : p.capacity;
-  const ByteRange out = byte_range(t.out, qs, p.head_dim,
+  const ByteRange out = byte_range(t.out, qs, p.value_dim(),
                                    {{p.batch(), t.out_stride_batch},
                                     {p.q_len, t.out_stride_token},
                                     {p.q_heads, t.out_stride_head}});
@@ -175,7 +179,7 @@ void require_outputs_apart(const DecodeProblem& p, const DecodeTensors& t) {
       t.k_cache, ks, row_units(p.kv_dtype, p.head_dim),
       {{outer, t.k_strides.outer}, {rows, t.k_strides.token}, {p.kv_heads, t.k_strides.head}});
   const ByteRange v = byte_range(
-      t.v_cache, vs, row_units(p.value_dtype(), p.head_dim),
+      t.v_cache, vs, row_units(p.value_dtype(), p.value_dim()),
       {{outer, t.v_strides.outer}, {rows, t.v_strides.token}, {p.kv_heads, t.v_strides.head}});
   auto scales = [&](const float* ptr, const KvStrides& st) {
     return ptr == nullptr
@@ -312,7 +316,7 @@ void validate(const DecodeProblem& p, const DecodeTensors& t, MemorySpace space)
   require_non_negative(t.out_stride_head, "out_stride_head");
   require_non_negative(t.q_stride_token, "q_stride_token");
   require_non_negative(t.out_stride_token, "out_stride_token");
-  require_disjoint_rows(p.head_dim,
+  require_disjoint_rows(p.value_dim(),
                         {Dim{p.batch(), t.out_stride_batch}, Dim{p.q_len, t.out_stride_token},
                          Dim{p.q_heads, t.out_stride_head}},
                         "out");

@@ -20,11 +20,11 @@ namespace {
 void naive_row(const DecodeProblem& p, const DecodeTensors& t, RowId row, double* out,
                double* lse) {
   const std::int32_t b = row.request, qh = row.q_head;
-  const std::int32_t d = p.head_dim;
+  const std::int32_t d = p.head_dim, dv = p.value_dim();
   const std::int32_t h = qh / (p.q_heads / p.kv_heads);
   const std::int64_t n = p.seq_lens[b];
   const AttentionVariant& var = p.variant;
-  for (std::int32_t i = 0; i < d; ++i) out[i] = 0.0;
+  for (std::int32_t i = 0; i < dv; ++i) out[i] = 0.0;
   *lse = -std::numeric_limits<double>::infinity();
   if (n == 0) return;
   // The query is the (q_len - query)-th last token; it sees keys up to itself (causal) or all,
@@ -108,7 +108,7 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, RowId row, double
     const double w = s[static_cast<std::size_t>(j)] / l;
     const std::int64_t base = kv_offset(t.v_strides, j);
     const double vs = v_scale(j);
-    for (std::int32_t i = 0; i < d; ++i)
+    for (std::int32_t i = 0; i < dv; ++i)
       out[i] += w * (read_kv(t.v_cache, p.value_dtype(), base, i) * vs);
   }
   *lse = m + std::log(l);
@@ -131,13 +131,13 @@ Output naive_attention_rows(const DecodeProblem& p, const DecodeTensors& t,
   validate(p);
   validate(p, t);
   Output r;
-  r.out.resize(rows.size() * static_cast<std::size_t>(p.head_dim));
+  r.out.resize(rows.size() * static_cast<std::size_t>(p.value_dim()));
   r.lse.resize(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     require(rows[i].request >= 0 && rows[i].request < p.batch() && rows[i].q_head >= 0 &&
                 rows[i].q_head < p.q_heads && rows[i].query >= 0 && rows[i].query < p.q_len,
             "rows", [&] { return "must name rows inside the problem"; });
-    naive_row(p, t, rows[i], &r.out[i * static_cast<std::size_t>(p.head_dim)], &r.lse[i]);
+    naive_row(p, t, rows[i], &r.out[i * static_cast<std::size_t>(p.value_dim())], &r.lse[i]);
   }
   return r;
 }

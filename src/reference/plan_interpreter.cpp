@@ -20,7 +20,7 @@ namespace leanattn::reference {
 namespace {
 
 // State of the rows of one pair (q_len x group, row r = query r / group, head r % group): stats
-// [rows], o [rows, head_dim].
+// [rows], o [rows, head_dim_v].
 struct PairState {
   std::vector<SoftmaxStats<double>> stats;
   std::vector<double> o;
@@ -32,7 +32,13 @@ struct PairState {
 class Interpreter {
  public:
   Interpreter(const DecodeProblem& p, const Plan& plan, const DecodeTensors& t)
-      : p_(p), plan_(plan), t_(t), group_(p.group_size()), rows_(p.pair_rows()), d_(p.head_dim) {
+      : p_(p),
+        plan_(plan),
+        t_(t),
+        group_(p.group_size()),
+        rows_(p.pair_rows()),
+        d_(p.value_dim()),
+        dk_(p.head_dim) {
     k_ = kv_addressing(p, t, t.k_strides);
     v_ = kv_addressing(p, t, t.v_strides);
     // A quantized cache's scales: addressed like the cache, with their own strides.
@@ -89,7 +95,7 @@ class Interpreter {
           const std::int64_t kb = k_.row(s.request, j, s.kv_head);
           const double ks = scale_of(t_.k_scale, k_scale_, s.request, j, s.kv_head);
           double dot = 0.0;
-          for (std::int32_t i = 0; i < d_; ++i) {
+          for (std::int32_t i = 0; i < dk_; ++i) {
             dot += read_element(t_.q, p_.q_dtype, q_base + i) *
                    (read_kv(t_.k_cache, p_.kv_dtype, kb, i) * ks);
           }
@@ -167,7 +173,8 @@ class Interpreter {
   const DecodeProblem& p_;
   const Plan& plan_;
   const DecodeTensors& t_;
-  std::int32_t group_, rows_, d_;
+  std::int32_t group_, rows_, d_;  // d_: V's and the output's width
+  std::int32_t dk_;                // Q's and K's
   KvAddressing k_{}, v_{}, k_scale_{}, v_scale_{};
   Output out_;
   std::vector<int> written_;

@@ -48,6 +48,17 @@ expect 0 '"order": "token_major"' '' plan --seq-lens 900,7 --kv-heads 2 --worker
 expect 2 "${error}--workers: must be in \[0, 65536\] \(0 = one per core\) \(got -1\)" '' plan \
   --workers -1
 
+# K and V of different widths: DeepSeek's K 192 / V 128, and --mla (one latent cache, K 576 / V
+# 512, one KV head, 128 query heads); the shape flags --mla sets are refused beside it.
+expect 0 'problem: 1 requests x 1 kv_heads, 128 query rows per kv_head, head_dim 576, head_dim_v 512' \
+  '' plan --mla --seq-len 1000 --workers 2
+expect 0 '"head_dim_v": 128' '' plan --head-dim 192 --head-dim-v 128 --format json
+expect 2 "${error}--head-dim-v: must be 0 \(V as wide as K\) or a multiple of 16 in \[16, head_dim = 64\] \(got 80\)" \
+  '' plan --head-dim 64 --head-dim-v 80
+expect 2 '--mla excludes --kv-heads|--kv-heads excludes --mla' '' plan --mla --kv-heads 2
+expect 2 "${error}--shared-kv: needs V of K's type" 'probe: reading' bench --shared-kv \
+  --kv-dtype q8_0 --v-dtype f16 --head-dim 64 --seq-len 64
+
 # Lengths: one flag names its own value; mixing the uniform and ragged forms is refused.
 expect 2 "${error}--seq-len: must be in \[0, 2\^31\) tokens \(got 5000000000\)" '' plan \
   --seq-len 5000000000

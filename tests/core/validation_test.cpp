@@ -62,7 +62,11 @@ TEST(Validation, ProblemRules) {
   expect_problem_error([](auto& p) { p.q_heads = 7; }, "q_heads", "multiple of kv_heads");
   expect_problem_error([](auto& p) { p.head_dim = 0; }, "head_dim", "multiple of 16");
   expect_problem_error([](auto& p) { p.head_dim = 72; }, "head_dim", "(got 72)");
-  expect_problem_error([](auto& p) { p.head_dim = 272; }, "head_dim", "(got 272)");
+  expect_problem_error([](auto& p) { p.head_dim = 592; }, "head_dim", "in [16, 576] (got 592)");
+  expect_problem_error([](auto& p) { p.head_dim_v = p.head_dim + 16; }, "head_dim_v",
+                       "in [16, head_dim = ");
+  expect_problem_error([](auto& p) { p.head_dim_v = 24; }, "head_dim_v", "(got 24)");
+  expect_problem_error([](auto& p) { p.head_dim_v = -16; }, "head_dim_v", "(got -16)");
   expect_problem_error([](auto& p) { p.q_len = 0; }, "q_len", "must be in [1, 256]");
   expect_problem_error([](auto& p) { p.q_len = 6; }, "seq_lens", "seq_lens[0] = 5");
   expect_problem_error([](auto& p) { p.variant.window_left = -5; }, "window_left", "(got -5)");

@@ -101,7 +101,8 @@ TEST_P(EngineTest, RandomProblems) {
   lim.any_head_dim = true;
   for (int trial = 0; trial < 150; ++trial) {
     harness::RandomCase rc = harness::random_case(rng, lim);
-    harness::HostCase c = harness::make_case(rc.problem, static_cast<std::uint64_t>(trial) + 1000);
+    harness::HostCase c =
+        harness::make_case(rc.problem, static_cast<std::uint64_t>(trial) + 1000, rc.shared_kv);
     const auto ref = reference::naive_attention(c.problem, c.tensors());
     Executor& e = engine(rc.hardware.workers);
     e.run(c.problem, make_plan(c.problem, rc.hardware, rc.options), c.tensors());

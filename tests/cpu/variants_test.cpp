@@ -196,7 +196,8 @@ TEST_P(VariantsTest, RandomVariantProblems) {
   lim.max_workers = 64;
   for (int trial = 0; trial < 120; ++trial) {
     harness::RandomCase rc = harness::random_case(rng, lim);
-    harness::HostCase c = harness::make_case(rc.problem, static_cast<std::uint64_t>(trial) + 7000);
+    harness::HostCase c =
+        harness::make_case(rc.problem, static_cast<std::uint64_t>(trial) + 7000, rc.shared_kv);
     const auto ref = reference::naive_attention(c.problem, c.tensors());
     Executor& e = engine(rc.hardware.workers);
     e.run(c.problem, make_plan(c.problem, rc.hardware, rc.options), c.tensors());

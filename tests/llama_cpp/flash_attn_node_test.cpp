@@ -30,6 +30,8 @@ enum class MaskKind { none, prefix, sequences, window, alibi, random };
 
 struct NodeSpec {
   std::int64_t d = 64, heads = 8, kv_heads = 2, rows = 1, streams = 1, n_kv = 300;
+  std::int64_t dv = 0;       // V's head size where narrower than K's (DeepSeek's MLA: 512 of 576)
+  bool v_in_k = false;       // V a view of K's cache, its first dv values (llama.cpp's MLA graph)
   std::int64_t kv_size = 0;  // the cache's cells (>= n_kv; 0: n_kv + 37)
   ggml_type kv = GGML_TYPE_F16;
   ggml_type v = GGML_TYPE_COUNT;  // V's type where it differs from K's (-ctv); COUNT: kv
@@ -156,7 +158,8 @@ std::vector<float> mask_row(const NodeSpec& s, std::int64_t stream, std::int64_t
 }
 
 // Builds the node as llama.cpp's graph does: q from a [d, heads, rows, streams] tensor, K and V
-// as views of a [d * kv_heads, kv_size, streams] cache, the mask padded to 8 rows.
+// as views of a [d * kv_heads, kv_size, streams] cache (V: dv wide, or the first dv values of K's
+// rows with v_in_k), the mask padded to 8 rows.
 void build(Node& out, const NodeSpec& s, std::uint32_t seed) {
   std::mt19937 rng(seed);
   const std::int64_t kv_size = s.kv_size > 0 ? s.kv_size : s.n_kv + 37;
@@ -172,13 +175,19 @@ void build(Node& out, const NodeSpec& s, std::uint32_t seed) {
   fill_normal(q, rng);
   ggml_tensor* caches[2];
   ggml_tensor* views[2];
+  const std::int64_t widths[2] = {s.d, s.dv > 0 ? s.dv : s.d};
   for (int i = 0; i < 2; ++i) {
-    caches[i] = ggml_new_tensor_3d(ctx, types[i], s.d * s.kv_heads, kv_size, s.streams);
-    fill_normal(caches[i], rng);
-    ggml_tensor* v4 =
-        ggml_view_4d(ctx, caches[i], s.d, s.kv_heads, s.n_kv, s.streams,
-                     ggml_row_size(types[i], s.d), caches[i]->nb[1], caches[i]->nb[2], 0);
-    views[i] = ggml_permute(ctx, v4, 0, 2, 1, 3);  // [d, n_kv, kv_heads, streams]
+    const std::int64_t w = widths[i];
+    if (i == 0 || !s.v_in_k) {
+      caches[i] = ggml_new_tensor_3d(ctx, types[i], w * s.kv_heads, kv_size, s.streams);
+      fill_normal(caches[i], rng);
+    } else {
+      caches[i] = caches[0];
+    }
+    const std::size_t head_bytes = ggml_row_size(types[i], i == 1 && s.v_in_k ? s.d : w);
+    ggml_tensor* v4 = ggml_view_4d(ctx, caches[i], w, s.kv_heads, s.n_kv, s.streams, head_bytes,
+                                   caches[i]->nb[1], caches[i]->nb[2], 0);
+    views[i] = ggml_permute(ctx, v4, 0, 2, 1, 3);  // [w, n_kv, kv_heads, streams]
   }
   ggml_tensor* mask = nullptr;
   if (s.mask != MaskKind::none) {
@@ -206,7 +215,7 @@ void build(Node& out, const NodeSpec& s, std::uint32_t seed) {
   std::memset(out.node->data, 0xff, ggml_nbytes(out.node));  // NaN: an unwritten row fails
 }
 
-// ggml's definition in fp64: dst [d, heads, rows, streams].
+// ggml's definition in fp64: dst [dv, heads, rows, streams].
 std::vector<double> oracle(const ggml_tensor* node) {
   const ggml_tensor* q = node->src[0];
   const ggml_tensor* k = node->src[1];
@@ -218,9 +227,9 @@ std::vector<double> oracle(const ggml_tensor* node) {
   std::memcpy(&max_bias, &node->op_params[1], 4);
   std::memcpy(&cap, &node->op_params[2], 4);
   const std::int64_t d = q->ne[0], rows = q->ne[1], heads = q->ne[2], streams = q->ne[3];
-  const std::int64_t n_kv = k->ne[1], group = heads / k->ne[2];
+  const std::int64_t dv = v->ne[0], n_kv = k->ne[1], group = heads / k->ne[2];
   const std::int64_t h2 = std::int64_t{1} << static_cast<int>(std::floor(std::log2(heads)));
-  std::vector<double> out(static_cast<std::size_t>(d * heads * rows * streams));
+  std::vector<double> out(static_cast<std::size_t>(dv * heads * rows * streams));
   std::vector<double> score(static_cast<std::size_t>(n_kv));
   std::vector<char> seen(static_cast<std::size_t>(n_kv));
   for (std::int64_t st = 0; st < streams; ++st) {
@@ -251,7 +260,7 @@ std::vector<double> oracle(const ggml_tensor* node) {
           score[static_cast<std::size_t>(j)] = x;
           m = std::max(m, x);
         }
-        double* o = &out[static_cast<std::size_t>(((st * rows + r) * heads + h) * d)];
+        double* o = &out[static_cast<std::size_t>(((st * rows + r) * heads + h) * dv)];
         if (m == -kInf) continue;  // no visible cell: 0, with or without a sink
         const double sink = sinks != nullptr ? static_cast<const float*>(sinks->data)[h] : -kInf;
         const double top = std::max(m, sink);
@@ -260,11 +269,11 @@ std::vector<double> oracle(const ggml_tensor* node) {
           if (!seen[static_cast<std::size_t>(j)]) continue;
           const double w = std::exp(score[static_cast<std::size_t>(j)] - top);
           l += w;
-          for (std::int64_t i = 0; i < d; ++i) {
+          for (std::int64_t i = 0; i < dv; ++i) {
             o[i] += w * kv_value(v, i, j * v->nb[1] + (h / group) * v->nb[2] + st * v->nb[3]);
           }
         }
-        for (std::int64_t i = 0; i < d; ++i) o[i] /= l;
+        for (std::int64_t i = 0; i < dv; ++i) o[i] /= l;
       }
     }
   }
@@ -384,6 +393,37 @@ TEST(FlashAttnNode, GqaRatiosAndHeadSizes) {
   }
 }
 
+// DeepSeek's MLA as llama.cpp's deepseek2 graph builds it: one KV head of 576 (the latent 512
+// and the rope 64), V the first 512 values of the same cache rows; and K wider than V in caches
+// of their own.
+TEST(FlashAttnNode, KeysWiderThanValues) {
+  std::uint32_t seed = 300;
+  for (ggml_type kv : {GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q8_0}) {
+    for (std::int64_t rows : {1, 3}) {
+      NodeSpec s;
+      s.d = 576;
+      s.dv = 512;
+      s.v_in_k = true;
+      s.heads = 16;
+      s.kv_heads = 1;
+      s.kv = kv;
+      s.rows = rows;
+      s.n_kv = 97;
+      s.streams = rows == 3 ? 2 : 1;
+      expect_matches(s, seed++,
+                     std::string("MLA ") + ggml_type_name(kv) + " rows " + std::to_string(rows));
+    }
+  }
+  NodeSpec own;
+  own.d = 192;
+  own.dv = 128;
+  own.heads = 6;
+  own.kv_heads = 2;
+  own.rows = 2;
+  own.n_kv = 150;
+  expect_matches(own, seed++, "K 192 / V 128");
+}
+
 TEST(FlashAttnNode, DeclinesWhatItDoesNotComputeByReason) {
   const std::vector<std::pair<std::string, std::function<void(NodeSpec&)>>> specs = {
       {"k: q5_0", [](NodeSpec& s) { s.kv = GGML_TYPE_Q5_0; }},
@@ -393,6 +433,13 @@ TEST(FlashAttnNode, DeclinesWhatItDoesNotComputeByReason) {
          s.v = GGML_TYPE_Q8_0;
        }},
       {"head size 72", [](NodeSpec& s) { s.d = 72; }},
+      {"v: head size 24", [](NodeSpec& s) { s.dv = 24; }},
+      {"v: head size 48: must be a multiple of 32",
+       [](NodeSpec& s) {
+         s.kv = GGML_TYPE_Q8_0;
+         s.dv = 48;
+       }},
+      {"head size 592", [](NodeSpec& s) { s.d = 592; }},
       {"rows: 9", [](NodeSpec& s) { s.rows = 9; }},
       {"mask: per-head groups", [](NodeSpec& s) { s.mask_heads = 2; }},
   };

@@ -15,6 +15,11 @@ TEST(Heuristics, DefaultTileTokens) {
   EXPECT_EQ(default_tile_tokens(128), 128);
   EXPECT_EQ(default_tile_tokens(96), 128);
   EXPECT_EQ(default_tile_tokens(256), 64);
+  EXPECT_EQ(default_tile_tokens(128, 128), 128);  // V as wide as K: as before
+  EXPECT_EQ(default_tile_tokens(96, 32), 256);    // mean 64
+  EXPECT_EQ(default_tile_tokens(192, 64), 128);   // mean 128
+  EXPECT_EQ(default_tile_tokens(192, 128), 64);   // DeepSeek's K 192 / V 128: mean 160
+  EXPECT_EQ(default_tile_tokens(576, 512), 64);   // absorbed MLA
 }
 
 TEST(Heuristics, Fa2SplitsWorkedExample) {

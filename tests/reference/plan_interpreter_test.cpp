@@ -40,7 +40,8 @@ TEST(PlanInterpreter, MatchesReferenceOnRandomProblemsAndPlans) {
   int cases = 0;
   for (int trial = 0; trial < 2500; ++trial) {
     harness::RandomCase rc = harness::random_case(rng, lim);
-    harness::HostCase c = harness::make_case(rc.problem, static_cast<std::uint64_t>(trial));
+    harness::HostCase c =
+        harness::make_case(rc.problem, static_cast<std::uint64_t>(trial), rc.shared_kv);
     const auto want = reference::naive_attention(c.problem, c.tensors());
     const Plan plan = make_plan(c.problem, rc.hardware, rc.options);
     const auto got = reference::interpret_plan(c.problem, plan, c.tensors());

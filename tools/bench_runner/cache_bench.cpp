@@ -33,14 +33,14 @@ CacheResult run_from_cache(const DecodeProblem& problem, const CacheBenchConfig&
        .simd = cfg.simd,
        .pin_threads = cfg.pin_threads,
        .inline_kv_bytes = cfg.workers == 1 ? std::numeric_limits<std::int64_t>::max() : 0});
-  harness::HostCase c = harness::make_case(problem, 2026);
+  harness::HostCase c = harness::make_case(problem, 2026, cfg.shared_kv);
   CacheResult r;
   r.problem = c.problem;
   r.simd = engine.simd_target();
   r.workers = engine.workers();
-  r.kv_bytes = c.problem.kv_bytes();
+  r.kv_bytes = c.problem.kv_bytes(cfg.shared_kv);
   r.clock_ghz = cfg.clock_ghz;
-  r.ceiling = compute_ceiling(c.problem, simd_shape(r.simd), cfg.clock_ghz);
+  r.ceiling = compute_ceiling(c.problem, simd_shape(r.simd), cfg.clock_ghz, cfg.shared_kv);
 
   PlanOptions options;
   options.tile_tokens = cfg.tile;

@@ -19,6 +19,7 @@ struct CacheBenchConfig {
   std::int32_t tile = 0;
   bool pin_threads = true;
   double clock_ghz = 0.0;  // measured core clock (measure_core_clock_ghz)
+  bool shared_kv = false;  // V is the start of K's rows (absorbed MLA): no V cache
 };
 
 struct CacheResult {

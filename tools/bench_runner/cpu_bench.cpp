@@ -80,14 +80,16 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, cp
   validate(problem);
   cpu::Engine engine({.workers = cfg.workers, .simd = cfg.simd, .pin_threads = cfg.pin_threads});
 
-  say("filling " + std::to_string(problem.kv_bytes() >> 20) + " MiB of K and V");
-  harness::HostCase c = harness::make_case(problem, 2026);
+  say("filling " + std::to_string(problem.kv_bytes(cfg.shared_kv) >> 20) + " MiB of K and V");
+  harness::HostCase c = harness::make_case(problem, 2026, cfg.shared_kv);
   CaseResult result;
   result.problem = c.problem;
+  result.shared_kv = cfg.shared_kv;
   result.simd = engine.simd_target();
   result.workers = engine.workers();
-  result.kv_bytes = c.problem.kv_bytes();
-  result.ceiling = compute_ceiling(c.problem, simd_shape(result.simd), cfg.clock_ghz);
+  result.kv_bytes = c.problem.kv_bytes(cfg.shared_kv);
+  result.ceiling =
+      compute_ceiling(c.problem, simd_shape(result.simd), cfg.clock_ghz, cfg.shared_kv);
   result.ceiling_gbps = result.ceiling.gbps_per_core * std::min(result.workers, default_workers());
 
   // Rotated copies of K and V so that small caches are read from memory, not from the CPU caches.
@@ -111,7 +113,7 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, cp
   for (std::int32_t i = 0; i + 1 < copies; ++i) {
     DecodeTensors t = c.tensors();
     t.k_cache = k_copies[static_cast<std::size_t>(i)].data();
-    t.v_cache = v_copies[static_cast<std::size_t>(i)].data();
+    t.v_cache = cfg.shared_kv ? t.k_cache : v_copies[static_cast<std::size_t>(i)].data();
     tensors.push_back(t);
   }
 

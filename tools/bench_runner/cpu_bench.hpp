@@ -40,6 +40,7 @@ struct BenchConfig {
   bool pin_threads = true;
   std::int64_t rotate_bytes = 512ll << 20;  // rotate KV copies until at least this much is cycled
   double clock_ghz = 0.0;  // measured core clock, for the compute ceiling (0: none)
+  bool shared_kv = false;  // V is the start of K's rows (absorbed MLA): no V cache
 };
 
 // One timed row: its name ("lean", "split", "head", "lean-invariant", "lean-head-major",
@@ -79,6 +80,7 @@ struct StrategyResult {
 
 struct CaseResult {
   DecodeProblem problem;
+  bool shared_kv = false;  // V read from K's rows (BenchConfig::shared_kv)
   std::string simd;
   std::int32_t workers = 0;
   std::int64_t kv_bytes = 0;

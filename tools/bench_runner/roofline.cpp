@@ -40,16 +40,19 @@ double widen_ops(DType t, bool f16_instruction) {
 
 }  // namespace
 
-ComputeCeiling compute_ceiling(const DecodeProblem& p, SimdShape simd, double clock_ghz) {
+ComputeCeiling compute_ceiling(const DecodeProblem& p, SimdShape simd, double clock_ghz,
+                               bool shared_kv) {
   const double lanes = simd.f32_lanes;
-  const double d = p.head_dim;
+  const double d = p.head_dim, dv = p.value_dim();
   ComputeCeiling c;
-  c.fma = 2.0 * p.pair_rows() * d / lanes;
+  c.fma = p.pair_rows() * (d + dv) / lanes;
   const DType k = p.kv_dtype, v = p.value_dtype();  // K's and V's types (one, or a pair)
-  c.widen = d / lanes * (widen_ops(k, simd.f16_instruction) + widen_ops(v, simd.f16_instruction));
+  c.widen =
+      (d * widen_ops(k, simd.f16_instruction) + dv * widen_ops(v, simd.f16_instruction)) / lanes;
   c.cycles_per_token_head = (c.fma + c.widen) / kVectorOpsPerCycle;
-  c.bytes_per_token_head = static_cast<double>(row_units(k, p.head_dim) * dtype_size(k) +
-                                               row_units(v, p.head_dim) * dtype_size(v));
+  const double k_bytes = static_cast<double>(row_units(k, p.head_dim) * dtype_size(k));
+  const double v_bytes = static_cast<double>(row_units(v, p.value_dim()) * dtype_size(v));
+  c.bytes_per_token_head = shared_kv ? k_bytes : k_bytes + v_bytes;
   c.gbps_per_core = c.bytes_per_token_head / c.cycles_per_token_head * clock_ghz;
   return c;
 }

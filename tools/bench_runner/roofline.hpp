@@ -31,12 +31,14 @@ struct ComputeCeiling {
   double fma = 0.0;                  // vector FMAs per token x KV head
   double widen = 0.0;                // vector widening ops per token x KV head
   double cycles_per_token_head = 0;  // (fma + widen) / kVectorOpsPerCycle
-  double bytes_per_token_head = 0;   // K and V: 2 x head_dim x element size
+  double bytes_per_token_head = 0;   // K's and V's rows (K's alone with V in K's rows)
   double gbps_per_core = 0.0;        // bytes / cycles x clock (0 without a clock)
 };
 
-// clock_ghz: the measured core clock (0: cycles only).
-ComputeCeiling compute_ceiling(const DecodeProblem& problem, SimdShape simd, double clock_ghz);
+// clock_ghz: the measured core clock (0: cycles only). shared_kv: V is read from K's rows (the
+// kernel still widens it for the value product, so only the bytes change).
+ComputeCeiling compute_ceiling(const DecodeProblem& problem, SimdShape simd, double clock_ghz,
+                               bool shared_kv = false);
 
 // The SIMD shape of a CPU kernel target by name ("AVX3", "AVX2", ...).
 SimdShape simd_shape(const std::string& target);

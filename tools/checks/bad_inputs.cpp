@@ -99,8 +99,12 @@ std::vector<BadInput> bad_inputs() {
                            [](auto& p) { p.q_heads = 1 << 30; }));
   v.push_back(problem_rule("unsupported head_dim", "head_dim", "multiple of 16",
                            [](auto& p) { p.head_dim = 100; }));
-  v.push_back(problem_rule("head_dim too large", "head_dim", "multiple of 16",
-                           [](auto& p) { p.head_dim = 512; }));
+  v.push_back(problem_rule("head_dim too large", "head_dim", "multiple of 16 in [16, 576]",
+                           [](auto& p) { p.head_dim = 592; }));
+  v.push_back(problem_rule("head_dim_v wider than head_dim", "head_dim_v",
+                           "head_dim = ", [](auto& p) { p.head_dim_v = p.head_dim + 16; }));
+  v.push_back(problem_rule("head_dim_v not a multiple of 16", "head_dim_v", "multiple of 16",
+                           [](auto& p) { p.head_dim_v = 8; }));
   v.push_back(
       problem_rule("q_len 0", "q_len", "must be in [1, 256]", [](auto& p) { p.q_len = 0; }));
   v.push_back(problem_rule("q_len too large", "q_len", "must be in [1, 256]",
@@ -183,6 +187,11 @@ std::vector<BadInput> bad_inputs() {
   v.push_back(problem_rule("q8_0 rows of 48 values", "head_dim", "multiple of 32", [](auto& p) {
     p.kv_dtype = DType::q8_0;
     p.head_dim = 48;
+  }));
+  v.push_back(problem_rule("q8_0 V of 48 values", "head_dim_v", "multiple of 32", [](auto& p) {
+    p.kv_dtype = DType::q8_0;
+    p.head_dim = 64;
+    p.head_dim_v = 48;
   }));
   v.push_back(problem_rule("f32 K with a q8_0 V", "v_dtype", "only with both f16, q8_0 or q4_0",
                            [](auto& p) {

@@ -52,6 +52,7 @@ CaseReport kernel_case(std::uint64_t seed, std::int64_t index, const harness::Ra
   if (p.q_dtype == DType::f32) p.q_dtype = DType::bf16;   // the kernels' Q: f16 or bf16
   if (!is_quantized(p.kv_dtype)) p.kv_dtype = p.q_dtype;  // 8-bit caches (a third) stay
   p.head_dim = p.head_dim <= 64 ? 64 : (p.head_dim <= 128 ? 128 : 256);
+  p.head_dim_v = 0;  // the kernels read K and V of one width (limits.value_widths is off)
   harness::HostCase c = harness::make_case(p, seed ^ static_cast<std::uint64_t>(index));
   CaseReport report;
   report.problem = describe(c.problem, rc.hardware.workers, rc.options.tile_tokens);

@@ -49,8 +49,9 @@ std::mt19937_64 case_rng(std::uint64_t seed, std::int64_t index) {
 
 std::string describe(const DecodeProblem& p, std::int32_t workers, std::int32_t tile) {
   std::ostringstream os;
-  os << "heads " << p.q_heads << "/" << p.kv_heads << " d " << p.head_dim << " "
-     << kv_dtypes_name(p);
+  os << "heads " << p.q_heads << "/" << p.kv_heads << " d " << p.head_dim;
+  if (p.value_dim() != p.head_dim) os << "/" << p.value_dim();
+  os << " " << kv_dtypes_name(p);
   if (is_quantized(p.kv_dtype)) {  // an 8-bit cache: its scales and the query's type
     os << " " << kv_scales_name(p.kv_scales) << " q " << dtype_name(p.q_dtype);
   }
@@ -84,7 +85,7 @@ namespace {
 std::pair<std::vector<std::byte>, std::vector<float>> request_rows(const harness::HostCase& c,
                                                                    std::int32_t b) {
   const std::size_t heads = static_cast<std::size_t>(c.problem.q_heads) * c.problem.q_len;
-  const std::size_t row = heads * c.problem.head_dim * dtype_size(c.problem.q_dtype);
+  const std::size_t row = heads * c.problem.value_dim() * dtype_size(c.problem.q_dtype);
   std::vector<std::byte> out(c.out.begin() + static_cast<std::ptrdiff_t>(row * b),
                              c.out.begin() + static_cast<std::ptrdiff_t>(row * (b + 1)));
   std::vector<float> lse(c.lse.begin() + static_cast<std::ptrdiff_t>(heads * b),
@@ -122,9 +123,11 @@ CaseReport random_strategies_case(std::uint64_t seed, std::int64_t index,
                                   const harness::RandomLimits& limits, ExecutorCache& executors,
                                   const ExecutorOptions& cpu) {
   harness::RandomCase rc = draw_case(seed, index, limits);
-  harness::HostCase c = harness::make_case(rc.problem, seed ^ static_cast<std::uint64_t>(index));
+  harness::HostCase c =
+      harness::make_case(rc.problem, seed ^ static_cast<std::uint64_t>(index), rc.shared_kv);
   CaseReport report;
   report.problem = describe(c.problem, rc.hardware.workers, rc.options.tile_tokens);
+  if (rc.shared_kv) report.problem += " shared_kv";
   const auto ref = reference::naive_attention(c.problem, c.tensors());
   const auto naive = harness::naive_same_precision(c.problem, c.tensors());
   struct Variant {
@@ -247,11 +250,12 @@ CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, Executor
     std::memcpy(b.q.data() + qrow * at, a.q.data(), qrow);
     b.sinks = a.sinks;  // per query head: the same for both batches
     copy_request_bias(a, b, at);
-    auto request_bytes = [&](DType type) {
-      return static_cast<std::size_t>(p.capacity) * p.kv_heads * row_units(type, p.head_dim) *
+    auto request_bytes = [&](DType type, std::int32_t width) {
+      return static_cast<std::size_t>(p.capacity) * p.kv_heads * row_units(type, width) *
              dtype_size(type);
     };
-    const std::size_t krow = request_bytes(p.kv_dtype), vrow = request_bytes(p.value_dtype());
+    const std::size_t krow = request_bytes(p.kv_dtype, p.head_dim);
+    const std::size_t vrow = request_bytes(p.value_dtype(), p.value_dim());
     std::memcpy(b.k.data() + krow * at, a.k.data(), krow);
     std::memcpy(b.v.data() + vrow * at, a.v.data(), vrow);
     if (p.kv_scales == KvScales::per_token_head) {  // the request's scale rows too

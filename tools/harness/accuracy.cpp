@@ -105,7 +105,7 @@ Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse
 Accuracy check_accuracy(HostCase& c, const reference::Output& ref, bool with_lse,
                         const NaiveBaseline& naive, std::span<const reference::RowId> rows) {
   const DecodeProblem& p = c.problem;
-  const std::size_t d = static_cast<std::size_t>(p.head_dim);
+  const std::size_t d = static_cast<std::size_t>(p.value_dim());  // output row width
   const std::vector<double> all = read_output(c);
   Accuracy a;
   double worst = -1.0, worst_lse = -1.0;

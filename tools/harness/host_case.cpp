@@ -12,6 +12,7 @@
 
 #include "leanattn/core/float16.hpp"
 #include "leanattn/core/float8.hpp"
+#include "leanattn/error.hpp"
 #include "leanattn/hardware.hpp"
 
 namespace leanattn::harness {
@@ -162,10 +163,10 @@ void fill_normal(void* dst, DType type, std::int64_t count, std::uint64_t seed) 
 
 DecodeTensors HostCase::tensors() {
   DecodeTensors t =
-      dense_tensors(problem, q.data(), k.data(), v.data(),
+      dense_tensors(problem, q.data(), k.data(), shared_kv ? nullptr : v.data(),
                     block_table.empty() ? nullptr : block_table.data(), out.data(), lse.data());
   t.k_scale = k_scale.empty() ? nullptr : k_scale.data();
-  t.v_scale = v_scale.empty() ? nullptr : v_scale.data();
+  t.v_scale = shared_kv ? t.k_scale : v_scale.empty() ? nullptr : v_scale.data();
   t.sinks = sinks.empty() ? nullptr : sinks.data();
   t.alibi_slopes = alibi_slopes.empty() ? nullptr : alibi_slopes.data();
   t.bias = bias.empty() ? nullptr : bias.data();
@@ -222,15 +223,19 @@ void fill_bias(HostCase& c, const DecodeProblem& p, std::int32_t keys, std::uint
 
 }  // namespace
 
-HostCase make_case(DecodeProblem p, std::uint64_t seed) {
+HostCase make_case(DecodeProblem p, std::uint64_t seed, bool shared_kv) {
+  require(!shared_kv || p.value_dtype() == p.kv_dtype, "shared_kv",
+          [] { return "needs V of K's type (V is the start of K's rows)"; });
   HostCase c;
   const std::int32_t longest =
       p.seq_lens.empty() ? 0 : *std::max_element(p.seq_lens.begin(), p.seq_lens.end());
   std::int64_t kv_elems = 0;
   const std::int64_t row = static_cast<std::int64_t>(p.kv_heads) * p.head_dim;
+  std::int64_t rows = 0;  // token rows of the cache (times kv_heads heads)
   if (p.layout == KvLayout::contiguous) {
     if (p.capacity == 0) p.capacity = longest;
-    kv_elems = p.batch() * p.capacity * row;
+    rows = p.batch() * p.capacity;
+    kv_elems = rows * row;
   } else {
     const std::int32_t ps = std::max(p.page_size, 1);
     std::int64_t needed = 0;
@@ -239,7 +244,8 @@ HostCase make_case(DecodeProblem p, std::uint64_t seed) {
       p.max_pages = static_cast<std::int32_t>(std::max<std::int64_t>(1, pages_for(longest, ps)));
     }
     if (p.num_pages == 0) p.num_pages = needed + 3;
-    kv_elems = p.num_pages * ps * row;
+    rows = p.num_pages * ps;
+    kv_elems = rows * row;
     // Every request's pages come from one shuffled permutation of all pages (reused from the
     // start when a caller-given num_pages is smaller than the pages needed: sharing is legal);
     // unused columns hold -1 to catch reads beyond a request's length.
@@ -258,15 +264,17 @@ HostCase make_case(DecodeProblem p, std::uint64_t seed) {
   const std::int64_t q_elems =
       static_cast<std::int64_t>(p.batch()) * p.q_len * p.q_heads * p.head_dim;
   c.q.resize(static_cast<std::size_t>(q_elems) * dtype_size(p.q_dtype));
-  c.out.resize(c.q.size());
-  // K and V hold kv_elems values: a block format's rows are row_units bytes per head_dim values.
-  auto kv_buffer_bytes = [&](DType type) {
-    const std::int64_t units =
-        p.head_dim > 0 ? kv_elems / p.head_dim * row_units(type, p.head_dim) : kv_elems;
-    return static_cast<std::size_t>(units) * dtype_size(type);
+  const std::int64_t out_elems = q_elems / std::max(p.head_dim, 1) * p.value_dim();
+  c.out.resize(static_cast<std::size_t>(out_elems) * dtype_size(p.q_dtype));
+  // K and V hold rows x kv_heads rows of head_dim (V: head_dim_v) values, in a block format
+  // row_units bytes each; shared_kv: no V buffer, V is the start of K's rows.
+  const std::int64_t v_elems = shared_kv ? 0 : rows * p.kv_heads * p.value_dim();
+  auto kv_buffer_bytes = [&](DType type, std::int64_t width) {
+    return static_cast<std::size_t>(rows * p.kv_heads * row_units(type, width)) * dtype_size(type);
   };
-  c.k.resize(kv_buffer_bytes(p.kv_dtype));
-  c.v.resize(kv_buffer_bytes(p.value_dtype()));
+  c.k.resize(kv_buffer_bytes(p.kv_dtype, p.head_dim));
+  c.v.resize(shared_kv ? 0 : kv_buffer_bytes(p.value_dtype(), p.value_dim()));
+  c.shared_kv = shared_kv;
   c.lse.resize(static_cast<std::size_t>(p.batch()) * p.q_len * p.q_heads);
   if (p.variant.sinks) {
     c.sinks.resize(static_cast<std::size_t>(p.q_heads));
@@ -283,12 +291,12 @@ HostCase make_case(DecodeProblem p, std::uint64_t seed) {
   if (p.variant.bias) fill_bias(c, p, longest, seed * 7 + 9);
   const std::int64_t scales = scale_count(p);
   c.k_scale.resize(static_cast<std::size_t>(scales));
-  c.v_scale.resize(static_cast<std::size_t>(scales));
+  c.v_scale.resize(static_cast<std::size_t>(shared_kv ? 0 : scales));
   fill_scales(c.k_scale.data(), p.kv_dtype, scales, seed * 5 + 7);
-  fill_scales(c.v_scale.data(), p.kv_dtype, scales, seed * 5 + 8);
+  if (!shared_kv) fill_scales(c.v_scale.data(), p.kv_dtype, scales, seed * 5 + 8);
   fill_normal(c.q.data(), p.q_dtype, q_elems, seed * 3 + 1);
   fill_normal(c.k.data(), p.kv_dtype, kv_elems, seed * 3 + 2);
-  fill_normal(c.v.data(), p.value_dtype(), kv_elems, seed * 3 + 3);
+  fill_normal(c.v.data(), p.value_dtype(), v_elems, seed * 3 + 3);
   c.problem = std::move(p);
   poison_outputs(c);
   return c;

@@ -17,8 +17,9 @@ struct HostCase {
   DecodeProblem problem;
   std::vector<std::byte> q;               // [batch, q_len, q_heads, head_dim], q_dtype
   ByteBuffer k;                           // layout of problem.layout, kv_dtype; huge pages
-  ByteBuffer v;                           // same as k
-  std::vector<std::byte> out;             // [batch, q_len, q_heads, head_dim], q_dtype
+  ByteBuffer v;                           // as k, head_dim_v wide; empty with shared_kv
+  bool shared_kv = false;                 // V is the start of K's rows (absorbed MLA)
+  std::vector<std::byte> out;             // [batch, q_len, q_heads, head_dim_v], q_dtype
   std::vector<float> lse;                 // [batch, q_len, q_heads]
   std::vector<float> k_scale;             // quantized kv_dtype: the scales of problem.kv_scales
   std::vector<float> v_scale;             //   (tensors.hpp), else empty
@@ -44,7 +45,9 @@ struct HostCase {
 // A quantized cache stores N(0, 1) values quantized with the nominal scale (4 / the type's largest
 // value: |x| <= 4 fits) and its scales are that nominal scale times 2^(N(0, 1) / 2), so the
 // dequantized values are about normal with a spread of magnitudes between blocks.
-HostCase make_case(DecodeProblem problem, std::uint64_t seed);
+// shared_kv: no V cache, V is the leading head_dim_v values of K's rows (v_scale = k_scale), the
+// absorbed MLA cache; needs V of K's type.
+HostCase make_case(DecodeProblem problem, std::uint64_t seed, bool shared_kv = false);
 
 // Overwrites out with NaN bit patterns and lse with NaN, so an executor that skips an output
 // cannot pass a comparison.
@@ -63,7 +66,7 @@ float nominal_kv_scale(DType type);
 // Scales for `count` blocks: nominal_kv_scale(type) x 2^(N(0, 1) / 2), from `seed`.
 void fill_scales(float* dst, DType type, std::int64_t count, std::uint64_t seed);
 
-// The output as doubles, [batch, q_len, q_heads, head_dim].
+// The output as doubles, [batch, q_len, q_heads, head_dim_v].
 std::vector<double> read_output(const HostCase& c);
 
 }  // namespace leanattn::harness

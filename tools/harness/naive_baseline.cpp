@@ -88,15 +88,15 @@ NaiveBaseline naive_same_precision(const DecodeProblem& p, const DecodeTensors& 
 
 NaiveBaseline naive_same_precision(const DecodeProblem& p, const DecodeTensors& t,
                                    std::span<const reference::RowId> rows) {
-  const std::int32_t d = p.head_dim;
+  const std::int32_t d = p.head_dim, dv = p.value_dim();
   const DType qt = p.q_dtype;
   // 1 / sqrt(head_dim) unless the problem sets a scale: computed here, not by the problem.
   const float scale = p.scale != 0.0f ? p.scale : 1.0f / std::sqrt(static_cast<float>(d));
   NaiveBaseline r;
-  r.out.assign(rows.size() * static_cast<std::size_t>(d), 0.0);
+  r.out.assign(rows.size() * static_cast<std::size_t>(dv), 0.0);
   r.weighted_abs.assign(rows.size(), 0.0);
   r.score_abs.assign(rows.size(), 0.0);
-  std::vector<float> s, acc(static_cast<std::size_t>(d)), abs_acc(static_cast<std::size_t>(d));
+  std::vector<float> s, acc(static_cast<std::size_t>(dv)), abs_acc(static_cast<std::size_t>(dv));
   const AttentionVariant& var = p.variant;
   for (std::size_t row = 0; row < rows.size(); ++row) {
     const std::int32_t b = rows[row].request, qh = rows[row].q_head, query = rows[row].query;
@@ -143,15 +143,15 @@ NaiveBaseline naive_same_precision(const DecodeProblem& p, const DecodeTensors& 
       const float pj = round_to(qt, s[static_cast<std::size_t>(j - seen.begin)] / l);
       const std::int64_t vb = kv_offset(p, t, t.v_strides, b, j, h);
       const float vs = t.v_scale ? t.v_scale[kv_offset(p, t, t.v_scale_strides, b, j, h)] : 1.0f;
-      for (std::int32_t i = 0; i < d; ++i) {
+      for (std::int32_t i = 0; i < dv; ++i) {
         const float v = read_kv(t.v_cache, p.value_dtype(), vb, i) * vs;
         acc[static_cast<std::size_t>(i)] += pj * v;
         abs_acc[static_cast<std::size_t>(i)] += std::abs(pj * v);
       }
     }
     double wabs = 0.0;
-    for (std::int32_t i = 0; i < d; ++i) {
-      r.out[row * static_cast<std::size_t>(d) + static_cast<std::size_t>(i)] =
+    for (std::int32_t i = 0; i < dv; ++i) {
+      r.out[row * static_cast<std::size_t>(dv) + static_cast<std::size_t>(i)] =
           round_to(qt, acc[static_cast<std::size_t>(i)]);
       wabs = std::max(wabs, static_cast<double>(abs_acc[static_cast<std::size_t>(i)]));
     }

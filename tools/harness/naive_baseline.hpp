@@ -17,7 +17,7 @@ namespace leanattn::harness {
 
 struct NaiveBaseline {
   // Scores q.k rounded to q_dtype, softmax in float with probabilities rounded to q_dtype, P.V
-  // accumulated in float and rounded to q_dtype: [rows, head_dim].
+  // accumulated in float and rounded to q_dtype: [rows, head_dim_v].
   std::vector<double> out;
   // Per row: max over dimensions i of sum_j p_j |v_ji| (p the probabilities): the size of what
   // the P.V accumulation adds up, which bounds its rounding error. [rows].

@@ -136,6 +136,19 @@ RandomCase random_case(std::mt19937_64& rng, const RandomLimits& lim) {
       if (uniform(rng, 0, 1) == 0) std::swap(p.kv_dtype, *p.v_dtype);  // V the block format
     }
   }
+  // Last of all: V narrower than K (DeepSeek's K 192 / V 128), half of them read from K's rows
+  // (the absorbed MLA cache, which needs V of K's type), one in four of those MLA's own shape.
+  const std::int32_t step = is_block_format(p.value_dtype()) ? kBlockValues : kHeadDimMultiple;
+  if (lim.value_widths && p.head_dim >= 2 * step && uniform(rng, 0, 5) == 0) {
+    p.head_dim_v = step * uniform(rng, 1, p.head_dim / step - 1);
+    c.shared_kv = p.value_dtype() == p.kv_dtype && uniform(rng, 0, 1) == 0;
+    if (c.shared_kv && uniform(rng, 0, 3) == 0) {
+      p.q_heads /= p.kv_heads;
+      p.kv_heads = 1;
+      p.head_dim = 576;
+      p.head_dim_v = 512;
+    }
+  }
   return c;
 }
 

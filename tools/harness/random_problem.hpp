@@ -27,10 +27,14 @@ struct RandomLimits {
                               //   (f32, f16 or bf16); off for the CUDA engine, which lacks it
   bool block_kv = true;       // a fifth of the cases with head_dim a multiple of 32 get a K/V
                               //   cache in ggml's q8_0 or q4_0 (off for the CUDA engine)
+  bool value_widths = true;   // a sixth of the cases get V narrower than K (head_dim_v), half of
+                              //   them V in K's rows (shared_kv), some absorbed-MLA shaped (one
+                              //   KV head, K 576 / V 512); off for the CUDA engine
 };
 
 struct RandomCase {
   DecodeProblem problem;
+  bool shared_kv = false;  // V is the start of K's rows (harness::make_case's shared_kv)
   Hardware hardware;
   PlanOptions options;
 };

@@ -14,7 +14,7 @@ WorkspaceLayout device_workspace_layout(const Plan& plan) {
   WorkspaceLayout w;
   w.counters_offset = 0;
   w.o_offset = kWorkspaceCounters * 4;
-  w.m_offset = align(w.o_offset + rows * plan.head_dim * 4);
+  w.m_offset = align(w.o_offset + rows * plan.head_dim_v * 4);
   w.l_offset = align(w.m_offset + rows * 4);
   w.bytes = align(w.l_offset + rows * 4);
   return w;
