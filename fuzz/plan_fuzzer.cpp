@@ -38,7 +38,7 @@ DecodeProblem draw_problem(FuzzedDataProvider& in) {
   p.kv_heads = in.ConsumeIntegralInRange<std::int32_t>(-1, 9);
   p.q_heads = p.kv_heads * in.ConsumeIntegralInRange<std::int32_t>(0, 9) +
               in.ConsumeIntegralInRange<std::int32_t>(-1, 1);
-  p.head_dim = 16 * in.ConsumeIntegralInRange<std::int32_t>(0, 17) +
+  p.head_dim = 16 * in.ConsumeIntegralInRange<std::int32_t>(0, 37) +
                (in.ConsumeBool() ? 0 : in.ConsumeIntegralInRange<std::int32_t>(-3, 3));
   p.q_len = in.ConsumeBool() ? 1 : in.ConsumeIntegralInRange<std::int32_t>(0, 3);
   const auto batch = in.ConsumeIntegralInRange<std::int32_t>(0, 12);
@@ -60,6 +60,10 @@ DecodeProblem draw_problem(FuzzedDataProvider& in) {
     if (in.ConsumeBool()) p.variant.softcap = in.ConsumeFloatingPoint<float>();
     p.variant.sinks = in.ConsumeBool();
     p.variant.alibi = in.ConsumeBool();
+  }
+  if (in.ConsumeBool()) {  // V narrower than K (or not a valid width at all)
+    p.head_dim_v = 16 * in.ConsumeIntegralInRange<std::int32_t>(-1, 37) +
+                   (in.ConsumeBool() ? 0 : in.ConsumeIntegralInRange<std::int32_t>(-3, 3));
   }
   return p;
 }
@@ -120,7 +124,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   harness::HostCase c;
   const std::int64_t work = p.total_tokens() * p.q_heads * p.head_dim;
   if (work > 400000) return 0;
-  c = harness::make_case(p, size);
+  c = harness::make_case(p, size, in.ConsumeBool());  // V in K's rows, or its own cache
   DecodeTensors t = c.tensors();
   t.out_stride_batch = sb;
   t.out_stride_head = sh;
@@ -130,8 +134,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const Error&) {
     accepted = false;
   }
-  if (accepted && p.batch() * p.q_heads * p.head_dim <= 20000 &&
-      rows_overlap(p.batch(), p.q_heads, p.head_dim, sb, sh)) {
+  if (accepted && p.batch() * p.q_heads * p.value_dim() <= 20000 &&
+      rows_overlap(p.batch(), p.q_heads, p.value_dim(), sb, sh)) {
     fail("validate accepted output strides whose rows overlap");
   }
   const auto ref = reference::naive_attention(c.problem, c.tensors());

@@ -17,7 +17,8 @@
 #   6b. the Python module with the CUDA engine, built in the same build directory (the image's
 #      python3 has nanobind, PyTorch and CuPy), and pytest on the torch tests that use CUDA
 #      tensors: sinks, ALiBi and 8-bit scales on the device (test_torch_device_arrays.py) and the
-#      CUDA cases of test_torch_tensors.py / test_torch_quantized.py, and Llama and Gemma 2
+#      CUDA cases of test_torch_tensors.py / test_torch_quantized.py / test_torch_value_widths.py
+#      (K and V of different widths refused by name; V read from K's rows), and Llama and Gemma 2
 #      generating through the CUDA engine in transformers (test_transformers.py; python.log);
 #   7. `leanattn bench --backend cuda` over a sweep, KV capped per case (contiguous d64/d128,
 #      then d256, paged, the variants: q_len 4, a 4096-token window on 128k, window + sinks, and
@@ -300,6 +301,8 @@ else
   PYTHONPATH=$pkg LEANATTN_REQUIRE_TORCH=1 timeout --signal=TERM --kill-after=5 "$limit" \
     "$python_bin" -m pytest -q -p no:cacheprovider -rs tests/python/torch/test_torch_device_arrays.py \
     tests/python/torch/test_torch_tensors.py tests/python/torch/test_torch_quantized.py \
+    tests/python/torch/test_torch_value_widths.py::test_cuda_refuses_v_of_another_width \
+    tests/python/torch/test_torch_value_widths.py::test_cuda_reads_v_from_ks_rows_at_ks_width \
     tests/python/torch/test_transformers.py::test_bf16_generation_llama_and_gemma2 \
     >"$out/python.log" 2>&1
   rc=$?

@@ -10,6 +10,7 @@ from typing import Any, Optional, Tuple, Union
 import numpy as np
 
 from . import _arrays
+from . import _blocks
 from . import _leanattn as _ext
 from ._plan import Plan
 from ._variant import is_plain, variant_args
@@ -23,10 +24,18 @@ def _inputs(
     kv_dtype: Optional[str] = None, v_dtype: Optional[str] = None,
 ) -> Tuple[Any, str, Any, Any, str, np.ndarray, Any, str]:
     """Views of the inputs for the compiled module: (q, q_hint, k, v, kv_hint, lens, table,
-    v_hint), v_hint "" for a V of K's type (v_dtype None)."""
+    v_hint), v_hint "" for a V of K's type (v_dtype None); v None for V in K's rows (v_cache
+    None)."""
     qv, q_hint = _arrays.tensor_view(q, "q")
     kv, k_hint = _arrays.kv_view(k_cache, "k_cache", kv_dtype)
-    if v_dtype is not None:
+    if v_cache is None:
+        if v_dtype is not None:
+            raise ValueError(
+                f"v_dtype: V read from K's rows (v_cache None) has K's type: pass v_dtype=None "
+                f"(got {v_dtype!r})"
+            )
+        vv, v_hint = None, ""
+    elif v_dtype is not None:
         # V's own type; whether it mixes with K's is the compiled module's check (v_dtype).
         vv, v_hint = _arrays.value_view(v_cache, v_dtype)
     else:
@@ -49,7 +58,7 @@ def _inputs(
 def decode(
     q: Any,
     k_cache: Any,
-    v_cache: Any,
+    v_cache: Any = None,
     seq_lens: Any = None,
     *,
     block_table: Any = None,
@@ -70,6 +79,7 @@ def decode(
     k_scale: Any = None,
     v_scale: Any = None,
     v_dtype: Optional[str] = None,
+    head_dim_v: Optional[int] = None,
 ) -> Union[Any, Tuple[Any, Any]]:
     """Attention of the new query tokens of each request over its KV cache (the decode phase).
 
@@ -86,13 +96,18 @@ def decode(
             non-empty request needs ``seq_len >= q_len``) float32, float16 or bfloat16: a NumPy
             array (bfloat16 through ml_dtypes) or a PyTorch CPU tensor; with the CUDA backend
             (``"cuda" in leanattn.backends``) also a PyTorch CUDA tensor or a CuPy array.
-            head_dim is a multiple of 16, at most 256.
+            head_dim (Q's and K's width) is a multiple of 16, at most 576 (absorbed MLA's 512
+            latent + 64 rope values).
         k_cache: the keys, same framework and device as q (dtype may differ from q's), either
             contiguous ``[batch, capacity, kv_heads, head_dim]`` (request b's token t at
             ``[b, t]``) or, with ``block_table``, paged ``[num_pages, page_size, kv_heads,
             head_dim]``.
-        v_cache: the values, same shape and dtype as k_cache (with ``v_dtype``, of V's own type:
-            then the same shape but for the last dimension, V's row).
+        v_cache: the values: k_cache's shape and dtype but for the last dimension, V's width
+            ``head_dim_v`` (at most head_dim: DeepSeek's K 192 / V 128); with ``v_dtype``, of
+            V's own type. None: V is the first ``head_dim_v`` values of each of K's rows, read
+            in place (DeepSeek's absorbed MLA: one latent cache ``[..., 1, 576]``, K all 576
+            values, V its first 512: ``decode(q, latent, None, lens, head_dim_v=512)``); an
+            8-bit cache then takes ``k_scale`` for V too (``v_scale`` must be None).
         seq_lens: ``[batch]`` integer tokens per request (0 allowed: the output row is zeros and
             the lse ``-inf``); at most capacity, or what the block table maps. May be None when
             ``plan`` is given: the plan's lengths are used.
@@ -111,7 +126,7 @@ def decode(
             strategy and tile are used. Saves planning when the same batch shape repeats
             (without one, the engine reuses the plan of its previous call when the shapes and
             seq_lens are the same).
-        out: ``[batch, q_heads, head_dim]`` in q's dtype, framework and device: the output is
+        out: ``[batch, q_heads, head_dim_v]`` in q's dtype, framework and device: the output is
             written there (head_dim contiguous; other strides allowed) and nothing is allocated.
             It must not overlap q, k_cache, v_cache or lse_out.
         lse_out: ``[batch, q_heads]`` float32 on q's device: the lse is written there (implies
@@ -166,10 +181,19 @@ def decode(
             be one of them too (a float32 or bfloat16 K, an 8-bit K: ValueError naming
             v_dtype). E.g. ``decode(q, k_q8, v_f16, lens, kv_dtype="q8_0", v_dtype="f16")`` or
             ``decode(q, k_f16, v_q4, lens, v_dtype="q4_0")``. CPU engine and reference only
-            (with CUDA arrays: ValueError naming v_dtype).
+            (with CUDA arrays: ValueError naming v_dtype). Not with ``v_cache`` None (V is then
+            of K's type).
+        head_dim_v: V's and the output's width, a multiple of 16 (of 32 for q8_0 / q4_0),
+            at most head_dim. None (the default): v_cache's last dimension (its row bytes'
+            values for q8_0 / q4_0); without v_cache, the plan's head_dim_v when ``plan`` is
+            given, else head_dim (V = K's whole rows). Given with v_cache, it must equal
+            v_cache's width (ValueError naming head_dim_v). K and V of different widths run on
+            the CPU engine and the reference; the CUDA engine refuses them (ValueError naming
+            head_dim_v). V in K's rows at K's whole width (v_cache None, head_dim_v None) runs
+            on every engine.
 
     Returns:
-        ``out`` ``[batch, q_heads, head_dim]`` in q's dtype and framework (the ``out`` argument
+        ``out`` ``[batch, q_heads, head_dim_v]`` in q's dtype and framework (the ``out`` argument
         itself when given); with ``return_lse`` or ``lse_out`` the pair ``(out, lse)``, lse
         ``[batch, q_heads]`` float32 (natural log).
 
@@ -190,6 +214,7 @@ def decode(
     """
     quantized = (kv_dtype is not None or k_scale is not None or v_scale is not None
                  or v_dtype is not None)
+    width = _arrays.optional_positive_int(head_dim_v, "head_dim_v")
     if (
         sinks is None
         and alibi_slopes is None
@@ -210,18 +235,21 @@ def decode(
                 causal, window_left, softcap, None, None, q_heads=0)[:3]
         stream = _arrays.current_stream(q) if getattr(q, "is_cuda", False) else 0
         done = _ext._decode_planned(q, k_cache, v_cache, out, lse_out, plan._impl, scale_f,
-                                    workers_n, stream, causal_b, window, cap)
+                                    workers_n, stream, causal_b, window, cap, width)
         if not done and type(q) is np.ndarray and q.dtype in _FAST_NUMPY:
             # NumPy float32/float16 (DLPack describes them): no Python-level checks either.
+            if v_cache is None and width == 0:
+                width = plan._impl.head_dim_v
             _ext._decode(q, "", k_cache, v_cache, "", plan._lens(), None, out, lse_out,
-                         scale_f, "lean", workers_n, 0, plan._impl, 0, causal_b, window, cap)
+                         scale_f, "lean", workers_n, 0, plan._impl, 0, causal_b, window, cap,
+                         None, None, None, None, "", width)
             done = True
         if done:
             return (out, lse_out) if (return_lse or lse_out is not None) else out
     return _decode_general(q, k_cache, v_cache, seq_lens, block_table, scale, strategy,
                            workers, tile, return_lse, plan, out, lse_out,
                            (causal, window_left, softcap, sinks, alibi_slopes),
-                           (kv_dtype, k_scale, v_scale, v_dtype))
+                           (kv_dtype, k_scale, v_scale, v_dtype), width)
 
 
 def _decode_general(
@@ -230,8 +258,10 @@ def _decode_general(
     return_lse: bool, plan: Optional[Plan], out: Any, lse_out: Any,
     variant: Tuple[Any, Any, Any, Any, Any] = (True, None, None, None, None),
     quantization: Tuple[Any, Any, Any, Any] = (None, None, None, None),
+    head_dim_v: int = 0,
 ) -> Union[Any, Tuple[Any, Any]]:
-    """decode() with every argument checked in Python (any framework, any option)."""
+    """decode() with every argument checked in Python (any framework, any option); head_dim_v
+    0: v_cache's width (the plan's, or head_dim, without v_cache)."""
     strategy = _arrays.require_str(strategy, "strategy")
     workers_n = _arrays.optional_positive_int(workers, "workers", _ext.MAX_WORKERS)
     tile_n = _arrays.optional_positive_int(tile, "tile")
@@ -247,6 +277,8 @@ def _decode_general(
         if tile_n and tile_n != plan.tile:
             raise ValueError(f"tile: the plan was made for tile {plan.tile} (got {tile_n})")
         plan_impl = plan._impl
+        if v_cache is None and head_dim_v == 0:
+            head_dim_v = plan_impl.head_dim_v
         if seq_lens is None:
             seq_lens = np.asarray(plan_impl.seq_lens, dtype=np.int32)
     elif strategy not in _STRATEGIES:
@@ -264,7 +296,8 @@ def _decode_general(
     rows = _q_rows(q)  # (batch, q_heads) or (batch, q_len, q_heads)
     causal_b, window, cap, sinks_a, slopes_a = variant_args(*variant, q_heads=rows[-1], like=q)
     if out is None:
-        out, out_view = _arrays.empty_like(q, rows + (int(q.shape[-1]),))
+        width = _value_width(int(q.shape[-1]), vv, v_hint or kv_hint, head_dim_v)
+        out, out_view = _arrays.empty_like(q, rows + (width,))
     else:
         out_view = _arrays.output_view(out, "out", q)
     want_lse = return_lse or lse_out is not None
@@ -275,8 +308,27 @@ def _decode_general(
         lse, lse_view = _arrays.empty_like(q, rows, float32=True)
     _ext._decode(qv, q_hint, kv, vv, kv_hint, lens, table, out_view, lse_view, scale_f,
                  strategy, workers_n, tile_n, plan_impl, _arrays.current_stream(q), causal_b,
-                 window, cap, sinks_a, slopes_a, ks, vs, v_hint)
+                 window, cap, sinks_a, slopes_a, ks, vs, v_hint, head_dim_v)
     return (out, lse) if want_lse else out
+
+
+def _value_width(head_dim: int, v_view: Any, v_type: str, head_dim_v: int) -> int:
+    """The output's last dimension, V's width, as the compiled module reads it (which checks it,
+    naming the argument): head_dim_v when given; else v_cache's last dimension, for ggml's blocks
+    the values of its row bytes (head_dim for a row of K's bytes); else (v_cache None) head_dim.
+    """
+    if head_dim_v:
+        return head_dim_v
+    shape = tuple(getattr(v_view, "shape", ()))
+    if len(shape) != 4:
+        return head_dim  # no V of its own, or a wrong one the compiled module names
+    last = int(shape[-1])
+    block = _blocks.BYTES.get(v_type)
+    if block is None:
+        return last
+    if last == _blocks.row_bytes(v_type, head_dim) or last == 0 or last % block:
+        return head_dim
+    return last // block * _blocks.VALUES
 
 
 def _q_rows(q: Any) -> Tuple[int, ...]:
@@ -308,22 +360,26 @@ def reference(
     k_scale: Any = None,
     v_scale: Any = None,
     v_dtype: Optional[str] = None,
+    head_dim_v: Optional[int] = None,
 ) -> Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
     """The library's fp64 reference of :func:`decode`: two-pass softmax attention straight from
     the definition (C++ ``reference::naive_attention``), sharing no code with the engines.
 
     Same arguments and rules as :func:`decode` (variants included, written out literally; an
     8-bit cache dequantized literally, stored x scale, in fp64; a q8_0 / q4_0 cache's blocks as
-    d x q; K and V each read as its own type with ``v_dtype``).
+    d x q; K and V each read as its own type with ``v_dtype``; V of its own width, or v_cache None
+    with ``head_dim_v``: V the first head_dim_v values of K's rows).
     Device arrays are copied to the host first. Slow (a scalar loop): meant for tests and small
     problems.
 
     Returns:
-        ``out`` ``[batch, (q_len,) q_heads, head_dim]`` float64 NumPy array; with ``return_lse``
+        ``out`` ``[batch, (q_len,) q_heads, head_dim_v]`` float64 NumPy array; with ``return_lse``
         also ``lse`` ``[batch, (q_len,) q_heads]`` float64 (``-inf`` for an empty sequence).
     """
     scale_f = _arrays.optional_scale(scale)
-    q, k_cache, v_cache = (_arrays.to_host(x) for x in (q, k_cache, v_cache))
+    width = _arrays.optional_positive_int(head_dim_v, "head_dim_v")
+    q, k_cache = _arrays.to_host(q), _arrays.to_host(k_cache)
+    v_cache = None if v_cache is None else _arrays.to_host(v_cache)
     rows = _q_rows(q)
     causal_b, window, cap, sinks_a, slopes_a = variant_args(
         causal, window_left, softcap, sinks, alibi_slopes, rows[-1])
@@ -332,5 +388,5 @@ def reference(
     out, lse = _ext._reference(qv, q_hint, kv, vv, kv_hint, lens, table, scale_f, causal_b,
                                window, cap, sinks_a, slopes_a,
                                _arrays.scale_array(k_scale, "k_scale"),
-                               _arrays.scale_array(v_scale, "v_scale"), v_hint)
+                               _arrays.scale_array(v_scale, "v_scale"), v_hint, width)
     return (out, lse) if return_lse else out

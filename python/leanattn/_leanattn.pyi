@@ -34,6 +34,8 @@ class Plan:
     @property
     def head_dim(self) -> int: ...
     @property
+    def head_dim_v(self) -> int: ...
+    @property
     def seq_lens(self) -> List[int]: ...
     @property
     def num_slots(self) -> int: ...
@@ -51,7 +53,7 @@ def _decode(
     q: Any,
     q_dtype: str,
     k_cache: Any,
-    v_cache: Any,
+    v_cache: Optional[Any],
     kv_dtype: str,
     seq_lens: np.ndarray,
     block_table: Optional[Any],
@@ -71,11 +73,12 @@ def _decode(
     k_scale: Optional[Any] = ...,
     v_scale: Optional[Any] = ...,
     v_dtype: str = ...,
+    head_dim_v: int = ...,
 ) -> None: ...
 def _decode_planned(
     q: Any,
     k_cache: Any,
-    v_cache: Any,
+    v_cache: Optional[Any],
     out: Any,
     lse: Optional[Any],
     plan: Plan,
@@ -85,6 +88,7 @@ def _decode_planned(
     causal: bool = ...,
     window_left: int = ...,
     softcap: float = ...,
+    head_dim_v: int = ...,
 ) -> bool: ...
 def _make_plan(
     seq_lens: np.ndarray,
@@ -105,12 +109,13 @@ def _make_plan(
     sinks: bool = ...,
     alibi: bool = ...,
     backend: str = ...,
+    head_dim_v: int = ...,
 ) -> Plan: ...
 def _reference(
     q: Any,
     q_dtype: str,
     k_cache: Any,
-    v_cache: Any,
+    v_cache: Optional[Any],
     kv_dtype: str,
     seq_lens: np.ndarray,
     block_table: Optional[Any],
@@ -123,6 +128,7 @@ def _reference(
     k_scale: Optional[Any] = ...,
     v_scale: Optional[Any] = ...,
     v_dtype: str = ...,
+    head_dim_v: int = ...,
 ) -> Tuple[np.ndarray, np.ndarray]: ...
 def _merge_states(
     out_a: Any, lse_a: Any, out_b: Any, lse_b: Any, out: Any, lse: Any, out_dtype: str

@@ -91,7 +91,13 @@ class Plan:
 
     @property
     def head_dim(self) -> int:
+        """Q's and K's width."""
         return self._impl.head_dim
+
+    @property
+    def head_dim_v(self) -> int:
+        """V's and the output's width (head_dim unless the plan was made for another)."""
+        return self._impl.head_dim_v
 
     @property
     def total_tiles(self) -> int:
@@ -140,10 +146,11 @@ class Plan:
         return self._impl.text()
 
     def __repr__(self) -> str:
+        value = f"head_dim_v={self.head_dim_v}, " if self.head_dim_v != self.head_dim else ""
         return (
             f"leanattn.Plan(strategy='{self.strategy}', workers={self.workers}, "
             f"tile={self.tile}, batch={self.batch}, q_heads={self.q_heads}, "
-            f"kv_heads={self.kv_heads}, head_dim={self.head_dim}, "
+            f"kv_heads={self.kv_heads}, head_dim={self.head_dim}, {value}"
             f"segments={len(self._impl.segments(-1))}, reductions={len(self.reductions)})"
         )
 
@@ -151,14 +158,15 @@ class Plan:
         self,
         q: Any,
         k_cache: Any,
-        v_cache: Any,
+        v_cache: Any = None,
         *,
         block_table: Any = None,
         scale: Optional[float] = None,
         workers: Optional[int] = None,
         return_lse: bool = False,
     ) -> Union[Any, Tuple[Any, Any]]:
-        """:func:`leanattn.decode` with this plan and its seq_lens."""
+        """:func:`leanattn.decode` with this plan and its seq_lens (v_cache None: V is the first
+        head_dim_v values of K's rows)."""
         from ._decode import decode
 
         return decode(q, k_cache, v_cache, self._impl.seq_lens, block_table=block_table,
@@ -171,6 +179,7 @@ def plan(
     q_heads: int,
     kv_heads: int,
     head_dim: int,
+    head_dim_v: Optional[int] = None,
     strategy: str = "lean",
     workers: Optional[int] = None,
     tile: Optional[int] = None,
@@ -191,7 +200,10 @@ def plan(
     Args:
         seq_lens: ``[batch]`` integer tokens per request.
         q_heads, kv_heads, head_dim: the shapes of q and the cache (q_heads a multiple of
-            kv_heads; head_dim a multiple of 16 up to 256).
+            kv_heads; head_dim a multiple of 16 up to 576).
+        head_dim_v: V's and the output's width, a multiple of 16 up to head_dim (DeepSeek's K
+            192 / V 128, absorbed MLA's 576 / 512); None: head_dim. It sets the default tile
+            (by the mean of both widths) and the workspace; a plan runs only with that width.
         strategy: ``"lean"``, ``"split"`` or ``"head"``.
         workers: workers to plan for (default: the backend's: one per core on the CPU, the
             kernel's occupancy on a GPU).
@@ -238,5 +250,6 @@ def plan(
         bool(sinks),
         bool(alibi),
         _arrays.require_str(backend, "backend"),
+        _arrays.optional_positive_int(head_dim_v, "head_dim_v"),
     )
     return Plan(impl)

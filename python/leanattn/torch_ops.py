@@ -5,20 +5,23 @@ that ``torch.compile(fullgraph=True)`` traces through them with no graph break.
 Importing this module registers the ops (once); ``import leanattn`` imports it when torch is
 already imported, so nothing is paid without torch. Schemas::
 
-    decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor seq_lens, Tensor? block_table=None,
+    decode(Tensor q, Tensor k_cache, Tensor? v_cache, Tensor seq_lens, Tensor? block_table=None,
            float? scale=None, Tensor? sinks=None, Tensor? alibi_slopes=None,
            Tensor? k_scale=None, Tensor? v_scale=None, str? kv_dtype=None,
-           float? softcap=None, int? window_left=None, str? v_dtype=None)
-           -> (Tensor out, Tensor lse)
-    decode_(Tensor q, Tensor k_cache, Tensor v_cache, Tensor seq_lens, Tensor(a!) out,
+           float? softcap=None, int? window_left=None, str? v_dtype=None,
+           int? head_dim_v=None) -> (Tensor out, Tensor lse)
+    decode_(Tensor q, Tensor k_cache, Tensor? v_cache, Tensor seq_lens, Tensor(a!) out,
             Tensor(b!)? lse_out=None, Tensor? block_table=None, float? scale=None,
             Tensor? sinks=None, Tensor? alibi_slopes=None, Tensor? k_scale=None,
             Tensor? v_scale=None, str? kv_dtype=None, float? softcap=None,
-            int? window_left=None, str? v_dtype=None) -> ()
+            int? window_left=None, str? v_dtype=None, int? head_dim_v=None) -> ()
 
 Shapes are those of :func:`leanattn.decode`: q ``[batch, q_heads, head_dim]``, caches
-``[batch, capacity, kv_heads, head_dim]`` (or paged with block_table), seq_lens ``[batch]``
-integer (read on the host), out like q, lse ``[batch, q_heads]`` float32; sinks and
+``[batch, capacity, kv_heads, head_dim]`` (or paged with block_table; V's last dimension its own
+width head_dim_v <= head_dim, DeepSeek's K 192 / V 128; v_cache None: V is the first head_dim_v
+values of K's rows, absorbed MLA's latent cache, head_dim_v None then meaning head_dim),
+seq_lens ``[batch]`` integer (read on the host), out ``[batch, q_heads, head_dim_v]`` in q's
+dtype (the fake implementation gives that shape), lse ``[batch, q_heads]`` float32; sinks and
 alibi_slopes ``[q_heads]`` float32, an 8-bit cache's k_scale / v_scale tensors (the layouts of
 :func:`leanattn.decode`; kv_dtype for uint8 caches of fp8 bytes, or of ggml's q8_0 / q4_0
 blocks, CPU only, whose last dimension is the row's bytes; v_dtype "f16", "q8_0" or "q4_0" for a
@@ -35,6 +38,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import torch
 
+from ._decode import _value_width
 from ._decode import decode as _decode
 from ._plan import Plan, plan as _make_plan
 
@@ -44,19 +48,31 @@ atexit.register(_PLANS.clear)  # plans are freed before the extension module is
 
 
 # The optional arguments of the ops' schemas, after scale: (sinks, alibi_slopes, k_scale,
-# v_scale, kv_dtype, softcap, window_left, v_dtype), all None for plain attention over a 16-bit
-# cache.
+# v_scale, kv_dtype, softcap, window_left, v_dtype, head_dim_v), all None for plain attention
+# over a 16-bit cache.
 _EXTRAS = ("sinks", "alibi_slopes", "k_scale", "v_scale", "kv_dtype", "softcap", "window_left",
-           "v_dtype")
+           "v_dtype", "head_dim_v")
 # Those a plan is made for: the calls with only these keep the fast path.
-_PLANNED = ("softcap", "window_left")
+_PLANNED = ("softcap", "window_left", "head_dim_v")
 
 
-def _run(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,
-         out: torch.Tensor, lse: Optional[torch.Tensor], block_table: Optional[torch.Tensor],
-         scale: Optional[float], extras: Tuple[Any, ...]) -> None:
-    """decode into out/lse. With a host seq_lens, no block table and no extras but softcap and
-    window_left, through a plan kept per lengths, shapes and those two, so the call takes
+def _out_shape(q: torch.Tensor, v_cache: Optional[torch.Tensor], extras: Tuple[Any, ...]
+               ) -> Tuple[int, ...]:
+    """The output's shape, q's with V's width last (head_dim_v, else v_cache's, for ggml's blocks
+    from its row bytes, else head_dim): what decode writes, and the fake implementations give."""
+    named = dict(zip(_EXTRAS, extras))
+    v_type = named["v_dtype"] or named["kv_dtype"] or ""
+    width = _value_width(int(q.shape[-1]), v_cache, v_type, named["head_dim_v"] or 0)
+    return tuple(q.shape[:-1]) + (width,)
+
+
+def _run(q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor],
+         seq_lens: torch.Tensor, out: torch.Tensor, lse: Optional[torch.Tensor],
+         block_table: Optional[torch.Tensor], scale: Optional[float],
+         extras: Tuple[Any, ...]) -> None:
+    """decode into out/lse. With a host seq_lens, no block table and no extras but softcap,
+    window_left and head_dim_v, through a plan kept per lengths, shapes (V's width included) and
+    those, so the call takes
     decode's fast path (every layer of a step reuses it). The other extras (sinks, slopes,
     scales) go to decode as they are: on CUDA it keeps them on q's device."""
     named = {name: value for name, value in zip(_EXTRAS, extras) if value is not None}
@@ -66,67 +82,78 @@ def _run(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens
         _decode(q, k_cache, v_cache, seq_lens, block_table=block_table, scale=scale, out=out,
                 lse_out=lse, **named)
         return
-    key = (tuple(seq_lens.tolist()), q.shape[1], k_cache.shape[2], q.shape[2],
+    width = _out_shape(q, v_cache, extras)[-1]  # V's (decode checks out against it)
+    key = (tuple(seq_lens.tolist()), q.shape[1], k_cache.shape[2], q.shape[2], width,
            planned.get("softcap"), planned.get("window_left"))
     plan = _PLANS.get(key)
     if plan is None:
         if len(_PLANS) >= 64:
             _PLANS.clear()
-        plan = _PLANS[key] = _make_plan(seq_lens, q_heads=q.shape[1], kv_heads=k_cache.shape[2],
-                                        head_dim=q.shape[2], **planned)
+        plan = _PLANS[key] = _make_plan(
+            seq_lens, q_heads=q.shape[1], kv_heads=k_cache.shape[2], head_dim=q.shape[2],
+            head_dim_v=width, softcap=planned.get("softcap"),
+            window_left=planned.get("window_left"))
     _decode(q, k_cache, v_cache, plan=plan, scale=scale, out=out, lse_out=lse, **planned)
 
 
 def _decode_impl(
-    q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,
-    block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
+    q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor],
+    seq_lens: torch.Tensor, block_table: Optional[torch.Tensor] = None,
+    scale: Optional[float] = None,
     sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
     k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
     kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
     window_left: Optional[int] = None, v_dtype: Optional[str] = None,
+    head_dim_v: Optional[int] = None,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
-    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    extras = (sinks, alibi_slopes, k_scale, v_scale, kv_dtype, softcap, window_left, v_dtype,
+              head_dim_v)
+    out = q.new_empty(_out_shape(q, v_cache, extras))
     lse = torch.empty(q.shape[:2], dtype=torch.float32, device=q.device)
-    _run(q, k_cache, v_cache, seq_lens, out, lse, block_table, scale,
-         (sinks, alibi_slopes, k_scale, v_scale, kv_dtype, softcap, window_left,
-          v_dtype))
+    _run(q, k_cache, v_cache, seq_lens, out, lse, block_table, scale, extras)
     return out, lse
 
 
 def _decode_fake(
-    q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,
-    block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
+    q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor],
+    seq_lens: torch.Tensor, block_table: Optional[torch.Tensor] = None,
+    scale: Optional[float] = None,
     sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
     k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
     kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
     window_left: Optional[int] = None, v_dtype: Optional[str] = None,
+    head_dim_v: Optional[int] = None,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
-    out = torch.empty_like(q, memory_format=torch.contiguous_format)
-    return out, q.new_empty(q.shape[:2], dtype=torch.float32)
+    extras = (sinks, alibi_slopes, k_scale, v_scale, kv_dtype, softcap, window_left, v_dtype,
+              head_dim_v)
+    return q.new_empty(_out_shape(q, v_cache, extras)), q.new_empty(q.shape[:2],
+                                                                    dtype=torch.float32)
 
 
 def _decode_inplace_impl(
-    q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,
-    out: torch.Tensor, lse_out: Optional[torch.Tensor] = None,
+    q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor],
+    seq_lens: torch.Tensor, out: torch.Tensor, lse_out: Optional[torch.Tensor] = None,
     block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
     sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
     k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
     kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
     window_left: Optional[int] = None, v_dtype: Optional[str] = None,
+    head_dim_v: Optional[int] = None,
 ) -> None:
     _run(q, k_cache, v_cache, seq_lens, out, lse_out, block_table, scale,
          (sinks, alibi_slopes, k_scale, v_scale, kv_dtype, softcap, window_left,
-          v_dtype))
+          v_dtype, head_dim_v))
 
 
 def _decode_inplace_fake(
-    q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,
-    out: torch.Tensor, lse_out: Optional[torch.Tensor] = None,
+    q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor],
+    seq_lens: torch.Tensor, out: torch.Tensor, lse_out: Optional[torch.Tensor] = None,
     block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
     sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
     k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
     kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
     window_left: Optional[int] = None, v_dtype: Optional[str] = None,
+    head_dim_v: Optional[int] = None,
 ) -> None:
     return None
 
@@ -139,13 +166,13 @@ def register() -> None:
     lib = torch.library.Library("leanattn", "DEF")
     extras = ("Tensor? sinks=None, Tensor? alibi_slopes=None, Tensor? k_scale=None, "
               "Tensor? v_scale=None, str? kv_dtype=None, float? softcap=None, "
-              "int? window_left=None, str? v_dtype=None")  # _EXTRAS
+              "int? window_left=None, str? v_dtype=None, int? head_dim_v=None")  # _EXTRAS
     lib.define(
-        "decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor seq_lens, "
+        "decode(Tensor q, Tensor k_cache, Tensor? v_cache, Tensor seq_lens, "
         f"Tensor? block_table=None, float? scale=None, {extras}) -> (Tensor, Tensor)"
     )
     lib.define(
-        "decode_(Tensor q, Tensor k_cache, Tensor v_cache, Tensor seq_lens, Tensor(a!) out, "
+        "decode_(Tensor q, Tensor k_cache, Tensor? v_cache, Tensor seq_lens, Tensor(a!) out, "
         f"Tensor(b!)? lse_out=None, Tensor? block_table=None, float? scale=None, {extras}) -> ()"
     )
     for key in ("CPU", "CUDA"):

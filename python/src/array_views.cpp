@@ -109,33 +109,73 @@ const float* float32_data(const Array& a, const Device& device, const char* argu
 }
 
 // The rows of one cache (k_cache or v_cache, `argument`) of type `type`: the last dimension
-// head_dim (q's) values; for ggml's block formats (q8_0, q4_0) the row's bytes, head_dim / 32
-// blocks, head_dim a multiple of the block's 32 values (ValueError naming q or the cache
-// otherwise; `type_argument`, kv_dtype or v_dtype, is the parameter that named the format).
+// `width` values (q's head_dim for K, head_dim_v for V; `width_name` says which, `width_argument`
+// is the parameter it comes from); for ggml's block formats (q8_0, q4_0) the row's bytes, width /
+// 32 blocks, width a multiple of the block's 32 values (ValueError naming width_argument or the
+// cache otherwise; `type_argument`, kv_dtype or v_dtype, is the parameter that named the format).
 // Strides of such a uint8 cache are bytes, the unit the library counts them in for these types.
 template <class Array>
-void check_rows(DType type, const char* type_argument, std::size_t head_dim, const Array& cache,
-                const std::string& argument) {
+void check_rows(DType type, const char* type_argument, std::size_t width, const Array& cache,
+                const std::string& argument, const std::string& width_argument = "q",
+                const std::string& width_name = "head_dim (q.shape[-1])") {
   if (!is_block_format(type)) {
-    if (cache.shape(3) == head_dim) return;
-    value_error(argument,
-                "head_dim (" + argument + ".shape[3]) = " + std::to_string(cache.shape(3)) +
-                    " must equal q's head_dim (q.shape[-1]) = " + std::to_string(head_dim));
+    if (cache.shape(3) == width) return;
+    value_error(argument, "head_dim (" + argument +
+                              ".shape[3]) = " + std::to_string(cache.shape(3)) +
+                              " must equal q's " + width_name + " = " + std::to_string(width));
   }
   const std::string name(dtype_name(type));
-  if (head_dim % kBlockValues != 0) {
-    value_error("q", "head_dim (q.shape[-1]) = " + std::to_string(head_dim) +
-                         " must be a multiple of " + std::to_string(kBlockValues) + " for " +
-                         type_argument + "='" + name + "' (ggml's blocks of " +
-                         std::to_string(kBlockValues) + " values)");
+  if (width % kBlockValues != 0) {
+    value_error(width_argument, width_name + " = " + std::to_string(width) +
+                                    " must be a multiple of " + std::to_string(kBlockValues) +
+                                    " for " + type_argument + "='" + name + "' (ggml's blocks of " +
+                                    std::to_string(kBlockValues) + " values)");
   }
-  const auto bytes = static_cast<std::size_t>(row_units(type, static_cast<std::int64_t>(head_dim)));
+  const auto bytes = static_cast<std::size_t>(row_units(type, static_cast<std::int64_t>(width)));
   if (cache.shape(3) == bytes) return;
-  value_error(argument, "its last dimension (" + argument + ".shape[3]) = " +
-                            std::to_string(cache.shape(3)) + " must be the bytes of a " + name +
-                            " row of head_dim (q.shape[-1]) = " + std::to_string(head_dim) +
-                            " values: head_dim / " + std::to_string(kBlockValues) + " * " +
-                            std::to_string(block_bytes(type)) + " = " + std::to_string(bytes));
+  value_error(argument,
+              "its last dimension (" + argument + ".shape[3]) = " + std::to_string(cache.shape(3)) +
+                  " must be the bytes of a " + name + " row of " + width_name + " = " +
+                  std::to_string(width) + " values: " + width_name.substr(0, width_name.find(' ')) +
+                  " / " + std::to_string(kBlockValues) + " * " + std::to_string(block_bytes(type)) +
+                  " = " + std::to_string(bytes));
+}
+
+// V's width (head_dim_v) from v_cache's rows of type `type`: its last dimension, or for ggml's
+// block formats the values of its row bytes (K's head_dim when they are a K row's bytes).
+// `head_dim_v` the caller passed (0: none) must match it; V may not be wider than K (head_dim).
+template <class Array>
+std::int32_t value_width(DType type, const char* type_argument, std::size_t head_dim,
+                         std::int32_t head_dim_v, const Array& v_cache) {
+  const std::size_t last = v_cache.shape(3);
+  std::size_t width = last;
+  if (head_dim_v != 0 && is_block_format(type)) {
+    check_rows(type, type_argument, static_cast<std::size_t>(head_dim_v), v_cache, "v_cache",
+               "head_dim_v", "head_dim_v");
+    width = static_cast<std::size_t>(head_dim_v);
+  } else if (is_block_format(type)) {
+    const auto block = static_cast<std::size_t>(block_bytes(type));
+    if (last == static_cast<std::size_t>(row_units(type, static_cast<std::int64_t>(head_dim)))) {
+      width = head_dim;
+    } else if (last == 0 || last % block != 0) {
+      check_rows(type, type_argument, head_dim, v_cache, "v_cache");  // says what K's row is
+    } else {
+      width = last / block * kBlockValues;
+    }
+  }
+  if (head_dim_v != 0 && static_cast<std::size_t>(head_dim_v) != width) {
+    value_error("head_dim_v",
+                "must equal V's width, v_cache's last dimension "
+                "(v_cache.shape[3]) = " +
+                    std::to_string(width) + ", or be None to take it from v_cache (got " +
+                    std::to_string(head_dim_v) + ")");
+  }
+  if (width > head_dim) {
+    value_error("v_cache", "head_dim_v (v_cache.shape[3]) = " + std::to_string(width) +
+                               " must be at most q's head_dim (q.shape[-1]) = " +
+                               std::to_string(head_dim) + " (V no wider than K)");
+  }
+  return to_i32(width, "v_cache", "head_dim_v (v_cache.shape[3])");
 }
 
 // V's type where it differs from K's (v_dtype=): only f16, q8_0 and q4_0 mix, the pairs
@@ -218,15 +258,20 @@ DType element_type(const nb::dlpack::dtype& dtype, std::string_view hint, const 
 
 template <class Array>
 void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, const Array& k_cache,
-                  const Array& v_cache, std::string_view kv_hint, std::string_view v_hint,
-                  std::span<const std::int32_t> seq_lens, const Array* block_table, float scale) {
+                  const Array* v_cache, std::string_view kv_hint, std::string_view v_hint,
+                  std::int32_t head_dim_v, std::span<const std::int32_t> seq_lens,
+                  const Array* block_table, float scale) {
   const bool paged = block_table != nullptr;
   const char* kv_layout = paged ? "[num_pages, page_size, kv_heads, head_dim]"
                                 : "[batch, capacity, kv_heads, head_dim]";
   if (q.ndim() != 4)
     require_ndim(q, 3, "q", "[batch, q_heads, head_dim] or [batch, q_len, q_heads, head_dim]");
   require_ndim(k_cache, 4, "k_cache", kv_layout);
-  require_ndim(v_cache, 4, "v_cache", kv_layout);
+  if (v_cache != nullptr) {
+    require_ndim(*v_cache, 4, "v_cache",
+                 paged ? "[num_pages, page_size, kv_heads, head_dim_v]"
+                       : "[batch, capacity, kv_heads, head_dim_v]");
+  }
 
   {  // start afresh, keeping the capacity of seq_lens
     std::vector<std::int32_t> lens = std::move(views.problem.seq_lens);
@@ -236,10 +281,11 @@ void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, c
   }
   // 4-D q: [batch, q_len, q_heads, head_dim] (flash-attn's layout); 3-D means q_len = 1.
   views.token_dim = q.ndim() == 4;
+  views.shared_kv = v_cache == nullptr;
   const std::size_t o = views.token_dim ? 1 : 0;
   views.device = device_of(q);
   require_device(k_cache, views.device, "k_cache");
-  require_device(v_cache, views.device, "v_cache");
+  if (v_cache != nullptr) require_device(*v_cache, views.device, "v_cache");
 
   DecodeProblem& p = views.problem;
   p.q_dtype = element_type(q.dtype(), q_hint, "q");
@@ -250,12 +296,18 @@ void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, c
                    dtype_text(q.dtype()) + ")");
   }
   p.kv_dtype = element_type(k_cache.dtype(), kv_hint, "k_cache");
-  // V's type: K's unless the caller named its own (v_hint, from v_dtype=).
-  const DType v_type = element_type(v_cache.dtype(), v_hint.empty() ? kv_hint : v_hint, "v_cache");
+  // V's type: K's unless the caller named its own (v_hint, from v_dtype=); K's in K's rows.
+  DType v_type = p.kv_dtype;
+  if (v_cache == nullptr && !v_hint.empty()) {
+    value_error("v_dtype", "V read from K's rows (v_cache None) has K's type: pass v_dtype=None");
+  }
+  if (v_cache != nullptr) {
+    v_type = element_type(v_cache->dtype(), v_hint.empty() ? kv_hint : v_hint, "v_cache");
+  }
   if (v_type != p.kv_dtype) {
     if (v_hint.empty()) {
       type_error("v_cache", "dtype must match k_cache's (" + dtype_text(k_cache.dtype()) +
-                                "), got " + dtype_text(v_cache.dtype()));
+                                "), got " + dtype_text(v_cache->dtype()));
     }
     check_value_type(p.kv_dtype, v_type, views.device);
     p.v_dtype = v_type;
@@ -273,18 +325,32 @@ void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, c
   p.head_dim = to_i32(q.shape(2 + o), "q", "head_dim (q.shape[-1])");
   p.kv_heads = to_i32(k_cache.shape(2), "k_cache", "kv_heads (k_cache.shape[2])");
   check_rows(p.kv_dtype, "kv_dtype", q.shape(2 + o), k_cache, "k_cache");
-  const bool mixed = p.v_dtype.has_value();
-  if (mixed || is_block_format(v_type)) {
-    check_rows(v_type, mixed ? "v_dtype" : "kv_dtype", q.shape(2 + o), v_cache, "v_cache");
+  if (head_dim_v < 0) {
+    value_error("head_dim_v", "must be >= 1, or None (got " + std::to_string(head_dim_v) + ")");
   }
-  // The same shape; a V of another type than K's has its own rows in the last dimension.
-  for (std::size_t i = 0; i < (mixed ? 3u : 4u); ++i) {
-    if (v_cache.shape(i) != k_cache.shape(i)) {
-      value_error("v_cache", "must have k_cache's shape " + shape_text(k_cache) +
-                                 (mixed ? " but for its own rows in the last dimension" : "") +
-                                 ", got " + shape_text(v_cache));
+  std::int32_t value_dim = 0;
+  if (v_cache != nullptr) {
+    // K's shape but for the last dimension: V's own rows (head_dim_v values, its own type).
+    for (std::size_t i = 0; i < 3u; ++i) {
+      if (v_cache->shape(i) != k_cache.shape(i)) {
+        value_error("v_cache", "must have k_cache's shape " + shape_text(k_cache) +
+                                   " but for its own rows in the last dimension, got " +
+                                   shape_text(*v_cache));
+      }
+    }
+    value_dim = value_width(v_type, p.v_dtype ? "v_dtype" : "kv_dtype", q.shape(2 + o), head_dim_v,
+                            *v_cache);
+  } else {
+    value_dim = head_dim_v != 0 ? head_dim_v : p.head_dim;
+    if (value_dim > p.head_dim) {
+      value_error("head_dim_v",
+                  "must be at most head_dim (q.shape[-1]) = " + std::to_string(p.head_dim) +
+                      ": without v_cache, V is the first head_dim_v values of K's "
+                      "rows (got " +
+                      std::to_string(value_dim) + ")");
     }
   }
+  p.head_dim_v = value_dim == p.head_dim ? 0 : value_dim;
   if (p.kv_heads < 1) value_error("k_cache", "kv_heads (k_cache.shape[2]) must be >= 1 (got 0)");
   if (p.q_heads % p.kv_heads != 0) {
     value_error("q", "q_heads (q.shape[-2]) = " + std::to_string(p.q_heads) +
@@ -296,15 +362,20 @@ void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, c
   DecodeTensors& t = views.tensors;
   const auto qs = strides_of(q, "q");
   const auto ks = strides_of(k_cache, "k_cache");
-  const auto vs = strides_of(v_cache, "v_cache");
   t.q = data_of(q);
   t.q_stride_batch = qs[0];
   t.q_stride_token = o == 1 ? qs[1] : 0;
   t.q_stride_head = qs[1 + o];
   t.k_cache = data_of(k_cache);
-  t.v_cache = data_of(v_cache);
   t.k_strides = {ks[0], ks[1], ks[2]};
-  t.v_strides = {vs[0], vs[1], vs[2]};
+  if (v_cache == nullptr) {  // V in K's rows: the same pointer and strides (shares_kv)
+    t.v_cache = t.k_cache;
+    t.v_strides = t.k_strides;
+  } else {
+    const auto vs = strides_of(*v_cache, "v_cache");
+    t.v_cache = data_of(*v_cache);
+    t.v_strides = {vs[0], vs[1], vs[2]};
+  }
 
   if (!paged) {
     p.layout = KvLayout::contiguous;
@@ -397,21 +468,25 @@ void attach_kv_scales(DecodeViews& views, const std::optional<ScaleArray>& k_sca
     }
     return;
   }
-  if (!k_scale || !v_scale) {
+  if (views.shared_kv && v_scale) {
+    value_error("v_scale", "V is read from K's rows (v_cache None), with k_scale: pass None");
+  }
+  if (!k_scale || (!v_scale && !views.shared_kv)) {
     value_error(!k_scale ? "k_scale" : "v_scale", "is required for an 8-bit cache (k_cache is " +
                                                       std::string(dtype_name(p.kv_dtype)) + ")");
   }
+  const ScaleArray& v_scales = views.shared_kv ? *k_scale : *v_scale;
   p.kv_scales = granularity(*k_scale, "k_scale");
-  if (granularity(*v_scale, "v_scale") != p.kv_scales) {
+  if (granularity(v_scales, "v_scale") != p.kv_scales) {
     value_error("v_scale", "must have k_scale's shape " + shape_text(*k_scale) + ", got " +
-                               shape_text(*v_scale));
+                               shape_text(v_scales));
   }
   KvStrides st;  // dense, as dense_tensors lays them out
   if (p.kv_scales == KvScales::per_kv_head) st = {0, 0, 1};
   if (p.kv_scales == KvScales::per_token_head)
     st = {static_cast<std::int64_t>(rows * heads), static_cast<std::int64_t>(heads), 1};
   t.k_scale = float32_data(*k_scale, views.device, "k_scale");
-  t.v_scale = float32_data(*v_scale, views.device, "v_scale");
+  t.v_scale = views.shared_kv ? t.k_scale : float32_data(*v_scale, views.device, "v_scale");
   t.k_scale_strides = st;
   t.v_scale_strides = st;
 }
@@ -421,8 +496,9 @@ void attach_outputs(DecodeViews& views, const Array& out, std::string_view out_h
                     const Array* lse) {
   const DecodeProblem& p = views.problem;
   const std::size_t o = views.token_dim ? 1 : 0;  // q is [batch, q_len, q_heads, head_dim]
-  require_ndim(out, 3 + o, "out",
-               o ? "[batch, q_len, q_heads, head_dim]" : "[batch, q_heads, head_dim]");
+  const char* out_layout =
+      o ? "[batch, q_len, q_heads, head_dim_v]" : "[batch, q_heads, head_dim_v]";
+  require_ndim(out, 3 + o, "out", out_layout);
   require_device(out, views.device, "out");
   if (element_type(out.dtype(), out_hint, "out") != p.q_dtype) {
     type_error("out", "dtype must be q's (" + std::string(dtype_name(p.q_dtype)) + ")");
@@ -430,8 +506,12 @@ void attach_outputs(DecodeViews& views, const Array& out, std::string_view out_h
   if (out.shape(0) != p.seq_lens.size() ||
       (o && out.shape(1) != static_cast<std::size_t>(p.q_len)) ||
       out.shape(1 + o) != static_cast<std::size_t>(p.q_heads) ||
-      out.shape(2 + o) != static_cast<std::size_t>(p.head_dim)) {
-    value_error("out", "must have q's shape");
+      out.shape(2 + o) != static_cast<std::size_t>(p.value_dim())) {
+    std::string want = "[" + std::to_string(p.seq_lens.size());
+    if (o) want += ", " + std::to_string(p.q_len);
+    want += ", " + std::to_string(p.q_heads) + ", " + std::to_string(p.value_dim()) + "]";
+    value_error("out", "must have shape " + std::string(out_layout) + " = " + want +
+                           " (q's, its last dimension V's width), got " + shape_text(out));
   }
   const auto os = strides_of(out, "out");
   views.tensors.out = out.size() == 0 ? nullptr : out.data();
@@ -458,10 +538,11 @@ void attach_outputs(DecodeViews& views, const Array& out, std::string_view out_h
 }
 
 template void decode_views<InArray>(DecodeViews&, const InArray&, std::string_view, const InArray&,
-                                    const InArray&, std::string_view, std::string_view,
-                                    std::span<const std::int32_t>, const InArray*, float);
+                                    const InArray*, std::string_view, std::string_view,
+                                    std::int32_t, std::span<const std::int32_t>, const InArray*,
+                                    float);
 template void decode_views<DlView>(DecodeViews&, const DlView&, std::string_view, const DlView&,
-                                   const DlView&, std::string_view, std::string_view,
+                                   const DlView*, std::string_view, std::string_view, std::int32_t,
                                    std::span<const std::int32_t>, const DlView*, float);
 template void attach_outputs<OutArray>(DecodeViews&, const OutArray&, std::string_view,
                                        const OutArray*);

@@ -44,6 +44,7 @@ struct DecodeViews {
   DecodeTensors tensors;
   Device device;
   bool token_dim = false;  // q (so out and lse) has the q_len dimension: 4-D q
+  bool shared_kv = false;  // no v_cache: V is the leading head_dim_v values of K's rows
 };
 
 // q:           [batch, q_heads, head_dim], or [batch, q_len, q_heads, head_dim]
@@ -51,10 +52,14 @@ struct DecodeViews {
 //              [num_pages, page_size, kv_heads, head_dim]
 //              (ggml's block formats q8_0 / q4_0: uint8, the last dimension the row's bytes,
 //              head_dim / 32 * 34 or 18, head_dim a multiple of 32; strides are then bytes)
-// v_cache:     same shape and dtype as k_cache; or, with `v_hint` naming V's own type ("f16",
-//              "q8_0", "q4_0"; "" = K's), a V of that type: the same shape but for its own rows
-//              in the last dimension (problem.v_dtype is set where it differs from K's: only f16,
-//              q8_0 and q4_0 mix, host arrays only, else ValueError naming v_dtype)
+// v_cache:     k_cache's shape but for its last dimension, V's rows of head_dim_v values (<=
+//              head_dim) in K's type; or, with `v_hint` naming V's own type ("f16", "q8_0",
+//              "q4_0"; "" = K's), a V of that type (problem.v_dtype is set where it differs from
+//              K's: only f16, q8_0 and q4_0 mix, host arrays only, else ValueError naming
+//              v_dtype). Null: V is the leading head_dim_v values of K's rows (absorbed MLA's
+//              latent cache; v_strides = k_strides, views.shared_kv).
+// head_dim_v:  V's width; 0 = v_cache's (for block formats from its row bytes), or head_dim
+//              without v_cache. With v_cache it must match v_cache's (ValueError naming it).
 // seq_lens:    [batch] int32 (host)
 // block_table: [batch, max_pages] int32, or None for the contiguous layout
 // scale:       softmax scale, 0 = 1/sqrt(head_dim)
@@ -63,10 +68,11 @@ struct DecodeViews {
 // allocates nothing. Array is InArray or DlView (dlpack_exchange.hpp).
 template <class Array>
 void decode_views(DecodeViews& views, const Array& q, std::string_view q_hint, const Array& k_cache,
-                  const Array& v_cache, std::string_view kv_hint, std::string_view v_hint,
-                  std::span<const std::int32_t> seq_lens, const Array* block_table, float scale);
+                  const Array* v_cache, std::string_view kv_hint, std::string_view v_hint,
+                  std::int32_t head_dim_v, std::span<const std::int32_t> seq_lens,
+                  const Array* block_table, float scale);
 
-// Points views.tensors at the outputs: out [batch, (q_len,) q_heads, head_dim] in q's dtype, lse
+// Points views.tensors at the outputs: out [batch, (q_len,) q_heads, head_dim_v] in q's dtype, lse
 // [batch, (q_len,) q_heads] float32 with contiguous heads (or null), on q's device (q_len when q
 // has it). Both written by the
 // executor. Array is OutArray or DlView.
@@ -96,7 +102,8 @@ using ScaleArray = InArray;
 // head_dim (per token and KV head; paged caches through the block table). Required for an 8-bit
 // cache, refused otherwise (ValueError naming the argument), float32 (TypeError), C-contiguous
 // and on q's device (ValueError). Their values are read by the executor only (docs/validation.md:
-// checked on the host, the caller's on a device). Call after decode_views.
+// checked on the host, the caller's on a device). V in K's rows (views.shared_kv) takes k_scale:
+// v_scale must be None then. Call after decode_views.
 void attach_kv_scales(DecodeViews& views, const std::optional<ScaleArray>& k_scale,
                       const std::optional<ScaleArray>& v_scale);
 

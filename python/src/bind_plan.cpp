@@ -24,12 +24,13 @@ using namespace nb::literals;
 // seq_lens [batch] int32; workers 0 = one per core; tile, splits, chunk_tiles 0 = default. The
 // order "auto" and split's split count resolve as the backend's executor does (plan_on).
 // q_len and the variant (window_left -1 = none, softcap 0 = off; sinks, alibi: whether the calls
-// pass them).
+// pass them). head_dim_v: V's width, 0 = head_dim.
 Plan make_plan(const SeqLensArray& seq_lens, std::int32_t q_heads, std::int32_t kv_heads,
                std::int32_t head_dim, std::string_view strategy, std::int32_t workers,
                std::int32_t tile, std::string_view order, std::int32_t splits, bool batch_invariant,
                std::int32_t chunk_tiles, std::int32_t q_len, bool causal, std::int32_t window_left,
-               float softcap, bool sinks, bool alibi, const std::string& backend) {
+               float softcap, bool sinks, bool alibi, const std::string& backend,
+               std::int32_t head_dim_v) {
   return translate_errors(Entry::plan, [&] {
     DecodeProblem p;
     p.q_len = q_len;
@@ -41,6 +42,7 @@ Plan make_plan(const SeqLensArray& seq_lens, std::int32_t q_heads, std::int32_t 
     p.q_heads = q_heads;
     p.kv_heads = kv_heads;
     p.head_dim = head_dim;
+    p.head_dim_v = head_dim_v;
     p.seq_lens.assign(seq_lens.data(), seq_lens.data() + seq_lens.shape(0));
     p.layout = KvLayout::contiguous;  // the schedule does not depend on the cache layout
     for (std::int32_t len : p.seq_lens) p.capacity = std::max<std::int64_t>(p.capacity, len);
@@ -128,6 +130,7 @@ void bind_plan(nb::module_& m) {
       .def_ro("kv_heads", &Plan::kv_heads)
       .def_ro("group_size", &Plan::group_size)
       .def_ro("head_dim", &Plan::head_dim)
+      .def_ro("head_dim_v", &Plan::head_dim_v)
       .def_ro("seq_lens", &Plan::seq_lens)
       .def_ro("num_slots", &Plan::num_slots)
       .def_ro("total_tiles", &Plan::total_tiles)
@@ -140,7 +143,8 @@ void bind_plan(nb::module_& m) {
   m.def("_make_plan", &make_plan, "seq_lens"_a.noconvert(), "q_heads"_a, "kv_heads"_a, "head_dim"_a,
         "strategy"_a, "workers"_a, "tile"_a, "order"_a, "splits"_a, "batch_invariant"_a,
         "chunk_tiles"_a, "q_len"_a = 1, "causal"_a = true, "window_left"_a = -1, "softcap"_a = 0.0f,
-        "sinks"_a = false, "alibi"_a = false, "backend"_a = "cpu", "Private: use leanattn.plan.");
+        "sinks"_a = false, "alibi"_a = false, "backend"_a = "cpu", "head_dim_v"_a = 0,
+        "Private: use leanattn.plan.");
 }
 
 }  // namespace leanattn::python

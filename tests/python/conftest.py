@@ -50,7 +50,7 @@ def np_dtype(name: str) -> np.dtype:
 class Case:
     q: np.ndarray  # [batch, q_heads, head_dim]
     k: np.ndarray  # [batch, capacity, kv_heads, head_dim] or [num_pages, page_size, kv_heads, d]
-    v: np.ndarray  # same as k
+    v: np.ndarray  # same as k, its last dimension head_dim_v
     seq_lens: np.ndarray  # [batch] int32
     block_table: Optional[np.ndarray] = None  # [batch, max_pages] int32, paged only
 
@@ -68,9 +68,12 @@ def make_case(
     kv_dtype: Optional[str] = None,
     page_size: Optional[int] = None,
     spare: int = 3,
+    head_dim_v: Optional[int] = None,
 ) -> Case:
-    """Random N(0, 1) inputs. Contiguous caches get `spare` unused rows of capacity; paged
-    caches get `spare` unused pages, a shuffled block table and -1 in unused table entries."""
+    """Random N(0, 1) inputs, V's rows head_dim_v wide (None: head_dim). Contiguous caches get
+    `spare` unused rows of capacity; paged caches get `spare` unused pages, a shuffled block
+    table and -1 in unused table entries."""
+    dv = head_dim if head_dim_v is None else head_dim_v
     lens = np.asarray(seq_lens, dtype=np.int32)
     batch = len(lens)
     qd, kvd = np_dtype(dtype), np_dtype(kv_dtype or dtype)
@@ -79,13 +82,13 @@ def make_case(
         cap = int(lens.max(initial=0)) + spare
         shape = (batch, cap, kv_heads, head_dim)
         k = rng.standard_normal(shape).astype(kvd)
-        v = rng.standard_normal(shape).astype(kvd)
+        v = rng.standard_normal(shape[:3] + (dv,)).astype(kvd)
         return Case(q, k, v, lens)
     pages = [(int(n) + page_size - 1) // page_size for n in lens]
     num_pages = sum(pages) + spare
     shape = (num_pages, page_size, kv_heads, head_dim)
     k = rng.standard_normal(shape).astype(kvd)
-    v = rng.standard_normal(shape).astype(kvd)
+    v = rng.standard_normal(shape[:3] + (dv,)).astype(kvd)
     table = np.full((batch, max(pages, default=0) + 1), -1, dtype=np.int32)
     order = rng.permutation(num_pages)
     used = 0
@@ -104,7 +107,8 @@ def to_f64(x) -> np.ndarray:
 
 def numpy_attention(q, k, v, seq_lens, block_table=None, scale=None):
     """Decode attention in float64 from the definition, written independently of the library:
-    gather each request's keys, softmax of the scaled scores, weighted sum of values."""
+    gather each request's keys, softmax of the scaled scores, weighted sum of values (V's rows
+    of their own width: the output's)."""
     q64, k64, v64 = to_f64(q), to_f64(k), to_f64(v)
     batch, q_heads, head_dim = q64.shape
     kv_heads = k64.shape[2]
@@ -113,7 +117,7 @@ def numpy_attention(q, k, v, seq_lens, block_table=None, scale=None):
     if scale is None:
         scale = np.float32(1.0) / np.sqrt(np.float32(head_dim))
     scale = float(np.float32(scale))
-    out = np.zeros((batch, q_heads, head_dim))
+    out = np.zeros((batch, q_heads, v64.shape[-1]))
     lse = np.full((batch, q_heads), -np.inf)
     for b in range(batch):
         n = int(seq_lens[b])
@@ -139,11 +143,12 @@ def numpy_attention(q, k, v, seq_lens, block_table=None, scale=None):
 def numpy_variant_attention(q, k, v, lens, causal=True, window_left=None, softcap=None,
                             sinks=None, alibi=None, scale=None):
     """The variants of docs/numerics.md from their definitions, in float64, one query row at a
-    time: q [batch, q_len, q_heads, d]; k, v [batch, capacity, kv_heads, d]; out and lse."""
+    time: q [batch, q_len, q_heads, d]; k [batch, capacity, kv_heads, d], v the same with rows
+    of its own width dv; out [batch, q_len, q_heads, dv] and lse."""
     batch, q_len, q_heads, d = q.shape
     group = q_heads // k.shape[2]
     scale = 1.0 / np.sqrt(d) if scale is None else scale
-    out = np.zeros(q.shape)
+    out = np.zeros(q.shape[:-1] + v.shape[-1:])
     lse = np.full((batch, q_len, q_heads), -np.inf)
     for b in range(batch):
         n = int(lens[b])

@@ -383,9 +383,13 @@ def test_refused_type_pairs_and_bad_mixed_caches_are_named(entry):
     with pytest.raises(ValueError, match=r"^v_cache: its last dimension \(v_cache.shape\[3\]\) = "
                                          r"68 must be the bytes of a q4_0 row .* = 36$"):
         call("f16", "q4_0", v_cache=q8)
-    with pytest.raises(ValueError, match=r"^v_cache: head_dim \(v_cache.shape\[3\]\) = 32 must "
-                                         r"equal q's head_dim \(q.shape\[-1\]\) = 64$"):
-        call(v_cache=vc[..., :32])
+    # V no wider than K (a narrower one is V's own width, head_dim_v: test_value_widths.py).
+    with pytest.raises(ValueError, match=r"^v_cache: head_dim_v \(v_cache.shape\[3\]\) = 96 "
+                                         r"must be at most q's head_dim \(q.shape\[-1\]\) = 64"):
+        call(v_cache=np.concatenate([vc, vc[..., :32]], axis=-1))
+    with pytest.raises(ValueError, match=r"^head_dim_v: must equal V's width, v_cache's last "
+                                         r"dimension \(v_cache.shape\[3\]\) = 64.*got 48\)$"):
+        call(head_dim_v=48)
     with pytest.raises(ValueError, match=r"^k_cache: its last dimension .* = 36 must be the "
                                          r"bytes of a q8_0 row"):
         call(k_cache=mixed_args("q4_0", "f16")["k_cache"])

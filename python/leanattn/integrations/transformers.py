@@ -12,6 +12,8 @@ decodes every generated token (one query token per request) through leanattn, an
 cannot run it (attention sinks, soft-capping). Settings are read from the module and the call:
 
 - GQA/MQA (kv heads from the key tensor), ``scaling``;
+- K and V of different widths (DeepSeek V2/V3's MLA: K 192, V 128, which transformers passes
+  unpadded to a custom attention): the output is V's width, as the model's own attention gives;
 - the mask (padding, sliding windows): each request's row of the boolean mask must be one
   contiguous run of keys; it is mapped exactly to leanattn's seq_lens through a page-size-1
   block table over the key tensor (no copy). Any other mask is refused (ValueError);
@@ -62,13 +64,16 @@ def _version_of(mask: torch.Tensor) -> int:
 
 
 def _plan_for(batch: int, kv_len: int, q_heads: int, kv_heads: int, head_dim: int,
-              softcap: Optional[float], device: torch.device) -> Plan:
-    """The plan of a step with every request at kv_len keys, made once per shape, soft-cap and
-    device: for a CUDA query the CUDA engine's (its occupancy, order and tile on that device;
-    ``workers`` counts CPU threads only), else the CPU engine's."""
+              softcap: Optional[float], device: torch.device,
+              head_dim_v: Optional[int] = None) -> Plan:
+    """The plan of a step with every request at kv_len keys, made once per shape (V's width
+    head_dim_v, None: head_dim), soft-cap and device: for a CUDA query the CUDA engine's (its
+    occupancy, order and tile on that device; ``workers`` counts CPU threads only), else the CPU
+    engine's."""
     on_cuda = device.type == "cuda"
-    key = (batch, kv_len, q_heads, kv_heads, head_dim, softcap, device.type, device.index,
-           None if on_cuda else workers)
+    head_dim_v = head_dim if head_dim_v is None else head_dim_v
+    key = (batch, kv_len, q_heads, kv_heads, head_dim, head_dim_v, softcap, device.type,
+           device.index, None if on_cuda else workers)
     found = _PLANS.get(key)
     if found is None:
         if len(_PLANS) >= 16:
@@ -76,10 +81,12 @@ def _plan_for(batch: int, kv_len: int, q_heads: int, kv_heads: int, head_dim: in
         if on_cuda:
             with torch.cuda.device(device):  # the CUDA plan is made for the current device
                 found = make_plan([kv_len] * batch, q_heads=q_heads, kv_heads=kv_heads,
-                                  head_dim=head_dim, softcap=softcap, backend="cuda")
+                                  head_dim=head_dim, head_dim_v=head_dim_v, softcap=softcap,
+                                  backend="cuda")
         else:
             found = make_plan([kv_len] * batch, q_heads=q_heads, kv_heads=kv_heads,
-                              head_dim=head_dim, workers=workers, softcap=softcap)
+                              head_dim=head_dim, head_dim_v=head_dim_v, workers=workers,
+                              softcap=softcap)
         _PLANS[key] = found
     return found
 
@@ -196,14 +203,14 @@ def leanattn_attention_forward(
     module: torch.nn.Module,
     query: torch.Tensor,  # [batch, q_heads, q_len, head_dim]
     key: torch.Tensor,  # [batch, kv_heads, kv_len, head_dim], the whole cache (views allowed)
-    value: torch.Tensor,  # same as key
+    value: torch.Tensor,  # same as key, or V's own width head_dim_v <= head_dim (DeepSeek)
     attention_mask: Optional[torch.Tensor],  # boolean [batch, 1, q_len, kv_len] or None
     dropout: float = 0.0,
     scaling: Optional[float] = None,
     **kwargs: Any,
 ) -> Tuple[torch.Tensor, None]:
     """The attention function registered as "leanattn"; returns ([batch, q_len, q_heads,
-    head_dim], None)."""
+    head_dim_v], None), head_dim_v value's width."""
     _refuse_unsupported(module, dropout)
     softcap = _softcap_of(kwargs)
     kwargs.pop("softcap", None)
@@ -214,8 +221,8 @@ def leanattn_attention_forward(
         return _prefill(module, query, key, value, attention_mask, dropout, scaling, sinks,
                         softcap, **kwargs)
     batch, q_heads, _, head_dim = query.shape
-    kv_heads, kv_len = key.shape[1], key.shape[2]
-    out = torch.empty(batch, 1, q_heads, head_dim, dtype=query.dtype, device=query.device)
+    kv_heads, kv_len, head_dim_v = key.shape[1], key.shape[2], value.shape[-1]
+    out = torch.empty(batch, 1, q_heads, head_dim_v, dtype=query.dtype, device=query.device)
     o = out[:, 0]  # [batch, q_heads, head_dim], written in place
     lse = None if sinks is None else torch.empty(batch, q_heads, device=query.device)
     q = query[:, :, 0]  # [batch, q_heads, head_dim]
@@ -230,14 +237,18 @@ def leanattn_attention_forward(
     if rows is None:
         _check_window(module, kv_len)
         decode(q, key.transpose(1, 2), value.transpose(1, 2),
-               plan=_plan_for(batch, kv_len, q_heads, kv_heads, head_dim, softcap, q.device),
+               plan=_plan_for(batch, kv_len, q_heads, kv_heads, head_dim, softcap, q.device,
+                              head_dim_v),
                scale=scaling, out=o, lse_out=lse, softcap=softcap)
     else:
         starts, counts = rows
         k_pages, per_k = _token_pages(key, "key")
         v_pages, per_v = _token_pages(value, "value")
         if per_k != per_v:
-            raise ValueError("value: its layout differs from key's; pass contiguous caches")
+            # Laid out differently (DeepSeek's V is a slice of kv_b_proj's output, its K a new
+            # tensor): one block table addresses both once both are dense.
+            k_pages, per_k = _token_pages(key.contiguous(), "key")
+            v_pages, per_v = _token_pages(value.contiguous(), "value")
         width = max(int(counts.max()), 1)
         table = (np.arange(batch, dtype=np.int64)[:, None] * per_k + starts[:, None]
                  + np.arange(width)[None, :])

@@ -82,7 +82,8 @@ def spy_module(monkeypatch):
     real = decode_module._ext._decode
 
     def spy(*args):
-        seen["arrays"] = args[-5:-1]  # sinks, slopes, k_scale, v_scale (v_dtype's hint last)
+        # sinks, slopes, k_scale, v_scale (then v_dtype's hint and head_dim_v)
+        seen["arrays"] = args[-6:-2]
         return real(*args)
 
     monkeypatch.setattr(decode_module._ext, "_decode", spy)

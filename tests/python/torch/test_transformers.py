@@ -1,7 +1,7 @@
 """attn_implementation="leanattn" through the real transformers code: small random-weight
 models in fp32, greedy generation of 32 tokens against transformers' own attention (SDPA, or
-eager where SDPA cannot run the model: sinks, soft-caps), left-padded batches, and the clear
-refusals."""
+eager where SDPA cannot run the model: sinks, soft-caps), left-padded batches, DeepSeek V3's K
+and V of two widths (MLA, against eager), and the clear refusals."""
 
 from __future__ import annotations
 
@@ -113,6 +113,63 @@ def test_gemma2_softcap(padded):
     _, uncapped = tokens_and_logits(
         gemma2_scores_sharpened("eager", attn_logit_softcapping=None), ids, mask)
     assert (uncapped - want_logits).abs().max() > 0.1
+
+
+# DeepSeek V3 (MLA) as transformers runs it: K qk_nope + rope wide, V v_head_dim (unpadded for a
+# custom attention), every head its own K and V; MoE kept tiny (4 experts in 2 groups, the first
+# layer dense). "small": K 48 / V 32; "deepseek": the real widths, K 192 / V 128.
+DEEPSEEK = {
+    "small": dict(qk_nope_head_dim=32, qk_rope_head_dim=16, head_dim=16, v_head_dim=32,
+                  kv_lora_rank=32),
+    "deepseek": dict(qk_nope_head_dim=128, qk_rope_head_dim=64, head_dim=64, v_head_dim=128,
+                     kv_lora_rank=64, num_attention_heads=4),
+}
+
+
+def deepseek_sharpened(attn, widths, scaling=1.0):
+    """A tiny DeepseekV3ForCausalLM whose q and kv_b projections are drawn wider than at init
+    (std 0.3), so that the scores, not the init's near-uniform weights, pick the tokens."""
+    heads = DEEPSEEK[widths].get("num_attention_heads", SMALL["num_attention_heads"])
+    model = model_of(transformers.DeepseekV3Config, attn, q_lora_rank=None,
+                     num_key_value_heads=heads, moe_intermediate_size=64, n_routed_experts=4,
+                     n_group=2, topk_group=1, num_experts_per_tok=2, first_k_dense_replace=1,
+                     n_shared_experts=1, **DEEPSEEK[widths])
+    gen = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            for proj in (layer.self_attn.q_proj, layer.self_attn.kv_b_proj):
+                proj.weight.normal_(0.0, 0.3, generator=gen)
+            layer.self_attn.scaling *= scaling
+    return model
+
+
+@pytest.mark.parametrize("widths", ["small", "deepseek"])
+@pytest.mark.parametrize("padded", [False, True], ids=["one-request", "padded-batch"])
+def test_deepseek_v3_k_and_v_of_two_widths(monkeypatch, widths, padded):
+    # Decode through leanattn with K and V of their own widths (one request: a kept plan made
+    # for head_dim_v; a left-padded batch: the mask's token pages, K and V made dense to share
+    # one block table), prefill through SDPA; greedy tokens and logits those of eager.
+    from leanattn.integrations import transformers as integration
+
+    ids = torch.randint(1, 256, (2, 9), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones_like(ids)
+    mask[1, :3] = 0
+    ids[mask == 0] = 0
+    if not padded:
+        ids, mask = ids[:1], None
+    widths_seen, decode = [], integration.decode
+    monkeypatch.setattr(integration, "decode", lambda q, k, v, *a, **kw: widths_seen.append(
+        (q.shape[-1], v.shape[-1])) or decode(q, k, v, *a, **kw))
+    want, want_logits = tokens_and_logits(deepseek_sharpened("eager", widths), ids, mask, 16)
+    got, got_logits = tokens_and_logits(deepseek_sharpened("leanattn", widths), ids, mask, 16)
+    assert torch.equal(got, want), (got, want)
+    torch.testing.assert_close(got_logits, want_logits, rtol=1e-4, atol=1e-4)
+    k_width = DEEPSEEK[widths]["qk_nope_head_dim"] + DEEPSEEK[widths]["qk_rope_head_dim"]
+    assert set(widths_seen) == {(k_width, DEEPSEEK[widths]["v_head_dim"])}
+    assert len(widths_seen) == 15 * 2  # every decode step of both layers
+    if not padded:  # the attention's output moves the logits far beyond the tolerance
+        _, other = tokens_and_logits(deepseek_sharpened("eager", widths, 1.5), ids, mask, 16)
+        assert (other - want_logits).abs().max() > 0.1
 
 
 def test_softcap_argument():
@@ -247,8 +304,13 @@ def test_cuda_queries_get_cuda_plans(monkeypatch):
     assert integration._plan_for(2, 40, 8, 2, 64, 50.0, torch.device("cuda", 1)) is gpu
     other = integration._plan_for(2, 40, 8, 2, 64, 50.0, torch.device("cuda", 0))
     assert len({cpu, gpu, other}) == 3
-    assert made[0] == dict(q_heads=8, kv_heads=2, head_dim=64, workers=3, softcap=50.0)
-    assert made[1] == dict(q_heads=8, kv_heads=2, head_dim=64, softcap=50.0, backend="cuda")
+    assert made[0] == dict(q_heads=8, kv_heads=2, head_dim=64, head_dim_v=64, workers=3,
+                           softcap=50.0)
+    assert made[1] == dict(q_heads=8, kv_heads=2, head_dim=64, head_dim_v=64, softcap=50.0,
+                           backend="cuda")
+    # V of its own width (DeepSeek's K 192 / V 128): a plan of its own.
+    narrow = integration._plan_for(2, 40, 8, 2, 64, 50.0, torch.device("cpu"), 32)
+    assert narrow is not cpu and made[-1]["head_dim_v"] == 32
     assert current == [torch.device("cuda", 1), torch.device("cuda", 0)]
     integration._PLANS.clear()
 
