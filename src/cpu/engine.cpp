@@ -43,6 +43,7 @@ AlignedBuffer aligned_bytes(std::size_t bytes) {
 // rules (one set per group: its segments share the request, so the rows' key ranges).
 struct Scratch {
   std::vector<float> q, o, m, l;
+  std::vector<std::uint16_t> q_bits;  // [n, rows, d]: Q's own bits for bf16 dot products
   std::vector<SegmentJob> jobs;
   std::vector<std::int64_t> key_begin, key_end, position;  // [rows]
   std::vector<float> slope;                                // [n, rows]
@@ -54,7 +55,7 @@ struct Scratch {
     const std::size_t qs = n * static_cast<std::size_t>(rows) * d;
     const std::size_t os = n * static_cast<std::size_t>(rows) * dv;
     const std::size_t ml = n * static_cast<std::size_t>(rows);
-    if (q.size() < qs) q.resize(qs);
+    if (q.size() < qs) q.resize(qs), q_bits.resize(qs);
     if (o.size() < os) o.resize(os);
     if (m.size() < ml) m.resize(ml), l.resize(ml);
     if (jobs.size() < n) jobs.resize(n), rules.resize(n);
@@ -74,6 +75,7 @@ struct RunContext {
   const Plan& plan;
   const DecodeTensors& tensors;
   SegmentKernelFn kernel;
+  bool q_bits;  // the kernel takes Q's own bf16 bits (SimdKernel::bf16_dot, bf16 Q and K)
   KvAddressing k, v;
   KvAddressing k_scale, v_scale;  // a quantized cache's scales (unused otherwise)
   float* slot_o;
@@ -203,8 +205,13 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
     }
     set_empty(job.o, job.m, job.l, g, dv);
     job.q = sc.q.data() + i * q_stride;
-    if (te > tb)
+    job.q_bits = cx.q_bits ? sc.q_bits.data() + i * q_stride : nullptr;
+    job.q_scale = cx.problem.softmax_scale();
+    if (te > tb && cx.q_bits) {
+      load_q_bits(cx.problem, cx.tensors, s.request, s.kv_head, sc.q_bits.data() + i * q_stride);
+    } else if (te > tb) {
       load_scaled_q(cx.problem, cx.tensors, s.request, s.kv_head, sc.q.data() + i * q_stride);
+    }
     job.rows = g;
     job.head_dim = d;
     job.head_dim_v = dv;
@@ -406,6 +413,8 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
                       plan,
                       tensors,
                       impl_->kernel.compute,
+                      impl_->kernel.bf16_dot && problem.q_dtype == DType::bf16 &&
+                          problem.kv_dtype == DType::bf16 && problem.head_dim % 32 == 0,
                       kv(tensors.k_strides),
                       kv(tensors.v_strides),
                       kv(tensors.k_scale_strides),

@@ -72,6 +72,38 @@ HWY_INLINE void store_block_totals(DF df, const VF* x, float* HWY_RESTRICT dst) 
   }
 }
 
+// A step's U x stride scores from its R x U accumulators (acc[u * R + r]: row r, token u) to
+// dst on (a token's rows at the stride), each total times `scale` when kScaled: in groups of four
+// accumulators, with stride = R consecutive ones, else each token's R rows padded with zeros to
+// the stride.
+template <int R, bool kScaled>
+HWY_INLINE void store_scores(DF df, const VF* acc, VF scale, float* HWY_RESTRICT dst) {
+  constexpr int U = score_tokens<R>();
+  constexpr int S = score_stride<R>();
+  const VF zero = hn::Zero(df);
+  auto group = [&](int g) {
+    VF sums;
+    if constexpr (S == R) {
+      sums = block_sums4(df, acc[4 * g], acc[4 * g + 1], acc[4 * g + 2], acc[4 * g + 3]);
+    } else {
+      const int u = g / (S / 4), r = g % (S / 4) * 4;
+      const VF* a = acc + u * R + r;
+      sums = block_sums4(df, a[0], r + 1 < R ? a[1] : zero, r + 2 < R ? a[2] : zero,
+                         r + 3 < R ? a[3] : zero);
+    }
+    if constexpr (kScaled) sums = hn::Mul(sums, scale);
+    return sums;
+  };
+  constexpr int kGroups = U * S / 4;
+  int g = 0;
+  for (; g + kSumsPerVector <= kGroups; g += kSumsPerVector) {
+    VF x[kSumsPerVector];
+    for (int i = 0; i < kSumsPerVector; ++i) x[i] = group(g + i);
+    store_block_totals(df, x, dst + 4 * g);
+  }
+  for (; g < kGroups; ++g) store_fold(df, group(g), dst + 4 * g);
+}
+
 // S[t * stride + r] = q[r] . k[t] for t in [0, tokens_padded), tokens_padded a multiple of U,
 // stride = score_stride<R>() (the padding rows r >= R get 0). q: [R, d] float; krow.rows[t]: the
 // K row of token t. With token t it prefetches `prefetch_count` lines from prefetch[t].
@@ -106,28 +138,7 @@ HWY_NOINLINE void qk_block(const float* HWY_RESTRICT q, const KvRows<KvT>& krow,
         for (int u = 0; u < U; ++u) acc[u * R + r] = hn::MulAdd(qv, k[u], acc[u * R + r]);
       }
     }
-    // The step's U x stride scores, S[t * stride ..] on, in groups of four accumulators: with
-    // stride = R consecutive ones, else each token's R rows padded with zeros to the stride.
-    const VF zero = hn::Zero(df);
-    auto group = [&](int g) {
-      if constexpr (S == R) {
-        return block_sums4(df, acc[4 * g], acc[4 * g + 1], acc[4 * g + 2], acc[4 * g + 3]);
-      } else {
-        const int u = g / (S / 4), r = g % (S / 4) * 4;
-        const VF* a = acc + u * R + r;
-        return block_sums4(df, a[0], r + 1 < R ? a[1] : zero, r + 2 < R ? a[2] : zero,
-                           r + 3 < R ? a[3] : zero);
-      }
-    };
-    constexpr int kGroups = U * S / 4;
-    float* dst = s + t * S;
-    int g = 0;
-    for (; g + kSumsPerVector <= kGroups; g += kSumsPerVector) {
-      VF x[kSumsPerVector];
-      for (int i = 0; i < kSumsPerVector; ++i) x[i] = group(g + i);
-      store_block_totals(df, x, dst + 4 * g);
-    }
-    for (; g < kGroups; ++g) store_fold(df, group(g), dst + 4 * g);
+    store_scores<R, false>(df, acc, hn::Zero(df), s + t * S);
   }
 }
 

@@ -27,6 +27,7 @@
 #include "cpu/kv_row_load-inl.hpp"
 #include "cpu/row_kernel-inl.hpp"
 #include "cpu/score_block-inl.hpp"
+#include "cpu/score_block_bf16_dot-inl.hpp"
 #include "cpu/softmax_block-inl.hpp"
 #include "cpu/value_block-inl.hpp"
 
@@ -91,7 +92,20 @@ HWY_INLINE void rows_pass(const SegmentJob& job, const ScoreRules* rules, float 
   const std::int32_t d = job.head_dim, dv = job.head_dim_v;
   const std::int32_t padded_tokens = (tokens + U - 1) / U * U;
   HWY_ALIGN float s[kRowsPadded * kMaxRows + 64];
+#if HWY_TARGET == HWY_AVX3
+  if constexpr (std::is_same_v<KT, hwy::bfloat16_t>) {
+    if (job.q_bits != nullptr) {  // AVX3_BF16 (engine.cpp sets q_bits)
+      qk_block_bf16_dot<R>(job.q_bits + r0 * d, krow, padded_tokens, d, job.q_scale, s, prefetch_k,
+                           prefetch_count);
+    } else {
+      qk_block<R>(job.q + r0 * d, krow, padded_tokens, d, s, prefetch_k, prefetch_count);
+    }
+  } else {
+    qk_block<R>(job.q + r0 * d, krow, padded_tokens, d, s, prefetch_k, prefetch_count);
+  }
+#else
   qk_block<R>(job.q + r0 * d, krow, padded_tokens, d, s, prefetch_k, prefetch_count);
+#endif
   float rescale[R];
   if constexpr (std::is_same_v<KT, VT>) {
     scores_to_weights<R>(s, tokens, kScaledKv<KT> ? kscale : nullptr,
@@ -223,6 +237,19 @@ std::int32_t count_f32_lanes() {
                           .f16_instruction = kF16Instruction,
                           .row_kernel = HWY_TARGET == HWY_SCALAR || HWY_HAVE_SCALABLE});
 
+#if HWY_TARGET == HWY_AVX3
+// The same kernel with bf16 dot products in the score loop for bf16 Q and K (supported where
+// cpu_has_bf16_dot()).
+[[maybe_unused]] static const int kRegisteredBf16Dot =
+    register_simd_kernel({.name = "AVX3_BF16",
+                          .target = HWY_TARGET,
+                          .compute = &compute_segment,
+                          .count_f32_lanes = &count_f32_lanes,
+                          .f16_instruction = kF16Instruction,
+                          .row_kernel = false,
+                          .bf16_dot = true});
+#endif
+
 }  // namespace leanattn::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -231,6 +258,7 @@ HWY_AFTER_NAMESPACE();
 #include <hwy/targets.h>
 
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "leanattn/error.hpp"
@@ -244,6 +272,15 @@ std::vector<SimdKernel>& registry() {
 }
 }  // namespace
 
+bool cpu_has_bf16_dot() {
+#if HWY_ARCH_X86 && defined(__GNUC__)
+  static const bool has = __builtin_cpu_supports("avx512bf16") != 0;
+  return has;
+#else
+  return false;
+#endif
+}
+
 int register_simd_kernel(const SimdKernel& kernel) {
   registry().push_back(kernel);
   return 0;
@@ -253,12 +290,13 @@ std::vector<SimdKernel> supported_simd_kernels() {
   std::vector<SimdKernel> out;
   const std::int64_t supported = hwy::SupportedTargets();
   for (const SimdKernel& k : registry()) {
-    if ((supported & k.target) == 0) continue;
+    if ((supported & k.target) == 0 || (k.bf16_dot && !cpu_has_bf16_dot())) continue;
     out.push_back(k);
     out.back().f32_lanes = k.count_f32_lanes();
   }
   std::sort(out.begin(), out.end(), [](const SimdKernel& a, const SimdKernel& b) {
-    return std::pair(a.row_kernel, a.target) < std::pair(b.row_kernel, b.target);
+    return std::tuple(a.row_kernel, a.target, !a.bf16_dot) <
+           std::tuple(b.row_kernel, b.target, !b.bf16_dot);
   });
   return out;
 }

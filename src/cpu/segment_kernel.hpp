@@ -17,7 +17,12 @@
 namespace leanattn::cpu {
 
 struct SegmentJob {
-  const float* q = nullptr;     // [rows, head_dim] float, already multiplied by the softmax scale
+  const float* q = nullptr;  // [rows, head_dim] float, already multiplied by the softmax scale
+  // Q's own bf16 bits [rows, head_dim], unscaled, for a kernel of bf16 dot products
+  // (SimdKernel::bf16_dot, with bf16 Q and K and head_dim a multiple of 32): the scores are then
+  // q_scale x (q_bits . k), and q is not read. Null: q.
+  const std::uint16_t* q_bits = nullptr;
+  float q_scale = 1.0f;
   std::int32_t rows = 0;        // query rows (q_len x the GQA group: K and V are read once for all)
   std::int32_t head_dim = 0;    // Q's and K's width
   std::int32_t head_dim_v = 0;  // V's and o's (<= head_dim; V may be the start of K's rows)
@@ -77,14 +82,21 @@ struct SimdKernel {
   // The row kernel (row_kernel-inl.hpp: SCALAR, and SVE / SVE2, whose sizeless vectors the tiled
   // kernel cannot keep in arrays), not the tiled one: ranked after every tiled target.
   bool row_kernel = false;
+  // bf16 Q . K by bf16 dot products (score_block_bf16_dot-inl.hpp), where the CPU has them
+  // (AVX512-BF16): "AVX3_BF16", the AVX3 kernel with that score loop, ranked before AVX3. The
+  // engine then gives the kernel Q's own bits (SegmentJob::q_bits) for bf16 Q and K.
+  bool bf16_dot = false;
 };
+
+// Whether this CPU runs bf16 dot products (x86: AVX512-BF16).
+bool cpu_has_bf16_dot();
 
 // Called once per compiled target during static initialisation (segment_kernel.cpp).
 int register_simd_kernel(const SimdKernel& kernel);
 
-// Compiled targets that this CPU supports, best first: the tiled kernels by Highway's order,
-// then the row kernels (on Arm: NEON first, then SVE2_128, SVE_256, SVE2, SVE; docs/cpu-engine.md,
-// "Arm64", says why).
+// Compiled targets that this CPU supports, best first: the tiled kernels by Highway's order
+// (AVX3_BF16 before AVX3), then the row kernels (on Arm: NEON first, then SVE2_128, SVE_256, SVE2,
+// SVE; docs/cpu-engine.md, "Arm64", says why).
 std::vector<SimdKernel> supported_simd_kernels();
 
 // The kernel for `name` ("" = best supported); throws Error("simd", ...) if it is not compiled or

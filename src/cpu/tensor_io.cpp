@@ -69,17 +69,24 @@ void f16_row_to_float(const std::uint16_t*, float, float*, std::int32_t) {}
 void float_row_to_f16(const float*, float, std::uint16_t*, std::int32_t) {}
 #endif
 
+// Element offset in q of (request, kv_head)'s row r: query r / group, query head kv_head x
+// group + r % group.
+std::int64_t q_row(const DecodeProblem& p, const DecodeTensors& t, std::int32_t request,
+                   std::int32_t kv_head, std::int32_t r) {
+  const std::int32_t g = p.group_size();
+  const std::int32_t qh =
+      mutated(Mutation::gqa_head_mapping) ? kv_head + (r % g) * p.kv_heads : kv_head * g + r % g;
+  return request * t.q_stride_batch + (r / g) * t.q_stride_token + qh * t.q_stride_head;
+}
+
 }  // namespace
 
 void load_scaled_q(const DecodeProblem& p, const DecodeTensors& t, std::int32_t request,
                    std::int32_t kv_head, float* q_out) {
-  const std::int32_t g = p.group_size(), d = p.head_dim;
+  const std::int32_t d = p.head_dim;
   const float scale = p.softmax_scale();
   for (std::int32_t r = 0; r < p.pair_rows(); ++r) {
-    const std::int32_t qh =
-        mutated(Mutation::gqa_head_mapping) ? kv_head + (r % g) * p.kv_heads : kv_head * g + r % g;
-    const std::int64_t base =
-        request * t.q_stride_batch + (r / g) * t.q_stride_token + qh * t.q_stride_head;
+    const std::int64_t base = q_row(p, t, request, kv_head, r);
     float* dst = q_out + static_cast<std::ptrdiff_t>(r) * d;
     if (p.q_dtype == DType::f32) {
       const float* src = static_cast<const float*>(t.q) + base;
@@ -94,6 +101,16 @@ void load_scaled_q(const DecodeProblem& p, const DecodeTensors& t, std::int32_t 
         for (std::int32_t i = 0; i < d; ++i) dst[i] = bf16_bits_to_float(src[i]) * scale;
       }
     }
+  }
+}
+
+void load_q_bits(const DecodeProblem& p, const DecodeTensors& t, std::int32_t request,
+                 std::int32_t kv_head, std::uint16_t* q_out) {
+  const std::int32_t d = p.head_dim;
+  const auto* q = static_cast<const std::uint16_t*>(t.q);
+  for (std::int32_t r = 0; r < p.pair_rows(); ++r) {
+    std::memcpy(q_out + static_cast<std::ptrdiff_t>(r) * d, q + q_row(p, t, request, kv_head, r),
+                static_cast<std::size_t>(d) * sizeof(std::uint16_t));
   }
 }
 

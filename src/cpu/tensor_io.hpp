@@ -15,6 +15,11 @@ namespace leanattn::cpu {
 void load_scaled_q(const DecodeProblem& p, const DecodeTensors& t, std::int32_t request,
                    std::int32_t kv_head, float* q_out);
 
+// q_out [q_len x group, head_dim]: Q's rows as load_scaled_q, their own 16-bit bits, unscaled (bf16
+// Q for the bf16 dot products of SimdKernel::bf16_dot).
+void load_q_bits(const DecodeProblem& p, const DecodeTensors& t, std::int32_t request,
+                 std::int32_t kv_head, std::uint16_t* q_out);
+
 // o [q_len x group, head_dim_v]:
 // out[request, r / group, kv_head * group + r % group, :] = o[r, :] / l[r] in q_dtype, and lse
 // = m[r] + log(l[r]) when lse is requested; empty rows give 0 and -inf (softmax_state.hpp rules).

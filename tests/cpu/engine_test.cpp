@@ -5,6 +5,7 @@
 // ones; paged layouts use shuffled block tables.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -256,6 +257,21 @@ TEST(SimdTargets, TiledKernelsRankBeforeRowKernelsAndTheFirstIsTheDefault) {
   }
   EXPECT_EQ(cpu::simd_targets().front(), kernels.front().name);
   EXPECT_EQ(cpu::Engine({.workers = 1}).simd_target(), kernels.front().name);
+}
+
+// The bf16 dot-product kernel is offered exactly where the CPU has the instruction (and AVX3 is
+// compiled), right before AVX3, the kernel it shares all but the score loop with.
+TEST(SimdTargets, Bf16DotKernelRanksBeforeAvx3WhereTheCpuHasIt) {
+  const std::vector<std::string> names = cpu::simd_targets();
+  const auto at = [&](const std::string& name) {
+    return std::find(names.begin(), names.end(), name) - names.begin();
+  };
+  const bool avx3 = at("AVX3") < static_cast<std::ptrdiff_t>(names.size());
+  const bool listed = at("AVX3_BF16") < static_cast<std::ptrdiff_t>(names.size());
+  EXPECT_EQ(listed, avx3 && cpu::cpu_has_bf16_dot());
+  if (listed) {
+    EXPECT_EQ(at("AVX3_BF16") + 1, at("AVX3"));
+  }
 }
 
 }  // namespace

@@ -126,5 +126,17 @@ TEST(EmulatedKernel, RefusesGgmlBlockFormats) {
   EXPECT_THROW(kernel_for(mixed), Error) << why;
 }
 
+// K and V of different widths (DeepSeek's K 192 / V 128, absorbed MLA's 576 / 512) are refused
+// by name: the kernel's tiles hold one width (the CPU engine takes them).
+TEST(EmulatedKernel, RefusesKAndVOfDifferentWidths) {
+  DecodeProblem p = make_problem({45, 17}, 4, 2, emulated_kernels().front());
+  p.head_dim_v = p.head_dim - 16;
+  const std::string why = why_unsupported(p);
+  EXPECT_EQ(why.rfind("head_dim_v: the CUDA engine reads K and V of one width", 0), 0u) << why;
+  EXPECT_THROW(kernel_for(p), Error) << why;
+  p.head_dim_v = p.head_dim;  // stated equal: the same problem as 0
+  EXPECT_EQ(why_unsupported(p), "");
+}
+
 }  // namespace
 }  // namespace leanattn::emulator

@@ -45,10 +45,14 @@ ComputeCeiling compute_ceiling(const DecodeProblem& p, SimdShape simd, double cl
   const double lanes = simd.f32_lanes;
   const double d = p.head_dim, dv = p.value_dim();
   ComputeCeiling c;
-  c.fma = p.pair_rows() * (d + dv) / lanes;
   const DType k = p.kv_dtype, v = p.value_dtype();  // K's and V's types (one, or a pair)
-  c.widen =
-      (d * widen_ops(k, simd.f16_instruction) + dv * widen_ops(v, simd.f16_instruction)) / lanes;
+  // bf16 dot products: one instruction per 2 x lanes values of q . k, K not widened.
+  const bool dot =
+      simd.bf16_dot && p.q_dtype == DType::bf16 && k == DType::bf16 && p.head_dim % 32 == 0;
+  c.fma = p.pair_rows() * ((dot ? d / 2 : d) + dv) / lanes;
+  c.widen = ((dot ? 0.0 : d * widen_ops(k, simd.f16_instruction)) +
+             dv * widen_ops(v, simd.f16_instruction)) /
+            lanes;
   c.cycles_per_token_head = (c.fma + c.widen) / kVectorOpsPerCycle;
   const double k_bytes = static_cast<double>(row_units(k, p.head_dim) * dtype_size(k));
   const double v_bytes = static_cast<double>(row_units(v, p.value_dim()) * dtype_size(v));
@@ -59,7 +63,7 @@ ComputeCeiling compute_ceiling(const DecodeProblem& p, SimdShape simd, double cl
 
 SimdShape simd_shape(const std::string& target) {
   const cpu::SimdKernel k = cpu::find_simd_kernel(target);
-  return {k.f32_lanes, k.f16_instruction};
+  return {k.f32_lanes, k.f16_instruction, k.bf16_dot};
 }
 
 }  // namespace leanattn::bench

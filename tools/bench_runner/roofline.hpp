@@ -25,10 +25,11 @@ inline constexpr double kEmulatedF16Ops = 6.0;
 struct SimdShape {
   std::int32_t f32_lanes = 1;
   bool f16_instruction = false;
+  bool bf16_dot = false;  // bf16 Q . K by dot products of 2 pairs per f32 lane (AVX3_BF16)
 };
 
 struct ComputeCeiling {
-  double fma = 0.0;                  // vector FMAs per token x KV head
+  double fma = 0.0;                  // vector FMAs (or bf16 dot products) per token x KV head
   double widen = 0.0;                // vector widening ops per token x KV head
   double cycles_per_token_head = 0;  // (fma + widen) / kVectorOpsPerCycle
   double bytes_per_token_head = 0;   // K's and V's rows (K's alone with V in K's rows)
