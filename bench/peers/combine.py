@@ -7,10 +7,12 @@ shape), peers.jsonl (one JSON object per peer run, from the harnesses) and meta.
 commit, cpu, threads, versions, skipped runs). A shape runs in rounds (one shapes.tsv line and
 one peers.jsonl line per implementation per round): each implementation's row takes the median
 of its round medians, the best of its bests and the largest error. Each leanattn strategy becomes
-one row (leanattn-lean, leanattn-split, leanattn-head), each torch configuration one
-(torch-sdpa-<dtype>-<gqa>), and torch-sdpa-best repeats the fastest correct torch row of the
-shape. Every peer row takes probe_gbps from leanattn's CSVs of the same shape (the median of its
-rounds' probes, measured in the same run). Standard library only.
+one row (leanattn-lean, leanattn-split, leanattn-head; a dtype other than f16 is appended:
+leanattn-lean-bf16), each torch configuration one (torch-sdpa-<dtype>-<gqa>[-vk]), and
+torch-sdpa-best repeats the fastest correct torch row of the shape. head_dim_v and v_in_k (V is
+the first head_dim_v values of K's rows: absorbed MLA) come from the rows themselves. Every peer
+row takes probe_gbps from leanattn's CSVs of the same shape (the median of its rounds' probes,
+measured in the same run). Standard library only.
 """
 import csv
 import json
@@ -20,10 +22,10 @@ from pathlib import Path
 
 
 def merge_rounds(rows):
-    """One row per (impl, shape, seq_lens): median of the medians, best of the bests."""
+    """One row per (impl, dtype, shape, seq_lens): median of the medians, best of the bests."""
     groups = {}
     for r in rows:
-        groups.setdefault((r["impl"], r["shape"], r["seq_lens"]), []).append(r)
+        groups.setdefault((r["impl"], r["dtype"], r["shape"], r["seq_lens"]), []).append(r)
     merged = []
     for same in groups.values():
         r = dict(same[0])
@@ -49,8 +51,9 @@ def add_torch_best(rows):
         rows.append(dict(r, impl="torch-sdpa-best", config=f"{r['impl']}: {r['config']}"))
 
 COLUMNS = ["date", "commit", "cpu", "threads", "impl", "shape", "q_heads", "kv_heads", "head_dim",
-           "dtype", "seq_lens", "total_tokens", "median_us", "best_us", "kv_bytes", "gbps",
-           "probe_gbps", "probe_fraction", "max_abs_err", "ref_max_abs", "ok", "version", "config"]
+           "head_dim_v", "v_in_k", "dtype", "seq_lens", "total_tokens", "median_us", "best_us",
+           "kv_bytes", "gbps", "probe_gbps", "probe_fraction", "max_abs_err", "ref_max_abs", "ok",
+           "version", "config"]
 
 
 def peer_ok(r):
@@ -75,9 +78,13 @@ def main(run_dir, out_csv):
             with open(lean_csv) as lf:
                 for r in csv.DictReader(lf):
                     probes.setdefault(key, []).append(float(r["probe_gbps"]))
+                    suffix = "" if r["dtype"] == "f16" else "-" + r["dtype"]
                     rows.append({
-                        "impl": "leanattn-" + r["strategy"], "shape": label, "q_heads": qh,
-                        "kv_heads": kvh, "head_dim": d, "dtype": r["dtype"], "seq_lens": key[1],
+                        "impl": "leanattn-" + r["strategy"] + suffix, "shape": label,
+                        "q_heads": qh, "kv_heads": kvh, "head_dim": d,
+                        "head_dim_v": int(r.get("head_dim_v") or d),
+                        "v_in_k": int(r.get("shared_kv") or 0), "dtype": r["dtype"],
+                        "seq_lens": key[1],
                         "median_us": float(r["median_us"]), "best_us": float(r["min_us"]),
                         "kv_bytes": int(r["kv_bytes"]), "max_abs_err": float(r["max_abs_err"]),
                         "ref_max_abs": "", "ok": int(r["ok"]),
@@ -93,7 +100,9 @@ def main(run_dir, out_csv):
         r = json.loads(line)
         rows.append({
             "impl": r["impl"], "shape": r["label"], "q_heads": r["q_heads"],
-            "kv_heads": r["kv_heads"], "head_dim": r["head_dim"], "dtype": r["dtype"],
+            "kv_heads": r["kv_heads"], "head_dim": r["head_dim"],
+            "head_dim_v": r.get("head_dim_v", r["head_dim"]), "v_in_k": int(r.get("v_in_k", False)),
+            "dtype": r["dtype"],
             "seq_lens": r["seq_lens"], "median_us": r["median_us"], "best_us": r["best_us"],
             "kv_bytes": r["kv_bytes"], "max_abs_err": r["max_abs_err"],
             "ref_max_abs": r["ref_max_abs"], "ok": int(peer_ok(r)), "version": r["version"],

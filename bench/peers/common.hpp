@@ -2,6 +2,8 @@
 // run_peers.sh at benchmark time: command line, deterministic N(0, 1) data, f16/bf16 rounding,
 // rotated KV copies (so small caches are read cold), timing statistics, the fp64 reference and
 // the one-line JSON result that run_peers.sh collects (combine.py turns it into a CSV row).
+// K and V may differ in width (--head-dim-v), and V may be the first head_dim_v values of K's
+// rows (--v-in-k: absorbed MLA's latent cache, no V cache of its own).
 #pragma once
 
 #include <algorithm>
@@ -28,6 +30,8 @@ namespace peers {
 struct Args {
   std::string label = "custom";
   int q_heads = 32, kv_heads = 8, head_dim = 128;
+  int head_dim_v = 0;   // V and output width; 0 = head_dim
+  bool v_in_k = false;  // V = the first dv() values of K's rows (no V cache)
   std::vector<int> seq_lens = {4096};
   int threads = 2;
   int repeat = 20;
@@ -36,14 +40,18 @@ struct Args {
 
   int batch() const { return static_cast<int>(seq_lens.size()); }
   int group() const { return q_heads / kv_heads; }
+  int dv() const { return head_dim_v ? head_dim_v : head_dim; }
   int longest() const { return *std::max_element(seq_lens.begin(), seq_lens.end()); }
   std::int64_t total_tokens() const {
     std::int64_t t = 0;
     for (int n : seq_lens) t += n;
     return t;
   }
-  // Useful K+V bytes of 16-bit elements, as leanattn counts them (sum of lengths).
-  std::int64_t kv_bytes() const { return total_tokens() * kv_heads * head_dim * 2 * 2; }
+  // Useful K+V bytes of 16-bit elements, as leanattn counts them (sum of lengths; K only when
+  // V lies in K's rows, as DecodeProblem::kv_bytes(shared_kv)).
+  std::int64_t kv_bytes() const {
+    return total_tokens() * kv_heads * (head_dim + (v_in_k ? 0 : dv())) * 2;
+  }
   bool ragged() const {
     return std::any_of(seq_lens.begin(), seq_lens.end(), [&](int n) { return n != seq_lens[0]; });
   }
@@ -57,8 +65,9 @@ struct Args {
 
 [[noreturn]] inline void usage_error(const char* prog, const std::string& what) {
   std::fprintf(stderr,
-               "%s: %s\nusage: %s --q-heads H --kv-heads K --head-dim D --seq-lens N[,N...] "
-               "[--threads T] [--repeat R] [--warmup W] [--rotate-mib M] [--label L]\n",
+               "%s: %s\nusage: %s --q-heads H --kv-heads K --head-dim D [--head-dim-v DV] "
+               "[--v-in-k] --seq-lens N[,N...] [--threads T] [--repeat R] [--warmup W] "
+               "[--rotate-mib M] [--label L]\n",
                prog, what.c_str(), prog);
   std::exit(2);
 }
@@ -73,6 +82,10 @@ inline Args parse_args(int argc, char** argv) {
   };
   for (int i = 1; i < argc; ++i) {
     const std::string f = argv[i];
+    if (f == "--v-in-k") {
+      a.v_in_k = true;
+      continue;
+    }
     if (i + 1 >= argc) usage_error(argv[0], "missing value after " + f);
     const char* v = argv[++i];
     if (f == "--label")
@@ -83,6 +96,8 @@ inline Args parse_args(int argc, char** argv) {
       a.kv_heads = static_cast<int>(num(v));
     else if (f == "--head-dim")
       a.head_dim = static_cast<int>(num(v));
+    else if (f == "--head-dim-v")
+      a.head_dim_v = static_cast<int>(num(v));
     else if (f == "--threads")
       a.threads = static_cast<int>(num(v));
     else if (f == "--repeat")
@@ -103,6 +118,8 @@ inline Args parse_args(int argc, char** argv) {
     usage_error(argv[0], "--q-heads must be a positive multiple of --kv-heads");
   if (a.head_dim < 1 || a.seq_lens.empty() || a.longest() < 1 || a.threads < 1 || a.repeat < 1)
     usage_error(argv[0], "--head-dim, --seq-lens, --threads and --repeat must be positive");
+  if (a.v_in_k && a.dv() > a.head_dim)
+    usage_error(argv[0], "--v-in-k: --head-dim-v must not exceed --head-dim");
   return a;
 }
 
@@ -230,8 +247,9 @@ struct KvView {
   bool bf16;
 };
 
-// q and got: [batch, q_heads, head_dim] floats (the query as given to the peer, the peer's
-// output). Returns {max |got - ref|, max |ref|} over every row, computed in fp64 on `threads`
+// q: [batch, q_heads, head_dim] and got: [batch, q_heads, dv] floats (the query as given to the
+// peer, the peer's output); v's rows are read for their first dv values (v may view K's rows).
+// Returns {max |got - ref|, max |ref|} over every row, computed in fp64 on `threads`
 // threads.
 struct Check {
   double max_abs_err = 0, ref_max_abs = 0;
@@ -250,11 +268,11 @@ inline Check check_all_rows(const Args& a, const std::vector<float>& q, const Kv
   }
   const float* kl = k.bf16 ? lut_bf16.data() : lut_f16.data();
   const float* vl = v.bf16 ? lut_bf16.data() : lut_f16.data();
-  const int rows = a.batch() * a.q_heads, d = a.head_dim;
+  const int rows = a.batch() * a.q_heads, d = a.head_dim, dv = a.dv();
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
   std::vector<Check> part(static_cast<std::size_t>(a.threads));
   auto work = [&](int t) {
-    std::vector<double> s, o(static_cast<std::size_t>(d));
+    std::vector<double> s, o(static_cast<std::size_t>(dv));
     for (int row = t; row < rows; row += a.threads) {
       const int b = row / a.q_heads, h = row % a.q_heads, kvh = h / a.group(), n = a.seq_lens[b];
       const float* qr = q.data() + static_cast<std::int64_t>(row) * d;
@@ -273,11 +291,11 @@ inline Check check_all_rows(const Args& a, const std::vector<float>& q, const Kv
         const std::uint16_t* vr = v.base + v.start[b] + tok * v.st + kvh * v.sh;
         const double p = std::exp(s[tok] - m);
         sum += p;
-        for (int i = 0; i < d; ++i) o[i] += p * vl[vr[i]];
+        for (int i = 0; i < dv; ++i) o[i] += p * vl[vr[i]];
       }
       Check& c = part[static_cast<std::size_t>(t)];
-      for (int i = 0; i < d; ++i) {
-        const double ref = o[i] / sum, g = got[static_cast<std::size_t>(row) * d + i];
+      for (int i = 0; i < dv; ++i) {
+        const double ref = o[i] / sum, g = got[static_cast<std::size_t>(row) * dv + i];
         const double err = std::isfinite(g) ? std::abs(g - ref) : INFINITY;
         c.max_abs_err = std::max(c.max_abs_err, err);
         c.ref_max_abs = std::max(c.ref_max_abs, std::abs(ref));
@@ -299,19 +317,21 @@ inline Check check_all_rows(const Args& a, const std::vector<float>& q, const Kv
 // ---- result line --------------------------------------------------------------------------------
 
 // One JSON object on stdout; run_peers.sh appends it to the run's peers.jsonl. kv_bytes is the
-// problem's K+V at 16 bits per element whatever the peer's dtype, so that GB/s ranks like speed.
+// problem's K+V at 16 bits per element whatever the peer's dtype, so that GB/s ranks like speed
+// (K only with v_in_k).
 inline void print_result(const Args& a, const std::string& impl, const std::string& dtype,
                          const Timing& t, int copies, const Check& c, const std::string& version,
                          const std::string& config) {
   std::printf(
       "{\"impl\": \"%s\", \"label\": \"%s\", \"q_heads\": %d, \"kv_heads\": %d, \"head_dim\": %d, "
-      "\"dtype\": \"%s\", \"seq_lens\": \"%s\", \"threads\": %d, \"repeat\": %d, "
+      "\"head_dim_v\": %d, \"v_in_k\": %s, \"dtype\": \"%s\", \"seq_lens\": \"%s\", \"threads\": "
+      "%d, \"repeat\": %d, "
       "\"median_us\": %.2f, \"best_us\": %.2f, \"kv_bytes\": %lld, \"kv_copies\": %d, "
       "\"max_abs_err\": %.3e, \"ref_max_abs\": %.3e, \"version\": \"%s\", \"config\": \"%s\"}\n",
-      impl.c_str(), a.label.c_str(), a.q_heads, a.kv_heads, a.head_dim, dtype.c_str(),
-      a.lens_text().c_str(), a.threads, a.repeat, t.median_us, t.best_us,
-      static_cast<long long>(a.kv_bytes()), copies, c.max_abs_err, c.ref_max_abs, version.c_str(),
-      config.c_str());
+      impl.c_str(), a.label.c_str(), a.q_heads, a.kv_heads, a.head_dim, a.dv(),
+      a.v_in_k ? "true" : "false", dtype.c_str(), a.lens_text().c_str(), a.threads, a.repeat,
+      t.median_us, t.best_us, static_cast<long long>(a.kv_bytes()), copies, c.max_abs_err,
+      c.ref_max_abs, version.c_str(), config.c_str());
   std::fflush(stdout);
 }
 

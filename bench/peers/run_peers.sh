@@ -7,11 +7,13 @@
 # (--quick: small shapes, few repeats, written as ...-smoke.csv). Every shape runs in rounds:
 # each round runs leanattn and every peer once (a share of the repeats each), so that a drift of
 # the machine's bandwidth hits all of them alike; leanattn's probe passes sit between its runs.
+# --mla: DeepSeek's absorbed MLA decode instead (one KV head, K 576 wide whose first 512 values
+# are V, no V cache), written as bench/results/cpu-mla-peers-<cpu-slug>-<date>.csv.
 # See bench/README.md.
 #
-#   bench/peers/run_peers.sh [--quick] [--threads N] [--repeat N] [--rounds N] [--peers LIST]
-#                            [--contexts LIST] [--out FILE] [--no-install] [--jobs N]
-#                            [--leanattn BIN]
+#   bench/peers/run_peers.sh [--quick] [--mla] [--threads N] [--repeat N] [--rounds N]
+#                            [--peers LIST] [--contexts LIST] [--out FILE] [--no-install]
+#                            [--jobs N] [--leanattn BIN]
 set -euo pipefail
 
 usage() {
@@ -19,20 +21,28 @@ usage() {
   cat <<'EOF'
 options:
   --quick        small contexts (1k, 4k), 5 repeats: a smoke test of the whole pipeline
+  --mla          absorbed MLA decode: 128 query heads / 1 KV head, K 576 / V 512 in K's rows,
+                 contexts 4096,16384,65536 (--quick 1024,4096) and a mixed batch with 16 query
+                 heads; leanattn in bf16 and f16 (`leanattn bench --mla`), ggml f16 (V a view
+                 of K), torch f32 and bf16 with V = K (flash backend; see TORCH_VARIANTS)
   --threads N    threads for every implementation (default: number of cores)
   --repeat N     timed runs per implementation and shape (default 20; --quick 6)
   --rounds N     rounds per shape, each running every implementation once with repeat / rounds
                  timed runs (rounded up; default 3, --quick 2)
   --peers LIST   comma-separated subset of leanattn,ggml,torch,onednn (default: all)
   --contexts L   comma-separated context lengths (default 4096,32768,131072; --quick 1024,4096)
-  --out FILE     results CSV (default: bench/results/cpu-peers-<cpu>-<date>[-smoke].csv)
+  --out FILE     results CSV (default: bench/results/cpu-[mla-]peers-<cpu>-<date>[-smoke].csv)
   --no-install   skip apt/pip/sdist steps (use what build/peers* already holds)
   --jobs N       parallel compile jobs (default 2)
   --leanattn BIN use this leanattn binary instead of building the release preset
 environment: LLAMA_CPP_PYTHON_VERSION (default 0.3.36), TORCH_SPEC (pip spec, default torch),
   TORCH_VARIANTS (torch_decode.py --variants; default f32 and f16, each with enable_gqa and
-  with expanded K/V), LEANATTN_ARGS (extra `leanattn bench` flags,
-  e.g. "--with-head-major --with-invariant")
+  with expanded K/V; --mla: f32 and bf16 with V = K, each with enable_gqa and with stride-0
+  expanded K/V), LEANATTN_ARGS (extra `leanattn bench` flags,
+  e.g. "--with-head-major --with-invariant"), PEERS_VENV (the Python venv, default
+  build/peers-venv; with --no-install any venv with torch and numpy, such as
+  ~/.cache/leanattn/venv-torch-*). ggml's sources: the sdist under build/peers, else the same
+  llama.cpp release unpacked by scripts/llama-cpp.sh (~/.cache/leanattn/llama.cpp-<version>-*).
 EOF
 }
 
@@ -41,11 +51,12 @@ say() { echo "run_peers.sh: $*" >&2; }
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-QUICK=0 THREADS=$(nproc) REPEAT="" ROUNDS="" PEERS="leanattn,ggml,torch,onednn" OUT="" INSTALL=1 JOBS=2
+QUICK=0 MLA=0 THREADS=$(nproc) REPEAT="" ROUNDS="" PEERS="leanattn,ggml,torch,onednn" OUT="" INSTALL=1 JOBS=2
 LEANATTN="" CONTEXTS_ARG=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
+    --mla) MLA=1 ;;
     --threads) THREADS=${2:?--threads needs a value}; shift ;;
     --repeat) REPEAT=${2:?--repeat needs a value}; shift ;;
     --rounds) ROUNDS=${2:?--rounds needs a value}; shift ;;
@@ -72,10 +83,15 @@ done
 has() { [[ ",$PEERS," == *",$1,"* ]]; }
 
 LCP_VERSION=${LLAMA_CPP_PYTHON_VERSION:-0.3.36}
-VENV=build/peers-venv
+VENV=${PEERS_VENV:-build/peers-venv}
 PY=$VENV/bin/python
 SDIST_DIR=build/peers
 GGML_SRC=$ROOT/$SDIST_DIR/llama_cpp_python-$LCP_VERSION/vendor/llama.cpp/ggml
+if [ ! -f "$GGML_SRC/CMakeLists.txt" ]; then  # the same release, unpacked by scripts/llama-cpp.sh
+  for cached in "${LEANATTN_CACHE:-$HOME/.cache/leanattn}"/llama.cpp-"$LCP_VERSION"-*/src/ggml; do
+    [ -f "$cached/CMakeLists.txt" ] && GGML_SRC=$cached
+  done
+fi
 HARNESS=build/peers/harness
 
 # ---- install ------------------------------------------------------------------------------------
@@ -128,10 +144,15 @@ if has ggml || has onednn; then
 fi
 
 # ---- shapes -------------------------------------------------------------------------------------
-# label q_heads kv_heads head_dim seq_lens (comma-separated: more than one = a ragged batch)
+# label q_heads kv_heads head_dim head_dim_v v_in_k seq_lens (comma-separated: more than one = a
+# ragged batch); v_in_k 1: V is the first head_dim_v values of K's rows (no V cache)
 if [ "$QUICK" = 1 ]; then
   CONTEXTS=(1024 4096)
   MIXED=4096,256,512,128,1024,64,2048,32
+  MIXED_MLA=4096,256,512,128
+elif [ "$MLA" = 1 ]; then
+  CONTEXTS=(4096 16384 65536)
+  MIXED_MLA=16384,1024,2048,512
 else
   CONTEXTS=(4096 32768 131072)
   MIXED=65536,1024,2048,512,8192,300,4096,100
@@ -141,10 +162,20 @@ if [ -n "$CONTEXTS_ARG" ]; then
   IFS=, read -r -a CONTEXTS <<<"$CONTEXTS_ARG"
 fi
 SHAPES=()
-for ctx in "${CONTEXTS[@]}"; do
-  SHAPES+=("gqa-llama3-8b 32 8 128 $ctx" "mha 32 32 128 $ctx" "mqa 8 1 128 $ctx")
-done
-SHAPES+=("mixed-gqa 32 8 128 $MIXED")
+if [ "$MLA" = 1 ]; then
+  # DeepSeek-V3's absorbed decode (128 heads), and a ragged batch at 16 heads per rank.
+  for ctx in "${CONTEXTS[@]}"; do SHAPES+=("mla-deepseek 128 1 576 512 1 $ctx"); done
+  SHAPES+=("mixed-mla 16 1 576 512 1 $MIXED_MLA")
+  LEAN_DTYPES=(bf16 f16)
+  DEFAULT_TORCH_VARIANTS=f32:enable_gqa:k,f32:broadcast:k,bf16:enable_gqa:k,bf16:broadcast:k
+else
+  for ctx in "${CONTEXTS[@]}"; do
+    SHAPES+=("gqa-llama3-8b 32 8 128 128 0 $ctx" "mha 32 32 128 128 0 $ctx" "mqa 8 1 128 128 0 $ctx")
+  done
+  SHAPES+=("mixed-gqa 32 8 128 128 0 $MIXED")
+  LEAN_DTYPES=(f16)
+  DEFAULT_TORCH_VARIANTS=f32:enable_gqa,f32:expand,f16:enable_gqa,f16:expand
+fi
 
 # ---- run ----------------------------------------------------------------------------------------
 CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
@@ -152,7 +183,9 @@ SLUG=$(echo "$CPU" | tr 'A-Z' 'a-z' | sed -E 's/\((r|tm)\)//g; s/[^a-z0-9]+/-/g;
 DATE=$(date -u +%Y-%m-%d)
 suffix=""
 [ "$QUICK" = 1 ] && suffix=-smoke
-[ -z "$OUT" ] && OUT=bench/results/cpu-peers-$SLUG-$DATE$suffix.csv
+mla_tag=""
+[ "$MLA" = 1 ] && mla_tag=mla-
+[ -z "$OUT" ] && OUT=bench/results/cpu-${mla_tag}peers-$SLUG-$DATE$suffix.csv
 RUN=build/peers/run-$(date -u +%Y%m%dT%H%M%S)
 mkdir -p "$RUN"
 : >"$RUN/shapes.tsv"
@@ -178,47 +211,61 @@ run_peer() {
 
 i=0
 for shape in "${SHAPES[@]}"; do
-  read -r label qh kvh d lens <<<"$shape"
+  read -r label qh kvh d dv vink lens <<<"$shape"
   i=$((i + 1))
   tokens=$(echo "$lens" | tr ',' '\n' | awk '{s += $1} END {print s}')
   longest=$(echo "$lens" | tr ',' '\n' | sort -n | tail -1)
   batch=$(echo "$lens" | tr ',' '\n' | wc -l)
-  kv_bytes=$((tokens * kvh * d * 4))
+  row=$((d + (vink ? 0 : dv)))  # K+V values per token and KV head
+  kv_bytes=$((tokens * kvh * row * 2))
   # The largest footprint (torch pads a ragged batch) plus a probe buffer must fit in half of RAM.
-  need=$((3 * batch * longest * kvh * d * 4))
+  need=$((3 * batch * longest * kvh * row * 2))
   if [ "$need" -gt $((MEM_AVAIL / 2)) ]; then
     echo "all $label $lens: skipped, needs $((need >> 20)) MiB" >>"$RUN/skipped.txt"
     say "[$i/${#SHAPES[@]}] $label $lens: skipped (memory)"
     continue
   fi
-  say "[$i/${#SHAPES[@]}] $label: $qh/$kvh heads, d $d, seq_lens $lens ($((kv_bytes >> 20)) MiB KV)"
+  dims="d $d"
+  [ "$dv" = "$d" ] || dims="d $d/$dv"
+  [ "$vink" = 1 ] && dims="$dims (V in K's rows)"
+  say "[$i/${#SHAPES[@]}] $label: $qh/$kvh heads, $dims, seq_lens $lens ($((kv_bytes >> 20)) MiB KV)"
   args=(--q-heads "$qh" --kv-heads "$kvh" --head-dim "$d" --seq-lens "$lens")
+  lean_args=("${args[@]}")
+  [ "$MLA" = 1 ] && lean_args=(--mla --q-heads "$qh" --seq-lens "$lens")  # 1 KV head, 576/512
+  [ "$dv" = "$d" ] || args+=(--head-dim-v "$dv")
+  [ "$vink" = 1 ] && args+=(--v-in-k)
   for round in $(seq "$ROUNDS"); do
-    lean_csv=""
+    lean_csvs=("")
     if has leanattn; then
-      lean_csv=$RUN/leanattn-$i-$round.csv
-      # leanattn pins its own workers; exit 1 = some strategy failed its check (in the CSV).
-      rc=0
-      "$LEANATTN" bench "${args[@]}" --dtype f16 --workers "$THREADS" --repeat "$PER_ROUND" \
-        --csv "$lean_csv" ${LEANATTN_ARGS:-} >>"$RUN/leanattn.log" 2>&1 || rc=$?
-      [ "$rc" = 0 ] || [ "$rc" = 1 -a -f "$lean_csv" ] || die "leanattn bench failed (exit $rc; see $RUN/leanattn.log)"
+      lean_csvs=()
+      for dtype in "${LEAN_DTYPES[@]}"; do
+        lean_csv=$RUN/leanattn-$i-$round-$dtype.csv
+        lean_csvs+=("$lean_csv")
+        # leanattn pins its own workers; exit 1 = some strategy failed its check (in the CSV).
+        rc=0
+        "$LEANATTN" bench "${lean_args[@]}" --dtype "$dtype" --workers "$THREADS" \
+          --repeat "$PER_ROUND" --csv "$lean_csv" ${LEANATTN_ARGS:-} >>"$RUN/leanattn.log" 2>&1 || rc=$?
+        [ "$rc" = 0 ] || [ "$rc" = 1 -a -f "$lean_csv" ] || die "leanattn bench failed (exit $rc; see $RUN/leanattn.log)"
+      done
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$qh" "$kvh" "$d" "$lens" "$lean_csv" >>"$RUN/shapes.tsv"
+    for lean_csv in "${lean_csvs[@]}"; do
+      printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$qh" "$kvh" "$d" "$lens" "$lean_csv" >>"$RUN/shapes.tsv"
+    done
     peer_args=("${args[@]}" --label "$label" --threads "$THREADS" --repeat "$PER_ROUND")
     has ggml && run_peer ggml "$label" "$lens" "${PIN[@]}" "$HARNESS/ggml_decode" "${peer_args[@]}"
     has torch && run_peer torch "$label" "$lens" "${OMP_ENV[@]}" "${PIN[@]}" "$PY" \
       bench/peers/torch_decode.py "${peer_args[@]}" \
-      --variants "${TORCH_VARIANTS:-f32:enable_gqa,f32:expand,f16:enable_gqa,f16:expand}"
+      --variants "${TORCH_VARIANTS:-$DEFAULT_TORCH_VARIANTS}"
     has onednn && run_peer onednn "$label" "$lens" "${OMP_ENV[@]}" "${PIN[@]}" \
       "$HARNESS/onednn_decode" "${peer_args[@]}"
   done
 done
 
 # ---- results ------------------------------------------------------------------------------------
-"$PY" - "$RUN" "$THREADS" "$REPEAT" "$LCP_VERSION" "$QUICK" "$ROUNDS" <<'EOF'
+"$PY" - "$RUN" "$THREADS" "$REPEAT" "$LCP_VERSION" "$QUICK" "$ROUNDS" "$MLA" <<'EOF'
 import json, platform, subprocess, sys
 from pathlib import Path
-run, threads, repeat, lcp, quick, rounds = sys.argv[1:]
+run, threads, repeat, lcp, quick, rounds, mla = sys.argv[1:]
 def sh(cmd):
     try:
         return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
@@ -239,7 +286,7 @@ meta = {
     "commit": sh("git rev-parse --short HEAD") + ("-dirty" if sh("git status --porcelain --untracked-files=no") else ""),
     "cpu": sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'"),
     "cores": int(sh("nproc") or 0), "threads": int(threads), "repeat": int(repeat),
-    "rounds": int(rounds), "quick": quick == "1", "kernel": platform.release(), "versions": versions,
+    "rounds": int(rounds), "quick": quick == "1", "mla": mla == "1", "kernel": platform.release(), "versions": versions,
     "skipped": (Path(run) / "skipped.txt").read_text().splitlines(),
     "run_dir": run,
 }

@@ -15,6 +15,14 @@ pass over a separate buffer (the probe, also reported) so that no run finds the 
 in cache. Ragged batches: torch has no ragged dense SDPA, so the batch is padded to the longest
 request and a boolean attn_mask hides the padding (as a padded static cache would); bytes are
 the useful (unpadded) K+V at 16 bits per element whatever the dtype, as leanattn counts them.
+
+K and V of different widths (--head-dim-v) and absorbed MLA (--v-in-k: no V cache, V is the first
+head_dim_v values of K's rows; K only counted in the bytes). A third field of a configuration says
+how V reaches SDPA: `slice` (default), V = K[..., :dv], a view (torch's CPU flash kernel wants one
+width for Q, K and V, so this runs the math backend), or `k` (--v-in-k only), V = K itself and
+the output's first dv values kept: Dk == Dv, the flash backend, no extra bytes read (the
+padding transformers applies to V for flash kernels, free here since the padding is K's tail).
+GQA form `broadcast` (one KV head only): K and V expanded per query head as stride-0 views.
 """
 import argparse
 import json
@@ -30,6 +38,8 @@ import torch.nn.functional as F
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 ALL_VARIANTS = "f32:enable_gqa,f32:expand,f16:enable_gqa,f16:expand"
+MLA_VARIANTS = "f32:enable_gqa:k,f32:broadcast:k,bf16:enable_gqa:k,bf16:broadcast:k"
+GQA_FORMS = ("enable_gqa", "expand", "broadcast")
 
 
 def parse_args():
@@ -38,22 +48,36 @@ def parse_args():
     p.add_argument("--q-heads", type=int, default=32)
     p.add_argument("--kv-heads", type=int, default=8)
     p.add_argument("--head-dim", type=int, default=128)
+    p.add_argument("--head-dim-v", type=int, default=0, help="V width (0: --head-dim)")
+    p.add_argument("--v-in-k", action="store_true",
+                   help="no V cache: V is the first --head-dim-v values of K's rows")
     p.add_argument("--seq-lens", default="4096", help="comma-separated tokens per request")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--rotate-mib", type=int, default=512)
     p.add_argument("--probe-mib", type=int, default=256)
-    p.add_argument("--variants", default=ALL_VARIANTS,
-                   help="comma-separated dtype:gqa (dtype f32, f16, bf16; gqa enable_gqa, expand)")
+    p.add_argument("--variants", default=None,
+                   help="comma-separated dtype:gqa[:v] (dtype f32, f16, bf16; gqa enable_gqa, "
+                   f"expand, broadcast; v slice, k). Default {ALL_VARIANTS} "
+                   f"({MLA_VARIANTS} with --v-in-k)")
     p.add_argument("--mem-budget-mib", type=int, default=0,
                    help="skip the largest configurations beyond this (0: half of MemAvailable)")
     a = p.parse_args()
     a.seq_lens = [int(x) for x in a.seq_lens.split(",")]
-    a.variants = [tuple(v.split(":")) for v in a.variants.split(",")]
-    if any(len(v) != 2 or v[0] not in DTYPES or v[1] not in ("enable_gqa", "expand")
-           for v in a.variants):
-        p.error("--variants: comma-separated dtype:gqa, e.g. f32:enable_gqa,f16:expand")
+    a.head_dim_v = a.head_dim_v or a.head_dim
+    a.variants = a.variants or (MLA_VARIANTS if a.v_in_k else ALL_VARIANTS)
+    a.variants = [tuple(v.split(":")) + (() if v.count(":") == 2 else ("slice",))
+                  for v in a.variants.split(",")]
+    if any(len(v) != 3 or v[0] not in DTYPES or v[1] not in GQA_FORMS or
+           v[2] not in ("slice", "k") for v in a.variants):
+        p.error("--variants: comma-separated dtype:gqa[:v], e.g. f32:enable_gqa,bf16:expand:k")
+    if any(v[2] == "k" for v in a.variants) and not a.v_in_k:
+        p.error("--variants: V form k needs --v-in-k")
+    if any(v[1] == "broadcast" for v in a.variants) and a.kv_heads != 1:
+        p.error("--variants: gqa form broadcast needs --kv-heads 1")
+    if a.v_in_k and a.head_dim_v > a.head_dim:
+        p.error("--v-in-k: --head-dim-v must not exceed --head-dim")
     if a.q_heads % a.kv_heads or min(a.seq_lens) < 0 or max(a.seq_lens) < 1 or a.repeat < 1:
         p.error("--q-heads must be a multiple of --kv-heads; lengths >= 0, one > 0; --repeat >= 1")
     return a
@@ -89,53 +113,64 @@ def mem_available():
 class Variant:
     """One configuration: its KV copies (rotated so that small caches are read cold), query."""
 
-    def __init__(self, a, dtype_name, gqa, k32, v32, q32):
+    def __init__(self, a, dtype_name, gqa, vform, k32, v32, q32):
         self.dtype_name, self.g = dtype_name, a.q_heads // a.kv_heads
-        self.gqa = gqa if self.g > 1 else "mha"
+        self.gqa, self.vform, self.dv = gqa if self.g > 1 else "mha", vform, a.head_dim_v
         dtype = DTYPES[dtype_name]
         self.q = q32.to(dtype)
-        k0, v0 = k32.to(dtype), v32.to(dtype)
+        k0 = k32.to(dtype)
+        v0 = k0[..., :self.dv] if a.v_in_k else v32.to(dtype)
         self.k_ref, self.v_ref = k0, v0  # what the reference reads (the rounded values)
+        stored = [k0] if a.v_in_k else [k0, v0]  # the caches; V may be a view of K
         expand = self.gqa == "expand"
         heads = a.q_heads if expand else a.kv_heads
-        one = 2 * k0.numel() * (self.g if expand else 1) * k0.element_size()
+        one = sum(t.numel() for t in stored) * (self.g if expand else 1) * k0.element_size()
         self.copies = max(1, min(64, math.ceil((a.rotate_mib << 20) / max(1, one))))
         self.bytes = self.copies * one
         self.kvs = []
         for _ in range(self.copies):
-            pair = []
-            for t in (k0, v0):
+            held = []
+            for t in stored:
                 h = huge_empty((t.shape[0], heads, t.shape[2], t.shape[3]), dtype)
                 h.copy_(t.repeat_interleave(self.g, dim=1) if expand else t)
-                pair.append(h)
-            self.kvs.append(pair)
+                held.append(h)
+            k = held[0]
+            v = held[1] if not a.v_in_k else k if vform == "k" else k[..., :self.dv]
+            if self.gqa == "broadcast":  # one KV head: stride-0 views, nothing copied
+                k = k.expand(-1, a.q_heads, -1, -1)
+                v = v.expand(-1, a.q_heads, -1, -1)
+            self.kvs.append((k, v))
         self.times, self.next = [], 0
 
     def name(self):
-        return f"torch-sdpa-{self.dtype_name}-{self.gqa.replace('_', '-')}"
+        return (f"torch-sdpa-{self.dtype_name}-{self.gqa.replace('_', '-')}"
+                f"{'-vk' if self.vform == 'k' else ''}")
 
     def run(self, mask, scale, c):
         k, v = self.kvs[c]
-        return F.scaled_dot_product_attention(self.q, k, v, attn_mask=mask, scale=scale,
-                                              enable_gqa=self.gqa == "enable_gqa")
+        out = F.scaled_dot_product_attention(self.q, k, v, attn_mask=mask, scale=scale,
+                                             enable_gqa=self.gqa == "enable_gqa")
+        return out[..., :self.dv] if self.vform == "k" else out
 
 
 def main():
     a = parse_args()
     torch.set_num_threads(a.threads)
-    b, hq, hkv, d = len(a.seq_lens), a.q_heads, a.kv_heads, a.head_dim
+    b, hq, hkv, d, dv = len(a.seq_lens), a.q_heads, a.kv_heads, a.head_dim, a.head_dim_v
     g, n = hq // hkv, max(a.seq_lens)
     total = sum(a.seq_lens)
-    kv_bytes = total * hkv * d * 2 * 2  # 16-bit elements whatever the dtype: GB/s ranks like speed
+    # 16-bit elements whatever the dtype (GB/s ranks like speed); K only when V lies in K's rows.
+    kv_bytes = total * hkv * (d + (0 if a.v_in_k else dv)) * 2
     gen = torch.Generator().manual_seed(31)
 
-    # K, V [b, hkv, n, d] f32, filled one (request, head) at a time.
+    # K [b, hkv, n, d] and V [b, hkv, n, dv] f32 (no V with --v-in-k), one (request, head) at a
+    # time.
     k32 = torch.empty(b, hkv, n, d)
-    v32 = torch.empty_like(k32)
-    for t in (k32, v32):
+    v32 = None if a.v_in_k else torch.empty(b, hkv, n, dv)
+    for t in (k32,) if a.v_in_k else (k32, v32):
         for i in range(b):
             for h in range(hkv):
-                t[i, h].copy_(torch.randn(n, d, generator=gen))
+                t[i, h].copy_(torch.randn(n, t.shape[3], generator=gen))
     q32 = torch.randn(b, hq, 1, d, generator=gen)
     ragged = len(set(a.seq_lens)) > 1
     mask = None
@@ -147,13 +182,14 @@ def main():
     # The configurations, one GQA form for MHA, the largest dropped first beyond the budget.
     budget = (a.mem_budget_mib << 20) or mem_available() // 2
     wanted, seen = [], set()
-    for dt, gqa in a.variants:
-        key = (dt, gqa if g > 1 else "mha")
+    for dt, gqa, vform in a.variants:
+        key = (dt, gqa if g > 1 else "mha", vform)
         if key not in seen:
             seen.add(key)
-            wanted.append((dt, gqa))
+            wanted.append((dt, gqa, vform))
     elt = {"f32": 4, "f16": 2, "bf16": 2}
-    need = [2 * k32.numel() * elt[dt] * (g if gqa == "expand" else 1) for dt, gqa in wanted]
+    cache = k32.numel() + (0 if a.v_in_k else v32.numel())
+    need = [cache * elt[dt] * (g if gqa == "expand" else 1) for dt, gqa, _ in wanted]
     kept, used = [], 0
     for i in sorted(range(len(wanted)), key=lambda i: need[i]):
         if used + need[i] > budget:
@@ -180,19 +216,22 @@ def main():
             probe.sum()
             if r >= 0:
                 probe_gbps.append(probe.nbytes / (time.perf_counter_ns() - t0))
-        outs = [v.run(mask, scale, 0).float().numpy() for v in variants]  # [b, hq, 1, d]
+        outs = [v.run(mask, scale, 0).float().numpy() for v in variants]  # [b, hq, 1, dv]
 
     for v, out in zip(variants, outs):
         err, ref_max = reference_error(a, v, out, scale)
         backend = backend_name(v.q, v.kvs[0][0], v.kvs[0][1], mask, v.gqa == "enable_gqa")
         gqa_text = {"enable_gqa": "enable_gqa", "expand": "expanded KV (read g times)",
-                    "mha": "MHA"}[v.gqa]
+                    "broadcast": "KV expanded as stride-0 views", "mha": "MHA"}[v.gqa]
+        v_text = ("" if not a.v_in_k else f", V = K[..., :{dv}] (a view)" if v.vform == "slice"
+                  else f", V = K ({d} wide), output[..., :{dv}]")
         config = (f"SDPA {v.dtype_name}{' (reads 2x kv_bytes)' if v.dtype_name == 'f32' else ''}"
-                  f" head-major, {gqa_text}{', padded + bool mask' if ragged else ''}, "
+                  f" head-major, {gqa_text}{v_text}{', padded + bool mask' if ragged else ''}, "
                   f"backend {backend}, huge pages, interleaved with {len(variants)} configs, "
                   f"{torch.get_num_threads()} threads")
         print(json.dumps({
             "impl": v.name(), "label": a.label, "q_heads": hq, "kv_heads": hkv, "head_dim": d,
+            "head_dim_v": dv, "v_in_k": a.v_in_k,
             "dtype": v.dtype_name, "seq_lens": ";".join(map(str, a.seq_lens)),
             "threads": a.threads, "repeat": a.repeat,
             "median_us": round(float(np.median(v.times)), 2), "best_us": round(min(v.times), 2),
