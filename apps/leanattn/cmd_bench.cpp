@@ -37,10 +37,10 @@ struct BenchArgs {
   std::int64_t cache_kib = 1024;  // --from-cache sweep: K and V per worker
 };
 
-const char* const kShapeFlags[] = {"--batch",   "--q-heads",   "--kv-heads", "--head-dim",
-                                   "--seq-len", "--seq-lens",  "--dtype",    "--page-size",
-                                   "--q-len",   "--window",    "--softcap",  "--sinks",
-                                   "--alibi",   "--non-causal"};
+const char* const kShapeFlags[] = {
+    "--batch",  "--q-heads", "--kv-heads", "--head-dim", "--head-dim-v", "--shared-kv",
+    "--mla",    "--seq-len", "--seq-lens", "--dtype",    "--page-size",  "--q-len",
+    "--window", "--softcap", "--sinks",    "--alibi",    "--non-causal"};
 
 // --from-cache: cycles per token x KV head on problems that stay in the CPU caches.
 int run_from_cache(const BenchArgs& a, bool sweep, double clock_ghz) {
@@ -139,7 +139,7 @@ int run_bench(const BenchArgs& a, bool sweep) {
   // Before the probe runs: a custom case that cannot fit, and the executor's rules on the
   // configuration (the CPU engine's --simd and --workers; the sweep keeps only the cases that fit).
   if (!sweep) {
-    require_bench_fits(cases.front().problem, backend->host_probe_bytes(probe_bytes),
+    require_bench_fits(cases.front().problem, cfg.shared_kv, backend->host_probe_bytes(probe_bytes),
                        available_memory(), a.problem.seq_lens.empty() ? "seq_len" : "seq_lens");
   }
   backend->check_config(cfg);  // throws Error
@@ -224,9 +224,11 @@ void add_bench_command(CLI::App& app) {
       "  of_probe   GB/s over the read-bandwidth probe measured in the same run (1 = the limit)\n"
       "  of_roof    GB/s over min(probe, compute ceiling); the ceiling is what this core's vector\n"
       "             units allow for the shape on min(workers, cores) cores: per token x KV head\n"
-      "             2 x rows x head_dim / lanes FMAs (rows = q_len x query heads per KV head) and\n"
-      "             2 x head_dim / lanes widening ops (f16/bf16 to f32; f32: none), on 2 pipes "
-      "per\n"
+      "             rows x (head_dim + head_dim_v) / lanes FMAs (rows = q_len x query heads per\n"
+      "             KV head; AVX3_BF16's bf16 dot products count head_dim / 2 for the scores) and\n"
+      "             (head_dim + head_dim_v) / lanes widening ops (f16/bf16 to f32; f32: none), on "
+      "2\n"
+      "             pipes per\n"
       "             cycle at the clock measured at the start; softmax, reductions and loads are\n"
       "             not counted (docs/cpu-engine.md, \"Measuring the kernel\")\n"
       "  vs_head    time of head over this row's time (> 1: this row is faster)\n"

@@ -91,16 +91,17 @@ std::int64_t available_memory() {
   return 8ll << 30;
 }
 
-void require_bench_fits(const DecodeProblem& p, std::int64_t probe_bytes, std::int64_t memory_bytes,
-                        const char* argument) {
+void require_bench_fits(const DecodeProblem& p, bool shared_kv, std::int64_t probe_bytes,
+                        std::int64_t memory_bytes, const char* argument) {
   // Token rows of the K cache as allocated: [batch, capacity] or [num_pages, page_size].
   const double rows = p.layout == KvLayout::contiguous
                           ? static_cast<double>(p.batch()) * static_cast<double>(p.capacity)
                           : static_cast<double>(p.num_pages) * p.page_size;
   const DType v = p.value_dtype();
-  const double kv = rows * p.kv_heads *
-                    static_cast<double>(row_units(p.kv_dtype, p.head_dim) * dtype_size(p.kv_dtype) +
-                                        row_units(v, p.head_dim) * dtype_size(v));
+  const double kv =
+      rows * p.kv_heads *
+      static_cast<double>(row_units(p.kv_dtype, p.head_dim) * dtype_size(p.kv_dtype) +
+                          (shared_kv ? 0 : row_units(v, p.value_dim()) * dtype_size(v)));
   const double probe = static_cast<double>(probe_bytes);
   const double memory = static_cast<double>(memory_bytes);
   require(kv + probe <= memory, argument, [&] {

@@ -30,9 +30,9 @@ std::int64_t available_memory();
 
 // Checks, before anything is allocated, that a `leanattn bench` case fits: its K and V caches as
 // the benchmark allocates them (capacity or pages) and a read-probe buffer of `probe_bytes` must
-// fit in `memory_bytes`. Throws Error naming `argument` (the length flag the user gave) and the
-// sizes otherwise.
-void require_bench_fits(const DecodeProblem& problem, std::int64_t probe_bytes,
+// fit in `memory_bytes` (shared_kv: no V cache, V is read from K's rows). Throws Error naming
+// `argument` (the length flag the user gave) and the sizes otherwise.
+void require_bench_fits(const DecodeProblem& problem, bool shared_kv, std::int64_t probe_bytes,
                         std::int64_t memory_bytes, const char* argument);
 
 }  // namespace leanattn::cli

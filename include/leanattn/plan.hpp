@@ -131,7 +131,7 @@ struct Plan {
 };
 
 // Byte layout of the workspace an executor needs for `plan` (all arrays 64-byte aligned):
-//   o:        float [num_slots, group_size, head_dim]  unnormalised partial outputs
+//   o:        float [num_slots, group_size, head_dim_v]  unnormalised partial outputs
 //   m, l:     float [num_slots, group_size]            running max and running sum per row
 //   counters: uint32 [reductions]                      arrival counters (last arriver merges)
 // Its size is O(workers x group_size x head_dim) for lean (num_slots <= 2 x workers), and

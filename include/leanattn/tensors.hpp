@@ -95,7 +95,7 @@ DecodeTensors dense_tensors(const DecodeProblem& problem, const void* q, const v
 // Whether V is read from K's rows (v_cache == k_cache with the same strides): the absorbed MLA
 // cache, whose bytes are read once for both products (DecodeProblem::kv_bytes(shared_kv)).
 inline bool shares_kv(const DecodeTensors& t) {
-  return t.v_cache == t.k_cache && t.v_strides.outer == t.k_strides.outer &&
+  return t.k_cache != nullptr && t.v_cache == t.k_cache && t.v_strides.outer == t.k_strides.outer &&
          t.v_strides.token == t.k_strides.token && t.v_strides.head == t.k_strides.head;
 }
 
@@ -107,7 +107,8 @@ enum class MemorySpace : std::uint8_t { host, device };
 // strides >= 0 (0 broadcasts an input), output rows that do not overlap, sinks and alibi_slopes
 // present exactly when the variant uses them, bias present exactly with variant.bias (strides >=
 // 0, aligned to bias_dtype), k_scale and v_scale present exactly for a quantized
-// cache with strides that fit problem.kv_scales, pointers aligned to the element size, and (host
+// cache with strides that fit problem.kv_scales, V read from K's rows (shares_kv) only as K's
+// type, pointers aligned to the element size, and (host
 // memory only) block-table entries in [0, num_pages) for every page a request uses and every
 // scale a request uses finite and > 0. Repeated block-table entries are allowed (K and V are only
 // read: prefix sharing).

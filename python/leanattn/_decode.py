@@ -141,7 +141,7 @@ def decode(
         sinks: ``[q_heads]`` float32: a sink logit per query head, with no value, joining the
             softmax denominator (gpt-oss).
         alibi_slopes: ``[q_heads]`` float32: ALiBi, ``s += -slope * |key_pos - query_pos|``.
-        Variants combine freely; with 4-D q, out is ``[batch, q_len, q_heads, head_dim]`` and
+        Variants combine freely; with 4-D q, out is ``[batch, q_len, q_heads, head_dim_v]`` and
         lse ``[batch, q_len, q_heads]``. Every engine computes them (CPU and CUDA). With CUDA
         arrays, sinks and alibi_slopes are used on q's device: a float32 tensor already there
         is read in place, anything else is copied there (never read on the host).

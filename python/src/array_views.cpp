@@ -170,6 +170,9 @@ std::int32_t value_width(DType type, const char* type_argument, std::size_t head
                     std::to_string(width) + ", or be None to take it from v_cache (got " +
                     std::to_string(head_dim_v) + ")");
   }
+  if (width == 0) {
+    value_error("v_cache", "head_dim_v (v_cache.shape[3]) must be at least 16 (got 0)");
+  }
   if (width > head_dim) {
     value_error("v_cache", "head_dim_v (v_cache.shape[3]) = " + std::to_string(width) +
                                " must be at most q's head_dim (q.shape[-1]) = " +

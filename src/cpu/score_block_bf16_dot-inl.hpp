@@ -35,8 +35,10 @@ inline constexpr std::int32_t kBf16DotValues = 32;
 
 // S[t * stride + r] = scale x (q[r] . k[t]) for t in [0, tokens_padded), as qk_block, with q
 // [R, d] the query rows' own bf16 bits and d a multiple of 32.
+// Compiled for AVX3's instruction sets plus AVX512-BF16 (a target attribute replaces the
+// namespace's, on clang, so it names both).
 template <int R>
-__attribute__((target("avx512bf16"))) HWY_NOINLINE void qk_block_bf16_dot(
+__attribute__((target(HWY_TARGET_STR ",avx512bf16"))) HWY_NOINLINE void qk_block_bf16_dot(
     const std::uint16_t* HWY_RESTRICT q, const KvRows<hwy::bfloat16_t>& krow,
     std::int32_t tokens_padded, std::int32_t d, float scale, float* HWY_RESTRICT s,
     const char* const* prefetch, std::int32_t prefetch_count) {

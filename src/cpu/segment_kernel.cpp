@@ -274,7 +274,10 @@ std::vector<SimdKernel>& registry() {
 
 bool cpu_has_bf16_dot() {
 #if HWY_ARCH_X86 && defined(__GNUC__)
-  static const bool has = __builtin_cpu_supports("avx512bf16") != 0;
+  static const bool has = [] {
+    __builtin_cpu_init();  // may run during static initialisation (the registry's)
+    return __builtin_cpu_supports("avx512bf16") != 0;
+  }();
   return has;
 #else
   return false;

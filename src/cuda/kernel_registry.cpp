@@ -46,7 +46,7 @@ std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block)
   if (p.variant.bias) {
     return "bias: the CUDA engine does not add a per-key bias yet (the CPU engine does)";
   }
-  if (p.value_dim() != p.head_dim) {  // docs/cuda-engine.md, "K and V of different widths"
+  if (p.value_dim() != p.head_dim) {  // docs/validation.md, "The CUDA engine"
     return "head_dim_v: the CUDA engine reads K and V of one width (head_dim " +
            std::to_string(p.head_dim) + ", head_dim_v " + std::to_string(p.value_dim()) +
            "); the CPU engine and the reference take K and V of different widths and absorbed MLA";

@@ -303,6 +303,12 @@ void validate(const DecodeProblem& p, const DecodeTensors& t, MemorySpace space)
   require_aligned(t.out, qs, "out");
   require_aligned(t.k_cache, dtype_size(p.kv_dtype), "k_cache");
   require_aligned(t.v_cache, dtype_size(p.value_dtype()), "v_cache");
+  require(!shares_kv(t) || p.value_dtype() == p.kv_dtype, "v_dtype", [&] {
+    return "must be kv_dtype when V is read from K's rows (v_cache = k_cache with K's strides; got "
+           "kv_dtype " +
+           std::string(dtype_name(p.kv_dtype)) + ", v_dtype " +
+           std::string(dtype_name(p.value_dtype())) + ")";
+  });
   require_aligned(t.lse, alignof(float), "lse");
   require_non_negative(t.q_stride_batch, "q_stride_batch");
   require_non_negative(t.q_stride_head, "q_stride_head");

@@ -274,5 +274,24 @@ TEST(SimdTargets, Bf16DotKernelRanksBeforeAvx3WhereTheCpuHasIt) {
   }
 }
 
+// Where AVX3_BF16 runs, it is the default and its score loop is another one than AVX3's: the
+// same bf16 case gives other fp32 LSE bits (a dot product adds pairs in another order), both
+// within the accuracy policy (the per-target suites).
+TEST(SimdTargets, Bf16DotKernelIsTheDefaultAndTakesItsOwnScoreLoop) {
+  if (!cpu::cpu_has_bf16_dot()) GTEST_SKIP() << "no AVX512-BF16 here";
+  EXPECT_EQ(cpu::Engine({.workers = 1}).simd_target(), "AVX3_BF16");
+  harness::HostCase c =
+      harness::make_case(harness::test_problem({300, 77}, 8, 2, 128, DType::bf16), 41);
+  std::vector<float> lse[2];
+  int i = 0;
+  for (const char* simd : {"AVX3", "AVX3_BF16"}) {
+    harness::poison_outputs(c);
+    cpu::Engine e({.workers = 1, .simd = simd});
+    e.run(c.problem, e.plan(c.problem, {}), c.tensors());
+    lse[i++] = c.lse;
+  }
+  EXPECT_NE(std::memcmp(lse[0].data(), lse[1].data(), lse[0].size() * sizeof(float)), 0);
+}
+
 }  // namespace
 }  // namespace leanattn

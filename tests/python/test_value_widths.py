@@ -197,6 +197,9 @@ def test_bad_widths_are_named(rng, entry):
         call(head_dim_v=32.0)
     with pytest.raises(ValueError, match="^v_dtype: V read from K's rows"):
         call(v=None, v_dtype="f16")
+    with pytest.raises(ValueError, match=r"^v_cache: head_dim_v \(v_cache.shape\[3\]\) must be "
+                                         r"at least 16 \(got 0\)$"):
+        call(v=v[..., :0])
     with pytest.raises(ValueError, match=r"^v_cache: must have k_cache's shape \[2, 15, 2, 64\] "
                                          r"but for its own rows .*got \[2, 14, 2, 32\]$"):
         call(v=v[:, :14])

@@ -204,6 +204,18 @@ std::vector<BadInput> bad_inputs() {
     p.head_dim = 64;
     p.kv_scales = KvScales::per_tensor;
   }));
+  v.push_back({"V in K's rows of another type", "v_dtype", "must be kv_dtype when V is read from K",
+               [](cpu::Engine& e) {
+                 DecodeProblem p = base_problem();
+                 p.q_dtype = DType::f16;
+                 p.kv_dtype = DType::q8_0;
+                 p.v_dtype = DType::f16;
+                 harness::HostCase c = harness::make_case(p, 3);
+                 DecodeTensors t = c.tensors();
+                 t.v_cache = t.k_cache;  // K's byte strides would be read as f16 elements
+                 t.v_strides = t.k_strides;
+                 e.decode(c.problem, t);
+               }});
   v.push_back(quantized_rule("null k_scale", "k_scale", "must not be null",
                              [](auto&, auto& t) { t.k_scale = nullptr; }));
   v.push_back(quantized_rule("v_scale on an unquantized cache", "v_scale", "must be null",
