@@ -21,8 +21,9 @@
 #      (K and V of different widths refused by name; V read from K's rows), and Llama and Gemma 2
 #      generating through the CUDA engine in transformers (test_transformers.py; python.log);
 #   7. `leanattn bench --backend cuda` over a sweep, KV capped per case (contiguous d64/d128,
-#      then d256, paged, the variants: q_len 4, a 4096-token window on 128k, window + sinks, and
-#      8-bit caches: fp8 e4m3 and int8 beside bf16 at 32/8 heads, d 128, 128k, batch 1),
+#      then DeepSeek's absorbed MLA (K 576 / V 512 from one latent cache, 16 and 128 heads) and
+#      K 192 / V 128, d256, paged, the variants: q_len 4, a 4096-token window on 128k, window +
+#      sinks, and 8-bit caches: fp8 e4m3 and int8 beside bf16 at 32/8 heads, d 128, 128k, batch 1),
 #      against the device read probe; 8. ncu on one case when present;
 #   9. the closing table (summary.txt), printed last.
 # Writes everything into $OUT (else build/device-check-out): device-check.log (all output),
@@ -303,6 +304,8 @@ else
     tests/python/torch/test_torch_tensors.py tests/python/torch/test_torch_quantized.py \
     tests/python/torch/test_torch_value_widths.py::test_cuda_refuses_v_of_another_width \
     tests/python/torch/test_torch_value_widths.py::test_cuda_reads_v_from_ks_rows_at_ks_width \
+    tests/python/torch/test_torch_value_widths.py::test_cuda_runs_deepseeks_widths \
+    tests/python/torch/test_torch_value_widths.py::test_cuda_refuses_a_v_cache_of_its_own_at_mla_widths \
     tests/python/torch/test_transformers.py::test_bf16_generation_llama_and_gemma2 \
     >"$out/python.log" 2>&1
   rc=$?
@@ -328,6 +331,11 @@ for ctx in 4096 32768 131072; do
             "mha32-b$batch-$ctx $batch 32 32 128 $ctx 0")
   done
 done
+# DeepSeek: absorbed MLA (K 576 / V 512 from one latent cache, 128 query heads, or 16 as on
+# one of 8 tensor-parallel GPUs) and the model's own K 192 / V 128 (128 heads, MHA).
+sweep+=("mla128-b1-32768 1 128 1 576 32768 0 --mla" "mla16-b64-4096 64 16 1 576 4096 0 --mla"
+        "mla128-b16-4096 16 128 1 576 4096 0 --mla" "mla128-b1-131072 1 128 1 576 131072 0 --mla"
+        "ds192-mha128-b1-8192 1 128 128 192 8192 0 --head-dim-v 128")
 sweep+=("d256-gqa8-b1-32768 1 32 8 256 32768 0" "d256-gqa8-b16-4096 16 32 8 256 4096 0"
         "paged16-gqa8-b16-4096 16 32 8 128 4096 16" "paged256-gqa8-b1-32768 1 32 8 128 32768 256"
         "paged16-mqa16-b1-131072 1 16 1 64 131072 16"

@@ -187,10 +187,12 @@ def decode(
             at most head_dim. None (the default): v_cache's last dimension (its row bytes'
             values for q8_0 / q4_0); without v_cache, the plan's head_dim_v when ``plan`` is
             given, else head_dim (V = K's whole rows). Given with v_cache, it must equal
-            v_cache's width (ValueError naming head_dim_v). K and V of different widths run on
-            the CPU engine and the reference; the CUDA engine refuses them (ValueError naming
-            head_dim_v). V in K's rows at K's whole width (v_cache None, head_dim_v None) runs
-            on every engine.
+            v_cache's width (ValueError naming head_dim_v). K and V of any different widths run
+            on the CPU engine and the reference; the CUDA engine runs DeepSeek's K 192 / V 128
+            and absorbed MLA's K 576 / V 512 with v_cache None (a V cache of its own there:
+            ValueError naming v_cache) and refuses other pairs (ValueError naming head_dim_v).
+            V in K's rows at K's whole width (v_cache None, head_dim_v None) runs on every
+            engine.
 
     Returns:
         ``out`` ``[batch, q_heads, head_dim_v]`` in q's dtype and framework (the ``out`` argument

@@ -23,20 +23,24 @@ std::int32_t kv_bits(const DecodeProblem& p) {
 }
 
 bool matches(const KernelHandle& k, const DecodeProblem& p) {
-  return k.dtype == p.q_dtype && k.kv_bits == kv_bits(p) && k.head_dim == p.head_dim;
+  return k.dtype == p.q_dtype && k.kv_bits == kv_bits(p) && k.head_dim == p.head_dim &&
+         k.head_dim_v == p.value_dim();
 }
 
-std::string compiled_head_dims(DType dtype, std::int32_t bits) {
-  std::vector<std::int32_t> dims;
+// The compiled widths for a dtype and cache width: "64, 128, 256" (K and V of one width), or
+// with `unequal` the pairs "192 / 128, 576 / 512 (V from K's rows)".
+std::string compiled_widths(DType dtype, std::int32_t bits, bool unequal) {
+  std::vector<std::string> names;
   for (const KernelHandle& k : compiled_kernels()) {
-    if (k.dtype == dtype && k.kv_bits == bits &&
-        std::find(dims.begin(), dims.end(), k.head_dim) == dims.end()) {
-      dims.push_back(k.head_dim);
+    if (k.dtype != dtype || k.kv_bits != bits || (k.head_dim_v != k.head_dim) != unequal) continue;
+    std::string n = std::to_string(k.head_dim);
+    if (unequal) {
+      n += " / " + std::to_string(k.head_dim_v) + (k.v_from_k ? " (V from K's rows)" : "");
     }
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
   }
-  std::sort(dims.begin(), dims.end());
   std::string s;
-  for (std::int32_t d : dims) s += (s.empty() ? "" : ", ") + std::to_string(d);
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
   return s.empty() ? "none" : s;
 }
 
@@ -45,11 +49,6 @@ std::string compiled_head_dims(DType dtype, std::int32_t bits) {
 std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block) {
   if (p.variant.bias) {
     return "bias: the CUDA engine does not add a per-key bias yet (the CPU engine does)";
-  }
-  if (p.value_dim() != p.head_dim) {  // docs/validation.md, "The CUDA engine"
-    return "head_dim_v: the CUDA engine reads K and V of one width (head_dim " +
-           std::to_string(p.head_dim) + ", head_dim_v " + std::to_string(p.value_dim()) +
-           "); the CPU engine and the reference take K and V of different widths and absorbed MLA";
   }
   if (p.value_dtype() != p.kv_dtype) {
     return "v_dtype: the CUDA engine reads K and V of one type (got K " +
@@ -90,15 +89,24 @@ std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block)
            std::to_string(smem_per_block);
   }
   const std::string caches = kv_bits(p) == 8 ? " with an 8-bit cache" : "";
+  if (p.value_dim() != p.head_dim) {  // docs/validation.md, "The CUDA engine"
+    return "head_dim_v: the CUDA engine reads K and V of different widths only as its compiled "
+           "pairs for " +
+           std::string(dtype_name(p.q_dtype)) + caches +
+           " (K / V: " + compiled_widths(p.q_dtype, kv_bits(p), true) + ") (got head_dim " +
+           std::to_string(p.head_dim) + ", head_dim_v " + std::to_string(p.value_dim()) +
+           "); the CPU engine and the reference take any widths";
+  }
   return "head_dim: must be one of the CUDA engine's compiled head dims for " +
          std::string(dtype_name(p.q_dtype)) + caches + " (" +
-         compiled_head_dims(p.q_dtype, kv_bits(p)) + ") (got " + std::to_string(p.head_dim) + ")";
+         compiled_widths(p.q_dtype, kv_bits(p), false) + ") (got " + std::to_string(p.head_dim) +
+         ")";
 }
 
 const KernelHandle* find_kernel(const DecodeProblem& p, std::int32_t smem_per_block) {
   if (p.kv_heads < 1 || (!is_quantized(p.kv_dtype) && p.q_dtype != p.kv_dtype)) return nullptr;
   if (p.variant.bias) return nullptr;  // why_unsupported says so
-  if (p.value_dtype() != p.kv_dtype || p.value_dim() != p.head_dim) return nullptr;
+  if (p.value_dtype() != p.kv_dtype) return nullptr;
   const std::int32_t rows = p.pair_rows();  // q_len x the GQA group, packed in the MMA rows
   const KernelHandle* fit = nullptr;        // fewest rows that hold the group
   const KernelHandle* largest = nullptr;    // most rows (several passes)

@@ -41,7 +41,8 @@ DecodeProblem problem_for(const KernelHandle& k, std::vector<std::int32_t> lens,
                           std::int32_t kv_heads) {
   DecodeProblem p = harness::test_problem(std::move(lens), kv_heads * (k.warps_m == 1 ? 4 : 24),
                                           kv_heads, k.head_dim, k.dtype);
-  if (k.kv_bits == 8) {  // an 8-bit configuration: an fp8 e4m3 cache, one scale per tensor
+  p.head_dim_v = k.head_dim_v;  // DeepSeek's widths: V from K's rows where k.v_from_k
+  if (k.kv_bits == 8) {         // an 8-bit configuration: an fp8 e4m3 cache, one scale per tensor
     p.kv_dtype = DType::fp8_e4m3;
     p.kv_scales = KvScales::per_tensor;
   }
@@ -102,7 +103,7 @@ TEST_F(Diagnostics, TinyCasePerConfiguration) {
         }
       }
       if (!engine_->can_run(p)) continue;
-      harness::HostCase c = harness::make_case(p, 3);
+      harness::HostCase c = harness::make_case(p, 3, k.v_from_k);
       const auto ref = reference::naive_attention(c.problem, c.tensors());
       // 5 workers over 3 tiles-per-pair of 16 tokens: split pairs, a merge, a direct pair.
       const Plan plan =

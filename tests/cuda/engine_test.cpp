@@ -114,13 +114,14 @@ TEST_F(CudaEngineTest, EveryConfigurationAgainstTheReference) {
       const std::int32_t group = groups[g];
       DecodeProblem p = harness::test_problem({1000, 0, 1, 127, 128, 129, 3000, 17}, 2 * group, 2,
                                               k.head_dim, k.dtype);
-      if (k.kv_bits == 8) {  // each format once, each scale granularity once
+      p.head_dim_v = k.head_dim_v;  // DeepSeek's widths: V from K's rows where k.v_from_k
+      if (k.kv_bits == 8) {         // each format once, each scale granularity once
         p.kv_dtype = kv8[g % 3];
         p.kv_scales = scales[(g + static_cast<std::size_t>(k.head_dim / 64)) % 3];
       }
       EXPECT_EQ(find_kernel(p, engine().device().smem_per_block)->name, k.name);
       harness::HostCase c =
-          harness::make_case(p, static_cast<std::uint64_t>(group * 1000 + k.head_dim));
+          harness::make_case(p, static_cast<std::uint64_t>(group * 1000 + k.head_dim), k.v_from_k);
       check_all(c, {0, 1, 7},
                 k.name + " " + std::string(dtype_name(p.kv_dtype)) + " " +
                     std::string(kv_scales_name(p.kv_scales)) + " group " + std::to_string(group));
@@ -153,6 +154,7 @@ TEST_F(CudaEngineTest, VariantsOnEveryConfiguration) {
       const std::int32_t group = k.warps_m == 1 ? std::max(1, 16 / cs.q_len) : 72 / cs.q_len;
       DecodeProblem p =
           harness::test_problem({1000, 0, 8, 127, 129, 3000}, 2 * group, 2, k.head_dim, k.dtype);
+      p.head_dim_v = k.head_dim_v;
       p.q_len = cs.q_len;
       p.variant = cs.variant;
       if (k.kv_bits == 8) {  // the 8-bit configurations on an int8 cache, per-token-head scales
@@ -160,7 +162,8 @@ TEST_F(CudaEngineTest, VariantsOnEveryConfiguration) {
         p.kv_scales = KvScales::per_token_head;
       }
       if (find_kernel(p, engine().device().smem_per_block) != &k) continue;
-      harness::HostCase c = harness::make_case(p, static_cast<std::uint64_t>(cs.q_len) + 500);
+      harness::HostCase c =
+          harness::make_case(p, static_cast<std::uint64_t>(cs.q_len) + 500, k.v_from_k);
       if (cs.sink_value > 0.0f) {
         for (float& x : c.sinks) x = cs.sink_value;
       }

@@ -150,6 +150,23 @@ void expect_loads_cover_tiles() {
   };
   // K/V stages as loaded (8-bit: 16 elements per chunk; the conversion walks the same chunks).
   cover(Shape::kBlockN, Shape::kStageLoadsPerThread, Shape::kLoadChunksPerRow);
+  // V's copies ride along K's: the loads of a row's first kLoadVChunksPerRow chunks copy every V
+  // chunk once (none where V is read from K's tile).
+  if constexpr (!Shape::kVFromK) {
+    std::vector<int> v_seen(static_cast<std::size_t>(Shape::kBlockN) * Shape::kLoadVChunksPerRow);
+    for (int t = 0; t < Shape::kThreads; ++t) {
+      for (int i = 0; i < Shape::kStageLoadsPerThread; ++i) {
+        const ChunkCoord c = load_coord(t, i, Shape::kThreads, Shape::kLoadChunksPerRow);
+        if (c.chunk < Shape::kLoadVChunksPerRow) {
+          ++v_seen[static_cast<std::size_t>(c.row * Shape::kLoadVChunksPerRow + c.chunk)];
+        }
+      }
+    }
+    EXPECT_TRUE(std::all_of(v_seen.begin(), v_seen.end(), [](int x) { return x == 1; }));
+  }
+  // The warp grid: 4 warps, each with whole k16 steps of V's columns.
+  EXPECT_EQ(Shape::kWarpsM * Shape::kWarpsV * Shape::kWarpsN, 4);
+  EXPECT_EQ(Shape::kVCols * Shape::kWarpsV, Shape::kHeadDimV);
   cover(Shape::kRows, Shape::kQLoadsPerThread, Shape::kChunksPerRow);
   // The pipeline and the epilogue scratch fit; stages hold whole warp steps.
   EXPECT_LE(Shape::kSmemBytes, 227 * 1024);
@@ -199,6 +216,19 @@ TEST(KernelShape, LoadsCoverEveryChunkOnceAndTheLayoutFits) {
   expect_loads_cover_tiles<KernelShape<128, 4, 8>>();
   expect_loads_cover_tiles<KernelShape<256, 1, 8>>();
   expect_loads_cover_tiles<KernelShape<256, 4, 8>>();
+  expect_loads_cover_tiles<KernelShape<192, 1, 16, 128>>();
+  expect_loads_cover_tiles<KernelShape<192, 4, 16, 128>>();
+  using Mla = KernelShape<576, 2, 16, 512, 2, true>;
+  expect_loads_cover_tiles<Mla>();
+  // Absorbed MLA: 16-token stages of K only (V read from them), Q re-read from shared memory,
+  // 128 accumulator registers per thread (as head_dim 256), and a CTA that fits sm_86 / sm_89's
+  // 99 KiB (so sm_80 too) and leaves two CTAs per SM on sm_90.
+  EXPECT_EQ(Mla::kBlockN, 16);
+  EXPECT_EQ(Mla::kVStageTileBytes, 0);
+  EXPECT_FALSE(Mla::kQInRegisters);
+  EXPECT_EQ(Mla::kDimTiles * 4, 128);
+  EXPECT_LE(Mla::kSmemBytes + 128, 99 * 1024);
+  EXPECT_LE(2 * (Mla::kSmemBytes + 128), 228 * 1024);
 }
 
 TEST(KernelShape, CompiledConfigurationsFitAnSmAndMatchTheirShape) {

@@ -27,11 +27,13 @@ inline void use_8bit_cache(DecodeProblem& p, int index) {
   p.kv_scales = scales[(index / 3) % 3];
 }
 
-// A problem for configuration `k`; for an 8-bit one, the 8-bit cache number `kv8_index`.
+// A problem for configuration `k` (its K and V widths); for an 8-bit one, the 8-bit cache number
+// `kv8_index`.
 inline DecodeProblem make_problem(std::vector<std::int32_t> lens, std::int32_t group,
                                   std::int32_t kv_heads, const KernelInfo& k, int kv8_index = 0) {
   DecodeProblem p =
       harness::test_problem(std::move(lens), group * kv_heads, kv_heads, k.head_dim, k.dtype);
+  p.head_dim_v = k.head_dim_v;
   if (k.kv_bits == 8) use_8bit_cache(p, kv8_index);
   return p;
 }
@@ -49,8 +51,10 @@ struct Checked {
   harness::NaiveBaseline naive;
 };
 
-inline Checked checked_case(const DecodeProblem& p, std::uint64_t seed) {
-  harness::HostCase c = harness::make_case(p, seed);
+// shared_kv: V is the leading head_dim_v values of K's rows (no V cache: absorbed MLA; what a
+// configuration with v_from_k needs).
+inline Checked checked_case(const DecodeProblem& p, std::uint64_t seed, bool shared_kv = false) {
+  harness::HostCase c = harness::make_case(p, seed, shared_kv);
   auto ref = reference::naive_attention(c.problem, c.tensors());
   auto naive = harness::naive_same_precision(c.problem, c.tensors());
   return {std::move(c), std::move(ref), std::move(naive)};

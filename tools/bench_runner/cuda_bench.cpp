@@ -61,13 +61,14 @@ CaseResult run_cuda_case(const DecodeProblem& problem, const BenchConfig& cfg, d
   cuda::Engine engine({.workers = cfg.workers});
   require(engine.can_run(problem), "problem", [&] { return engine.why_not(problem); });
 
-  say("filling " + std::to_string(problem.kv_bytes() >> 20) + " MiB of K and V");
-  harness::HostCase c = harness::make_case(problem, 2026);
+  say("filling " + std::to_string(problem.kv_bytes(cfg.shared_kv) >> 20) + " MiB of K and V");
+  harness::HostCase c = harness::make_case(problem, 2026, cfg.shared_kv);
   cuda::DeviceCase d(c);
   CaseResult result;
   result.probe_gbps = probe_gbps;  // the run's device probe
   result.problem = c.problem;
-  result.kv_bytes = c.problem.kv_bytes();
+  result.shared_kv = cfg.shared_kv;
+  result.kv_bytes = c.problem.kv_bytes(cfg.shared_kv);
   const std::int64_t buffer_bytes = static_cast<std::int64_t>(c.k.size() + c.v.size());
   const std::int32_t copies = kv_copies(buffer_bytes, cfg.rotate_bytes);
   d.set_kv_copies(copies);

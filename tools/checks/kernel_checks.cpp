@@ -52,8 +52,18 @@ CaseReport kernel_case(std::uint64_t seed, std::int64_t index, const harness::Ra
   if (p.q_dtype == DType::f32) p.q_dtype = DType::bf16;   // the kernels' Q: f16 or bf16
   if (!is_quantized(p.kv_dtype)) p.kv_dtype = p.q_dtype;  // 8-bit caches (a third) stay
   p.head_dim = p.head_dim <= 64 ? 64 : (p.head_dim <= 128 ? 128 : 256);
-  p.head_dim_v = 0;  // the kernels read K and V of one width (limits.value_widths is off)
-  harness::HostCase c = harness::make_case(p, seed ^ static_cast<std::uint64_t>(index));
+  if (p.value_dim() != p.head_dim) {  // the kernels' DeepSeek widths, 16-bit caches only
+    // V in K's rows: absorbed MLA (576 / 512); its own cache: the model's 192 / 128; the
+    // kernels read these widths from 16-bit caches only.
+    p.head_dim = rc.shared_kv ? 576 : 192;
+    p.head_dim_v = rc.shared_kv ? 512 : 128;
+    if (is_quantized(p.kv_dtype)) {
+      p.kv_dtype = p.q_dtype;
+      p.kv_scales = KvScales::none;
+    }
+  }
+  harness::HostCase c =
+      harness::make_case(p, seed ^ static_cast<std::uint64_t>(index), rc.shared_kv);
   CaseReport report;
   report.problem = describe(c.problem, rc.hardware.workers, rc.options.tile_tokens);
   const auto ref = reference::naive_attention(c.problem, c.tensors());

@@ -28,7 +28,9 @@ DeviceCase::DeviceCase(const harness::HostCase& c)
       alibi_slopes_(upload(c.alibi_slopes.data(), c.alibi_slopes.size() * sizeof(float))),
       k_scale_(upload(c.k_scale.data(), c.k_scale.size() * sizeof(float))),
       v_scale_(upload(c.v_scale.data(), c.v_scale.size() * sizeof(float))),
-      kv_bytes_(c.k.size()) {
+      k_bytes_(c.k.size()),
+      v_bytes_(c.v.size()),
+      shared_kv_(c.shared_kv) {
   k_.push_back(upload(c.k.data(), c.k.size()));
   v_.push_back(upload(c.v.data(), c.v.size()));
   poison();
@@ -36,23 +38,26 @@ DeviceCase::DeviceCase(const harness::HostCase& c)
 
 DecodeTensors DeviceCase::tensors(std::int32_t kv_copy) const {
   const auto i = static_cast<std::size_t>(kv_copy);
-  DecodeTensors t = dense_tensors(problem_, q_.data(), k_.at(i).data(), v_.at(i).data(),
-                                  table_.size() > 0 ? table_.as<std::int32_t>() : nullptr,
-                                  out_.data(), lse_.as<float>());
+  // shared_kv: a null v_cache is V in K's rows (v_cache = k_cache, K's strides).
+  DecodeTensors t = dense_tensors(
+      problem_, q_.data(), k_.at(i).data(), shared_kv_ ? nullptr : v_.at(i).data(),
+      table_.size() > 0 ? table_.as<std::int32_t>() : nullptr, out_.data(), lse_.as<float>());
   t.sinks = problem_.variant.sinks ? sinks_.as<float>() : nullptr;
   t.alibi_slopes = problem_.variant.alibi ? alibi_slopes_.as<float>() : nullptr;
   t.k_scale = k_scale_.size() > 0 ? k_scale_.as<float>() : nullptr;
-  t.v_scale = v_scale_.size() > 0 ? v_scale_.as<float>() : nullptr;
+  t.v_scale = shared_kv_ ? t.k_scale : v_scale_.size() > 0 ? v_scale_.as<float>() : nullptr;
   return t;
 }
 
 void DeviceCase::set_kv_copies(std::int32_t copies) {
   while (static_cast<std::int32_t>(k_.size()) < copies) {
-    DeviceBuffer k(kv_bytes_), v(kv_bytes_);
-    if (kv_bytes_ > 0) {
-      check(cudaMemcpy(k.data(), k_[0].data(), kv_bytes_, cudaMemcpyDeviceToDevice),
+    DeviceBuffer k(k_bytes_), v(v_bytes_);
+    if (k_bytes_ > 0) {
+      check(cudaMemcpy(k.data(), k_[0].data(), k_bytes_, cudaMemcpyDeviceToDevice),
             "cudaMemcpy (K copy)");
-      check(cudaMemcpy(v.data(), v_[0].data(), kv_bytes_, cudaMemcpyDeviceToDevice),
+    }
+    if (v_bytes_ > 0) {
+      check(cudaMemcpy(v.data(), v_[0].data(), v_bytes_, cudaMemcpyDeviceToDevice),
             "cudaMemcpy (V copy)");
     }
     k_.push_back(std::move(k));

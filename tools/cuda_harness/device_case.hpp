@@ -42,7 +42,9 @@ class DeviceCase {
   DeviceBuffer sinks_, alibi_slopes_;  // [q_heads] float32 when the variant uses them
   DeviceBuffer k_scale_, v_scale_;     // an 8-bit cache's scales (HostCase::k_scale, v_scale)
   std::vector<DeviceBuffer> k_, v_;
-  std::size_t kv_bytes_ = 0;
+  std::size_t k_bytes_ = 0;
+  std::size_t v_bytes_ = 0;  // HostCase::v (head_dim_v wide; none with shared_kv)
+  bool shared_kv_ = false;   // V is the start of K's rows (HostCase::shared_kv)
 };
 
 // Runs `plan` (made for c.problem) on the GPU with `engine` on c's data and writes the result into

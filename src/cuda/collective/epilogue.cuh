@@ -1,5 +1,6 @@
 // The end of a segment in the decode kernel:
-//   stash():      every warp puts its state (O, m, l of its 16 rows) in shared memory;
+//   stash():      every warp puts its state (O of its 16 rows and its columns of V; m and l,
+//                 the same in every warp of a warp row and warp column, once) in shared memory;
 //   write_rows(): the CTA merges the warp columns' states row by row in column order (the state
 //                 header's merge rule, common/ordered_merge.hpp) and writes either the output
 //                 rows (direct segment: O / l in Q's dtype, and LSE; a sink joins here) or its
@@ -29,7 +30,7 @@ namespace leanattn::cuda {
 
 template <class T, class Shape>
 struct Epilogue {
-  static constexpr int kQuads = Shape::kHeadDim / 4;  // groups of 4 columns per row
+  static constexpr int kQuads = Shape::kHeadDimV / 4;  // groups of 4 output columns per row
 
   __device__ static float* scratch_o(unsigned char* smem) {
     return reinterpret_cast<float*>(smem + Shape::kScratchOOffset);
@@ -41,10 +42,12 @@ struct Epilogue {
     return reinterpret_cast<float*>(smem + Shape::kScratchLOffset);
   }
 
-  // Warp (warp_m, warp_n)'s rows go to scratch row warp_m * 16 + r of column warp_n.
+  // Warp (warp_m, warp_v, warp_n)'s rows go to scratch row warp_m * 16 + r of column warp_n,
+  // its output columns from warp_v * kVCols.
   __device__ static void stash(const WarpAttention<T, Shape>& w, unsigned char* smem, int warp_m,
-                               int warp_n, int lane) {
-    float* o = scratch_o(smem) + (warp_n * Shape::kRows + warp_m * 16) * Shape::kScratchRowFloats;
+                               int warp_v, int warp_n, int lane) {
+    float* o = scratch_o(smem) + (warp_n * Shape::kRows + warp_m * 16) * Shape::kScratchRowFloats +
+               warp_v * Shape::kVCols;
 #pragma unroll
     for (int dt = 0; dt < Shape::kDimTiles; ++dt) {
 #pragma unroll
@@ -55,7 +58,7 @@ struct Epilogue {
             make_float2(w.o[dt][2 * h], w.o[dt][2 * h + 1]);
       }
     }
-    if (lane % 4 == 0) {
+    if (lane % 4 == 0 && warp_v == 0) {
       const int base = warp_n * Shape::kRows + warp_m * 16;
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
@@ -98,7 +101,7 @@ struct Epilogue {
     }
     __device__ Columns4 columns(int k) const {
       const float4 x = __ldcg(
-          reinterpret_cast<const float4*>(p->slot_o + index(k) * Shape::kHeadDim + 4 * quad));
+          reinterpret_cast<const float4*>(p->slot_o + index(k) * Shape::kHeadDimV + 4 * quad));
       return {{x.x, x.y, x.z, x.w}};
     }
   };
@@ -134,7 +137,7 @@ struct Epilogue {
         continue;
       }
       const std::int64_t at = static_cast<std::int64_t>(seg.slot) * p.group_size + row;
-      *reinterpret_cast<float4*>(p.slot_o + at * Shape::kHeadDim + 4 * quad) =
+      *reinterpret_cast<float4*>(p.slot_o + at * Shape::kHeadDimV + 4 * quad) =
           make_float4(mc.o.v[0], mc.o.v[1], mc.o.v[2], mc.o.v[3]);
       if (quad == 0) {
         p.slot_m[at] = mc.stats.m;
@@ -232,9 +235,9 @@ struct Epilogue {
         const int rr = item / kQuads;
         const int quad = item % kQuads;
         const float* o =
-            p.slot_o + (static_cast<std::int64_t>(r.slot_begin) * g + row0 + rr) * Shape::kHeadDim +
-            4 * quad;
-        const std::int64_t slot_stride = static_cast<std::int64_t>(g) * Shape::kHeadDim;
+            p.slot_o +
+            (static_cast<std::int64_t>(r.slot_begin) * g + row0 + rr) * Shape::kHeadDimV + 4 * quad;
+        const std::int64_t slot_stride = static_cast<std::int64_t>(g) * Shape::kHeadDimV;
         float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll 8
         for (int k = lane; k < n; k += lanes) {

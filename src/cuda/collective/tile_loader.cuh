@@ -43,9 +43,11 @@ struct TileLoader {
   // Element type of K and V in memory (8-bit caches: their bytes).
   using KvT = std::conditional_t<Shape::kKv8, std::uint8_t, T>;
 
-  // k_tile, v_tile [kBlockN][head_dim] <- K and V of tokens block_begin + row, for the rows inside
-  // `range`; the others are zero-filled. 16-bit: swizzled; 8-bit: row-major, and scales
-  // [2][kBlockN] <- the K and V scales of the same tokens (zero outside the range).
+  // k_tile [kBlockN][head_dim], v_tile [kBlockN][head_dim_v] <- K and V of tokens block_begin +
+  // row, for the rows inside `range`; the others are zero-filled. 16-bit: swizzled; 8-bit:
+  // row-major, and scales [2][kBlockN] <- the K and V scales of the same tokens (zero outside the
+  // range). V's copies go with the first head_dim_v / 8 of each K row's chunks; VFromK: none (the
+  // warps read V from k_tile).
   __device__ static void load_kv(KvT* k_tile, KvT* v_tile, float* scales, const KernelParams& p,
                                  int request, int kv_head, std::int64_t block_begin,
                                  TokenRange range, int thread) {
@@ -87,8 +89,16 @@ struct TileLoader {
         const std::int64_t chunk = c.chunk * Shape::kLoadChunkElems;
         ptx::cp_async_16(ptx::smem_address(k_tile + at), valid[u] ? k + off[u].k + chunk : k,
                          valid[u]);
-        ptx::cp_async_16(ptx::smem_address(v_tile + at), valid[u] ? v + off[u].v + chunk : v,
-                         valid[u]);
+        if constexpr (!Shape::kVFromK) {
+          if (Shape::kLoadVChunksPerRow == Shape::kLoadChunksPerRow ||
+              c.chunk < Shape::kLoadVChunksPerRow) {
+            const int at_v = Shape::kLoadVChunksPerRow == Shape::kLoadChunksPerRow
+                                 ? at
+                                 : swizzled_offset(c.row, c.chunk * 8, Shape::kVChunksPerRow);
+            ptx::cp_async_16(ptx::smem_address(v_tile + at_v), valid[u] ? v + off[u].v + chunk : v,
+                             valid[u]);
+          }
+        }
       }
     }
   }

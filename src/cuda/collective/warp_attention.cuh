@@ -1,8 +1,9 @@
 // The consumer half of the decode kernel: one warp's online-softmax attention over 16-token steps
 // of the shared-memory K and V tiles, on tensor cores (mma.sync m16n8k16, fp32 accumulators).
 // The warp owns a 16-row tile of the pair's rows (q_len tokens x the GQA group) and keeps, in
-// registers, the unnormalised output O [16][head_dim], the running max m and its lanes' share of
-// the running sum l of each row. The variants' per-row rules of the pass (the keys each row sees,
+// registers, the unnormalised output O [16][kVCols] (its share of V's columns: all of them, or
+// head_dim_v / WarpsV from column warp_v * kVCols), the running max m and its lanes' share of the
+// running sum l of each row. The variants' per-row rules of the pass (the keys each row sees,
 // its query position and ALiBi slope: row_rules.hpp) are read from shared memory. Per step:
 //   S = Q K^T (scaled in fp32, and by the keys' K scales for an 8-bit cache; keys a row does not
 //   see, outside the segment, past its causal end or before its window, masked to -inf; the
@@ -28,6 +29,7 @@ template <class T, class Shape>
 struct WarpAttention {
   static constexpr int kDimTiles = Shape::kDimTiles;
   static constexpr int kDimSteps = Shape::kDimSteps;
+  static constexpr int kVSteps = Shape::kVSteps;
   static constexpr int kQRegSteps = Shape::kQInRegisters ? kDimSteps : 1;
 
   float o[kDimTiles][4];  // accumulator fragments: column tile dt, elements c0..c3
@@ -49,9 +51,14 @@ struct WarpAttention {
     }
   }
 
-  // Address of element (row, col) of a swizzled [rows][head_dim] tile.
+  // Address of element (row, col) of a swizzled [rows][head_dim] tile (Q, K).
   __device__ __forceinline__ static std::uint32_t at(std::uint32_t tile, int row, int col) {
     return tile + 2u * static_cast<std::uint32_t>(swizzled_offset(row, col, Shape::kChunksPerRow));
+  }
+  // The same in the tile V is read from: [rows][head_dim_v], or K's tile (VFromK).
+  __device__ __forceinline__ static std::uint32_t at_v(std::uint32_t tile, int row, int col) {
+    return tile +
+           2u * static_cast<std::uint32_t>(swizzled_offset(row, col, Shape::kVTileChunksPerRow));
   }
 
   // Query fragments of this warp's rows for every k-step (head_dim <= 128 only).
@@ -68,10 +75,11 @@ struct WarpAttention {
   // One step over tile rows [tile_row, tile_row + 16), keys key0 .. key0 + 15; the keys a row
   // does not see (`rules`: the pass's [kRows] row rules in shared memory) are masked. An 8-bit
   // cache: k_scales [kBlockN] are the K scales of the tile's rows (shared memory; else unused).
+  // v_col0: the first of the warp's V columns (warp_v * kVCols).
   __device__ __forceinline__ void step(std::uint32_t q_tile, std::uint32_t k_tile,
                                        std::uint32_t v_tile, int tile_row, std::int32_t key0,
                                        const RowRule* rules, const float* k_scales,
-                                       const KernelParams& p, int warp_m, int lane) {
+                                       const KernelParams& p, int warp_m, int v_col0, int lane) {
     // S = Q K^T: two n8 tiles of 8 tokens.
     float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
     const RowCol qrc = q_ldmatrix_row(lane);
@@ -144,9 +152,9 @@ struct WarpAttention {
                                 ptx::pack2<T>(s[1][0], s[1][1]), ptx::pack2<T>(s[1][2], s[1][3])};
     const RowCol vrc = v_ldmatrix_row(lane);
 #pragma unroll
-    for (int dj = 0; dj < kDimSteps; ++dj) {
+    for (int dj = 0; dj < kVSteps; ++dj) {
       std::uint32_t b[4];
-      ptx::ldmatrix_x4_trans(b, at(v_tile, tile_row + vrc.row, dj * 16 + vrc.col));
+      ptx::ldmatrix_x4_trans(b, at_v(v_tile, tile_row + vrc.row, v_col0 + dj * 16 + vrc.col));
       ptx::mma_16816<T>(o[2 * dj], a, b[0], b[1]);
       ptx::mma_16816<T>(o[2 * dj + 1], a, b[2], b[3]);
     }

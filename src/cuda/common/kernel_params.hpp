@@ -63,7 +63,8 @@ struct KernelParams {
   std::int64_t q_stride_token;
   std::int64_t q_stride_head;
   const void* k_cache;  // contiguous [batch, capacity, kv_heads, head_dim] or paged
-  const void* v_cache;  //   [num_pages, page_size, kv_heads, head_dim]; see KvAddressing
+  const void* v_cache;  //   [num_pages, page_size, kv_heads, head_dim]; see KvAddressing; V's
+                        //   rows head_dim_v wide (unread where the kernel takes V from K's rows)
   KvAddressing k;
   KvAddressing v;
   FastDivider page;  // paged: division by page_size (shared by K and V)
@@ -75,7 +76,7 @@ struct KernelParams {
   const float* v_scale;
   KvAddressing k_scale_at;
   KvAddressing v_scale_at;
-  void* out;  // [batch, q_len, q_heads, head_dim], Q's dtype
+  void* out;  // [batch, q_len, q_heads, head_dim_v], Q's dtype
   std::int64_t out_stride_batch;
   std::int64_t out_stride_token;
   std::int64_t out_stride_head;
@@ -84,7 +85,7 @@ struct KernelParams {
   std::int64_t lse_stride_token;
 
   // Workspace (workspace_layout(plan)).
-  float* slot_o;            // [num_slots, group_size, head_dim] unnormalised partial outputs
+  float* slot_o;            // [num_slots, group_size, head_dim_v] unnormalised partial outputs
   float* slot_m;            // [num_slots, group_size]
   float* slot_l;            // [num_slots, group_size]
   std::uint32_t* counters;  // [reductions] arrivals; every launch leaves them 0

@@ -135,6 +135,7 @@ struct Engine::Impl {
     check_plan_matches(plan, problem);
     const KernelHandle& kernel = kernel_for(problem);
     check_kernel_alignment(problem, tensors);
+    check_value_source(kernel, problem, tensors);
     check_workspace(plan, workspace);
 
     const DevicePlan dp = device_plan(plan, s, capturing);

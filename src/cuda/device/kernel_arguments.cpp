@@ -49,6 +49,18 @@ void check_kernel_alignment(const DecodeProblem& p, const DecodeTensors& t) {
   require_stride(t.v_strides.head, "v_strides.head", elems);
 }
 
+void check_value_source(const KernelHandle& kernel, const DecodeProblem& p,
+                        const DecodeTensors& t) {
+  if (!kernel.v_from_k || p.total_tokens() == 0) return;  // docs/validation.md
+  require(shares_kv(t), "v_cache", [&] {
+    return "must be k_cache with K's strides for the CUDA engine at head_dim " +
+           std::to_string(p.head_dim) + " / head_dim_v " + std::to_string(p.value_dim()) +
+           " (its kernel " + kernel.name +
+           " reads V from K's rows: the absorbed MLA cache); a separate V cache of these widths "
+           "runs on the CPU engine";
+  });
+}
+
 void check_workspace(const Plan& plan, const void* workspace) {
   require(static_cast<std::int64_t>(plan.reductions.size()) <= kWorkspaceCounters, "plan", [&] {
     return "splits " + std::to_string(plan.reductions.size()) +

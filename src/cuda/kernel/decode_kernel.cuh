@@ -9,7 +9,9 @@
 //      into 16-bit K and V tiles before the warps read it: collective/kv8_convert.cuh);
 //   3. each warp runs its 16-token steps of the block (collective/warp_attention.cuh), masking
 //      per row the keys its query does not see (causal rows, windows) and applying the soft-cap
-//      and ALiBi;
+//      and ALiBi; with V's columns split over warps (WarpsV > 1, a 512-wide V), the warps of a
+//      warp row run the same steps, each for its own output columns; V read from K's tile where
+//      the configuration says so (VFromK: absorbed MLA's latent cache, copied once);
 //   4. the epilogue merges the warps' states and writes the output rows or the workspace slot
 //      (collective/epilogue.cuh; a row's sink joins there, where its output is written); a split
 //      pair's last piece to arrive merges all its slots.
@@ -35,10 +37,12 @@ template <class T, class Shape>
 __device__ __forceinline__ void attend_range(WarpAttention<T, Shape>& acc, unsigned char* smem,
                                              const KernelParams& p, const DeviceSegment& seg,
                                              TokenRange range, int row0, bool warp_active,
-                                             int warp_m, int warp_n, int lane, int thread) {
+                                             int warp_m, int warp_v, int warp_n, int lane,
+                                             int thread) {
   using Loader = TileLoader<T, Shape>;
   using KvT = typename Loader::KvT;
   constexpr int kStageElems = Shape::kBlockN * Shape::kHeadDim;
+  constexpr int kVStageElems = Shape::kBlockN * Shape::kHeadDimV;  // (unused with VFromK)
   constexpr int kStageScales = Shape::kKv8 ? 2 * Shape::kBlockN : 0;
   T* q_tile = reinterpret_cast<T*>(smem + Shape::kQOffset);
   T* k_tiles = reinterpret_cast<T*>(smem + Shape::kKOffset);
@@ -53,7 +57,7 @@ __device__ __forceinline__ void attend_range(WarpAttention<T, Shape>& acc, unsig
   // The copies of block `block` into its stage (block % kStages).
   auto load_block = [&](int block) {
     const int st = block % Shape::kStages;
-    Loader::load_kv(k_loads + st * kStageElems, v_loads + st * kStageElems,
+    Loader::load_kv(k_loads + st * kStageElems, v_loads + st * kVStageElems,
                     scales + st * kStageScales, p, seg.request, seg.kv_head,
                     range.begin + static_cast<std::int64_t>(block) * Shape::kBlockN, range, thread);
   };
@@ -90,7 +94,7 @@ __device__ __forceinline__ void attend_range(WarpAttention<T, Shape>& acc, unsig
     const float* k_scales = nullptr;  // 8-bit: block b's K scales [kBlockN]
     if constexpr (Shape::kKv8) {
       Kv8Converter<T, Shape>::convert(k_tiles, v_tiles, k_loads + st * kStageElems,
-                                      v_loads + st * kStageElems, scales + st * kStageScales, p,
+                                      v_loads + st * kVStageElems, scales + st * kStageScales, p,
                                       thread);
       k_scales = scales + st * kStageScales;
       __syncthreads();  // the 16-bit tiles are complete (the next conversion waits for the top
@@ -100,14 +104,15 @@ __device__ __forceinline__ void attend_range(WarpAttention<T, Shape>& acc, unsig
       const std::int64_t block_begin = range.begin + static_cast<std::int64_t>(b) * Shape::kBlockN;
       const int tile = Shape::kKv8 ? 0 : st;
       const std::uint32_t k_stage = k_addr + 2u * tile * kStageElems;
-      const std::uint32_t v_stage = v_addr + 2u * tile * kStageElems;
+      const std::uint32_t v_stage = Shape::kVFromK ? k_stage : v_addr + 2u * tile * kVStageElems;
 #pragma unroll 1
       for (int step = 0; step < Shape::kStepsPerWarp; ++step) {
         const std::int64_t token0 =
             warp_step_begin(block_begin, warp_n, step, Shape::kWarpsN, Shape::kStepTokens);
         if (step_valid_keys(token0, range, Shape::kStepTokens) == 0) break;  // past the range
         acc.step(q_addr, k_stage, v_stage, static_cast<int>(token0 - block_begin),
-                 static_cast<std::int32_t>(token0), rules, k_scales, p, warp_m, lane);
+                 static_cast<std::int32_t>(token0), rules, k_scales, p, warp_m,
+                 warp_v * Shape::kVCols, lane);
       }
     }
   }
@@ -123,8 +128,10 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocksPerSm)
   const int thread = static_cast<int>(threadIdx.x);
   const int warp = thread / 32;
   const int lane = thread % 32;
-  const int warp_m = warp / Shape::kWarpsN;
+  // Warp (warp_m, warp_v, warp_n): its 16 rows, its share of V's columns, its token steps.
   const int warp_n = warp % Shape::kWarpsN;
+  const int warp_v = (warp / Shape::kWarpsN) % Shape::kWarpsV;
+  const int warp_m = warp / (Shape::kWarpsN * Shape::kWarpsV);
 
   if (p.trace != nullptr && thread == 0) {
     p.trace[blockIdx.x * kTraceWords] = ptx::sm_id();
@@ -141,11 +148,11 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocksPerSm)
       WarpAttention<T, Shape> acc;
       acc.clear();
       if (!range.empty()) {
-        attend_range<T, Shape>(acc, smem, p, seg, range, row0, warp_m * 16 < rows, warp_m, warp_n,
-                               lane, thread);
+        attend_range<T, Shape>(acc, smem, p, seg, range, row0, warp_m * 16 < rows, warp_m, warp_v,
+                               warp_n, lane, thread);
       }
       acc.finish();
-      Epilogue<T, Shape>::stash(acc, smem, warp_m, warp_n, lane);
+      Epilogue<T, Shape>::stash(acc, smem, warp_m, warp_v, warp_n, lane);
       __syncthreads();
       Epilogue<T, Shape>::write_rows(smem, p, seg, row0, rows, thread);
       __syncthreads();  // scratch read before the next pass's copies overwrite it

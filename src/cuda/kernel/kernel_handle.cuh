@@ -27,12 +27,16 @@ struct ElementOf<DType::bf16> {
 template <class Config>
 KernelHandle kernel_handle() {
   using T = typename ElementOf<Config::kDType>::type;
-  using Shape = KernelShape<Config::kHeadDim, Config::kWarpsM, Config::kKvBits>;
+  using Shape = KernelShape<Config::kHeadDim, Config::kWarpsM, Config::kKvBits, Config::kHeadDimV,
+                            Config::kWarpsV, Config::kVFromK>;
   KernelHandle h;
   h.dtype = Config::kDType;
   h.kv_bits = Shape::kKvBits;
   h.head_dim = Shape::kHeadDim;
+  h.head_dim_v = Shape::kHeadDimV;
   h.warps_m = Shape::kWarpsM;
+  h.warps_v = Shape::kWarpsV;
+  h.v_from_k = Shape::kVFromK;
   h.rows = Shape::kRows;
   h.block_n = Shape::kBlockN;
   h.stages = Shape::kStages;
@@ -42,7 +46,10 @@ KernelHandle kernel_handle() {
   h.merge_max_rows = Shape::kMergeMaxRows;
   h.kernel = reinterpret_cast<const void*>(&decode_kernel<T, Shape>);
   h.name = std::string(dtype_name(Config::kDType)) + (Shape::kKv8 ? "_kv8" : "") + "_d" +
-           std::to_string(Shape::kHeadDim) + "_wm" + std::to_string(Shape::kWarpsM);
+           std::to_string(Shape::kHeadDim) +
+           (Shape::kHeadDimV != Shape::kHeadDim ? "_v" + std::to_string(Shape::kHeadDimV) : "") +
+           (Shape::kVFromK ? "k" : "") + "_wm" + std::to_string(Shape::kWarpsM) +
+           (Shape::kWarpsV > 1 ? "_wv" + std::to_string(Shape::kWarpsV) : "");
   return h;
 }
 

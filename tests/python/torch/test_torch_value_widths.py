@@ -3,7 +3,9 @@ with a V cache narrower than K and with v_cache None (V the first head_dim_v val
 absorbed MLA), eager and under torch.compile(fullgraph=True), the fake implementation's output
 width, decode's DLPack fast path (plan + out), the transformers attention function with K 48 /
 V 32 compiled, all against the NumPy fp64 attention on fresh random data, outputs poisoned
-first; and, with a GPU and the CUDA backend, the CUDA engine's refusal naming head_dim_v."""
+first; and, with a GPU and the CUDA backend, DeepSeek's widths on the CUDA engine (K 192 / V 128
+with its own V cache, absorbed MLA's K 576 / V 512 read from K's rows), its refusal of other
+widths naming head_dim_v and of a separate V cache at 576 / 512 naming v_cache."""
 
 from __future__ import annotations
 
@@ -143,9 +145,37 @@ def test_cuda_refuses_v_of_another_width(rng, shared):
     case = make_case(rng, [40, 7], q_heads=8, kv_heads=1, head_dim=128, dtype="float16",
                      head_dim_v=64)
     q, k, v, lens = (t.cuda() for t in tensors(case))
-    with pytest.raises(ValueError, match="^head_dim_v: the CUDA engine reads K and V of one "
-                                         "width .*head_dim_v 64"):
+    with pytest.raises(ValueError, match="^head_dim_v: the CUDA engine reads K and V of "
+                                         "different widths only as .*head_dim_v 64"):
         leanattn.decode(q, k, None if shared else v, lens, head_dim_v=64)
+
+
+@cuda
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_cuda_runs_deepseeks_widths(rng, dtype):
+    # The model's attention (K 192 / V 128, its own V cache) and absorbed MLA over the latent
+    # cache (K 576, V its first 512 columns, 32 query heads on one KV head: a pass and a half).
+    case = make_case(rng, [300, 0, 41], q_heads=4, kv_heads=4, head_dim=192, head_dim_v=128,
+                     dtype=dtype)
+    q, k, v, lens = (t.cuda() for t in tensors(case))
+    out = torch.full((3, 4, 128), float("nan"), dtype=q.dtype, device="cuda")
+    leanattn.decode(q, k, v, lens, out=out)
+    assert_close(out, numpy_attention(case.q, case.k, case.v, case.seq_lens)[0], dtype)
+    case = make_case(rng, [300, 0, 41], q_heads=48, kv_heads=1, head_dim=576, dtype=dtype)
+    q, k, _, lens = (t.cuda() for t in tensors(case))
+    out = torch.full((3, 48, 512), float("nan"), dtype=q.dtype, device="cuda")
+    leanattn.decode(q, k, None, lens, head_dim_v=512, out=out)
+    want = numpy_attention(case.q, case.k, case.k[..., :512], case.seq_lens)[0]
+    assert_close(out, want, dtype)
+
+
+@cuda
+def test_cuda_refuses_a_v_cache_of_its_own_at_mla_widths(rng):
+    case = make_case(rng, [40, 7], q_heads=16, kv_heads=1, head_dim=576, head_dim_v=512,
+                     dtype="float16")
+    q, k, v, lens = (t.cuda() for t in tensors(case))
+    with pytest.raises(ValueError, match="^v_cache: must be k_cache with K's strides"):
+        leanattn.decode(q, k, v, lens)
 
 
 @cuda

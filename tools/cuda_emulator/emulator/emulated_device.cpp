@@ -19,8 +19,8 @@ namespace leanattn::emulator {
 namespace {
 
 KernelInfo info_of(const cuda::KernelHandle& k) {
-  return {k.name, k.dtype,   k.kv_bits, k.head_dim, k.warps_m,
-          k.rows, k.block_n, k.stages,  k.threads,  k.smem_bytes};
+  return {k.name,   k.dtype,   k.kv_bits,    k.head_dim,   k.warps_m, k.rows,    k.block_n,
+          k.stages, k.threads, k.smem_bytes, k.head_dim_v, k.warps_v, k.v_from_k};
 }
 
 const cuda::KernelHandle& handle_for(const DecodeProblem& problem) {
@@ -97,6 +97,7 @@ void EmulatedDevice::run(const DecodeProblem& problem, const Plan& plan,
   check_plan_matches(plan, problem);
   const cuda::KernelHandle& kernel = handle_for(problem);
   cuda::check_kernel_alignment(problem, tensors);
+  cuda::check_value_source(kernel, problem, tensors);
   cuda::check_workspace(plan, workspace);
   check_plan(plan);
   const cuda::PlanImage image = cuda::make_plan_image(plan);

@@ -34,6 +34,9 @@ struct KernelInfo {
   std::int32_t stages = 0;
   std::int32_t threads = 0;
   std::int32_t smem_bytes = 0;
+  std::int32_t head_dim_v = 0;  // V's width (KernelHandle::head_dim_v)
+  std::int32_t warps_v = 1;
+  bool v_from_k = false;  // V read from K's rows (the tensors must share them)
 };
 
 // Every configuration of src/cuda/kernel_configs.cmake (all of it, whatever the CUDA build trims).
