@@ -148,6 +148,49 @@ class Engine {
   void clear_plan_cache();
 
  private:
+  friend class DevicePlannedStep;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A decode step whose plan is made on the GPU from device-resident lengths, for CUDA graphs that
+// replay every step with new lengths (vLLM's full-graph decode): run() launches the device
+// planner (one CTA; the lean plan, head-major, equal to Engine::plan's for the same lengths,
+// workers and tile) and then the decode kernel, back to back on one stream, with nothing on the
+// host in between, so a captured run() replays correctly for any lengths within the capture's
+// bounds.
+//
+//   leanattn::cuda::DevicePlannedStep step(engine, shape);   // bounds: shape's batch and lengths
+//   cudaStreamBeginCapture(s, ...); step.run(d_seq_lens, tensors, s); cudaStreamEndCapture(...);
+//   ... each step: write d_seq_lens [batch] on the device, cudaGraphLaunch(graph, s) ...
+//   step.check(s);  // when wanted: throws if a replay's length was out of range
+class DevicePlannedStep {
+ public:
+  // shape: the step's heads, widths, types, layout, q_len and variant; its batch is the batch
+  // capacity (requests past a step's batch get length 0) and its longest request the most keys
+  // any request may have. Workers: the engine's (occupancy); tile: options.tile_tokens, or the
+  // default for head_dim (a length-dependent tile would change the plan's shape). Lean only.
+  // Allocates the planner's buffers and a workspace for the bound (2 x workers slots) and zeroes
+  // its counters. Throws Error for an unsupported shape or options.
+  DevicePlannedStep(Engine& engine, const DecodeProblem& shape, const PlanOptions& options = {});
+  ~DevicePlannedStep();
+  DevicePlannedStep(const DevicePlannedStep&) = delete;
+  DevicePlannedStep& operator=(const DevicePlannedStep&) = delete;
+
+  // Launches the planner over seq_lens (device int32 [batch], read when the kernels run) and the
+  // decode kernel on `stream`. tensors: device pointers laid out for the shape. Validates the
+  // tensors against the shape; lengths are the device's to check: a negative one or one past the
+  // bound makes the planner plan nothing (the outputs are left as they were) and check() throw.
+  void run(const std::int32_t* seq_lens, const DecodeTensors& tensors, void* stream);
+  // Waits for `stream`, then throws Error("seq_lens", ...) naming the request when the last
+  // run's planner refused a length. Not during a capture.
+  void check(void* stream);
+
+  std::int32_t workers() const;
+  std::int32_t tile_tokens() const;
+  std::int64_t device_bytes() const;  // the planner's buffers and the workspace
+
+ private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

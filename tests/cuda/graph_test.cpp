@@ -2,10 +2,16 @@
 // many times with new query values written between replays; every replay must match the fp64
 // reference, which needs the arrival counters to be back at zero after each launch (no memset
 // node is captured). A run of an unprepared plan during capture is refused with a clear Error.
+// A DevicePlannedStep (the plan made on the GPU) is captured once and replayed with 20 length
+// sets written on the device, each output bitwise equal to Engine::run of the host plan for the
+// same lengths, workers and tile; a length past the bound plans nothing and check() names it.
 // Skips when no CUDA device is present.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
+
+#include <random>
+#include <vector>
 
 #include "cuda/device/device_buffer.hpp"
 #include "cuda_harness/device_case.hpp"
@@ -63,6 +69,65 @@ TEST(CudaGraph, CapturedRunReplaysCorrectlyWithoutResets) {
     ASSERT_TRUE(a.ok()) << "replay " << replay << ": err " << a.max_abs_err << " > tol "
                         << a.tolerance << " (" << a.first_problem << ")";
   }
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
+TEST(CudaGraph, DevicePlannedStepReplaysWithNewLengths) {
+  if (!device_available()) GTEST_SKIP() << "no CUDA device (or driver) on this machine";
+  Engine engine;
+  const DecodeProblem shape =
+      harness::test_problem({4000, 4000, 4000, 4000}, 32, 8, 128, DType::bf16);
+  if (!engine.can_run(shape)) GTEST_SKIP() << "bf16 head_dim 128 not in this build";
+  harness::HostCase c = harness::make_case(shape, 21);
+  DeviceCase d(c);
+  DevicePlannedStep step(engine, c.problem, {.tile_tokens = 64});
+  DeviceBuffer lens(4 * sizeof(std::int32_t));
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  step.run(lens.as<std::int32_t>(), d.tensors(), stream);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+
+  std::mt19937 rng(4);
+  for (int replay = 0; replay < 20; ++replay) {
+    std::vector<std::int32_t> now(4);
+    for (std::int32_t& x : now) x = rng() % 4 == 0 ? 0 : static_cast<std::int32_t>(rng() % 4001);
+    if (replay == 0) now = {4000, 0, 0, 0};  // one long request
+    if (replay == 1) now = {0, 0, 0, 0};
+    ASSERT_EQ(cudaMemcpy(lens.data(), now.data(), 16, cudaMemcpyHostToDevice), cudaSuccess);
+    d.poison();
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    step.check(stream);
+    harness::poison_outputs(c);
+    d.download(c);
+    const std::vector<std::byte> graph_out = c.out;
+    // The host plan for the same lengths, workers and tile, through Engine::run.
+    DecodeProblem p = c.problem;
+    p.seq_lens = now;
+    const Plan plan =
+        make_plan(p, {step.workers()}, {.order = LineOrder::head_major, .tile_tokens = 64});
+    harness::HostCase host = c;
+    host.problem = p;
+    d.poison();
+    DeviceBuffer ws(static_cast<std::size_t>(engine.workspace_bytes(plan)));
+    engine.run(p, plan, d.tensors(), ws.data(), stream);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    d.download(host);
+    EXPECT_TRUE(graph_out == host.out) << "replay " << replay;
+    const auto ref = reference::naive_attention(host.problem, host.tensors());
+    const harness::Accuracy a = harness::check_accuracy(host, ref, true);
+    EXPECT_TRUE(a.ok()) << "replay " << replay << ": err " << a.max_abs_err;
+  }
+  // A length past the bound: nothing is planned, check() names the request.
+  const std::vector<std::int32_t> bad = {10, 4001, 0, 0};
+  ASSERT_EQ(cudaMemcpy(lens.data(), bad.data(), 16, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  EXPECT_THROW(step.check(stream), Error);
   EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
   EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
   EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);

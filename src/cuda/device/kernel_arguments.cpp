@@ -78,14 +78,19 @@ void check_workspace(const Plan& plan, const void* workspace) {
 
 KernelParams make_kernel_params(const DecodeProblem& p, const DecodeTensors& t, const Plan& plan,
                                 const DevicePlan& dp, void* workspace) {
-  const WorkspacePointers w = workspace_pointers(plan, workspace);
+  return make_kernel_params(p, t, plan.tile_tokens, dp, workspace_pointers(plan, workspace));
+}
+
+KernelParams make_kernel_params(const DecodeProblem& p, const DecodeTensors& t,
+                                std::int32_t tile_tokens, const DevicePlan& dp,
+                                const WorkspacePointers& w) {
   KernelParams k{};
   k.worker_offsets = dp.worker_offsets;
   k.segments = dp.segments;
   k.reductions = dp.reductions;
   k.seq_lens = dp.seq_lens;
-  k.tile_tokens = plan.tile_tokens;
-  k.group_size = plan.group_size;
+  k.tile_tokens = tile_tokens;
+  k.group_size = p.group_size() * p.q_len;  // Plan::group_size
   k.heads = p.group_size();
   k.scale = p.softmax_scale();
   k.q_len = p.q_len;

@@ -7,6 +7,7 @@
 
 #include "cuda/common/kernel_params.hpp"
 #include "cuda/device/plan_cache.hpp"
+#include "cuda/device/workspace.hpp"
 #include "cuda/kernel_registry.hpp"
 #include "leanattn/plan.hpp"
 #include "leanattn/problem.hpp"
@@ -31,5 +32,10 @@ void check_workspace(const Plan& plan, const void* workspace);
 // The kernel argument. workspace: workspace_layout(plan) bytes (may be null when 0).
 KernelParams make_kernel_params(const DecodeProblem& problem, const DecodeTensors& tensors,
                                 const Plan& plan, const DevicePlan& device_plan, void* workspace);
+// The same for a plan that lives only on the device (the device planner's buffers), of
+// tile_tokens tiles, with its workspace's arrays.
+KernelParams make_kernel_params(const DecodeProblem& problem, const DecodeTensors& tensors,
+                                std::int32_t tile_tokens, const DevicePlan& device_plan,
+                                const WorkspacePointers& workspace);
 
 }  // namespace leanattn::cuda

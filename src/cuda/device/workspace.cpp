@@ -7,22 +7,31 @@
 
 namespace leanattn::cuda {
 
-WorkspaceLayout device_workspace_layout(const Plan& plan) {
-  if (plan.reductions.empty()) return {};  // nothing is split: no workspace
+WorkspaceLayout device_workspace_layout(std::int64_t num_slots, std::int32_t group_size,
+                                        std::int32_t head_dim_v) {
   auto align = [](std::int64_t x) { return (x + 63) / 64 * 64; };
-  const std::int64_t rows = static_cast<std::int64_t>(plan.num_slots) * plan.group_size;
+  const std::int64_t rows = num_slots * group_size;
   WorkspaceLayout w;
   w.counters_offset = 0;
   w.o_offset = kWorkspaceCounters * 4;
-  w.m_offset = align(w.o_offset + rows * plan.head_dim_v * 4);
+  w.m_offset = align(w.o_offset + rows * head_dim_v * 4);
   w.l_offset = align(w.m_offset + rows * 4);
   w.bytes = align(w.l_offset + rows * 4);
   return w;
 }
 
+WorkspaceLayout device_workspace_layout(const Plan& plan) {
+  if (plan.reductions.empty()) return {};  // nothing is split: no workspace
+  return device_workspace_layout(plan.num_slots, plan.group_size, plan.head_dim_v);
+}
+
 WorkspacePointers workspace_pointers(const Plan& plan, void* workspace) {
   if (workspace == nullptr) return {};
-  const WorkspaceLayout w = device_workspace_layout(plan);
+  return workspace_pointers(device_workspace_layout(plan), workspace);
+}
+
+WorkspacePointers workspace_pointers(const WorkspaceLayout& w, void* workspace) {
+  if (workspace == nullptr) return {};
   auto* ws = static_cast<std::byte*>(workspace);
   return {reinterpret_cast<float*>(ws + w.o_offset), reinterpret_cast<float*>(ws + w.m_offset),
           reinterpret_cast<float*>(ws + w.l_offset),

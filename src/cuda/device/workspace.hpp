@@ -37,6 +37,12 @@ WorkspaceLayout device_workspace_layout(const Plan& plan);
 
 WorkspacePointers workspace_pointers(const Plan& plan, void* workspace);
 
+// The same for num_slots slots of group_size rows, head_dim_v wide (a plan made on the device:
+// its bound, PlannerBounds::max_slots()); never 0 bytes.
+WorkspaceLayout device_workspace_layout(std::int64_t num_slots, std::int32_t group_size,
+                                        std::int32_t head_dim_v);
+WorkspacePointers workspace_pointers(const WorkspaceLayout& layout, void* workspace);
+
 // Bytes of `workspace` to set to zero before a launch.
 struct ZeroRange {
   std::byte* begin = nullptr;

@@ -12,6 +12,7 @@
 #include "cuda/device/plan_image.hpp"
 #include "cuda/kernel_registry.hpp"
 #include "emulator/device_workspace.hpp"
+#include "emulator/launch_helpers.hpp"
 #include "leanattn/error.hpp"
 
 namespace leanattn::emulator {
@@ -21,38 +22,6 @@ namespace {
 KernelInfo info_of(const cuda::KernelHandle& k) {
   return {k.name,   k.dtype,   k.kv_bits,    k.head_dim,   k.warps_m, k.rows,    k.block_n,
           k.stages, k.threads, k.smem_bytes, k.head_dim_v, k.warps_v, k.v_from_k};
-}
-
-const cuda::KernelHandle& handle_for(const DecodeProblem& problem) {
-  const cuda::KernelHandle* k = cuda::find_kernel(problem);
-  if (k == nullptr) {
-    const std::string why = cuda::why_unsupported(problem);
-    const auto colon = why.find(": ");
-    throw Error(why.substr(0, colon), why.substr(colon + 2));
-  }
-  return *k;
-}
-
-// What every GPU thread of a launch runs.
-struct KernelCall {
-  void (*kernel)(cuda::KernelParams);
-  cuda::KernelParams params;
-};
-
-void run_kernel(const void* context) {
-  const auto* call = static_cast<const KernelCall*>(context);
-  call->kernel(call->params);
-}
-
-struct AlignedFree {
-  void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{256}); }
-};
-using Buffer = std::unique_ptr<std::byte[], AlignedFree>;
-
-Buffer allocate_poisoned(std::size_t bytes) {
-  Buffer b(static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{256})));
-  std::memset(b.get(), 0xff, bytes);
-  return b;
 }
 
 }  // namespace
@@ -109,13 +78,14 @@ void EmulatedDevice::run(const DecodeProblem& problem, const Plan& plan,
   dp.seq_lens = reinterpret_cast<const std::int32_t*>(base + image.seq_lens_at);
   impl_->counters.before_run(plan, workspace);
 
-  const KernelCall call{std::bit_cast<void (*)(cuda::KernelParams)>(kernel.kernel),
-                        cuda::make_kernel_params(problem, tensors, plan, dp, workspace)};
+  const KernelCall<cuda::KernelParams> call{
+      std::bit_cast<void (*)(cuda::KernelParams)>(kernel.kernel),
+      cuda::make_kernel_params(problem, tensors, plan, dp, workspace)};
   Launch l;
   l.blocks = plan.workers;
   l.threads = kernel.threads;
   l.smem_bytes = kernel.smem_bytes;
-  l.body = run_kernel;
+  l.body = run_kernel<cuda::KernelParams>;
   l.context = &call;
   l.seed = options.seed;
   l.resident = options.resident;

@@ -1,0 +1,246 @@
+// The device planner (src/cuda/kernel/plan_kernel.cuh, issue 33) on the emulator: the plan it
+// writes from the lengths alone equals the host planner's (make_plan, lean, head-major) for
+// random batches (empty requests, padding at the end, a request longer than all others
+// together, windows, more workers than tiles); and one captured step replays 20 length sets
+// (growing, shrinking, all empty, one long request) on one workspace, each output bitwise equal
+// to a fresh host-planned run of the same kernel and accurate against the fp64 reference.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "emulated_case.hpp"
+#include "emulator/emulated_capture.hpp"
+#include "emulator/launch.hpp"
+
+namespace leanattn::emulator {
+namespace {
+
+// The host planner's plan in the device planner's terms.
+DevicePlanView host_view(const Plan& plan) {
+  DevicePlanView v;
+  for (std::int64_t x : plan.worker_offsets)
+    v.worker_offsets.push_back(static_cast<std::int32_t>(x));
+  for (const Segment& s : plan.segments) {
+    const KeyRange k = plan.tile_keys(s.request, s.tile_begin, s.tile_end);
+    const bool split = s.kind != SegmentKind::direct;
+    v.segments.push_back({s.request, s.kv_head, static_cast<std::int32_t>(k.begin),
+                          static_cast<std::int32_t>(k.end), split ? s.slot : -1,
+                          split ? s.reduction : -1});
+  }
+  for (const Reduction& r : plan.reductions) {
+    v.reductions.push_back({r.request, r.kv_head, r.slot_begin, r.num_slots});
+  }
+  v.num_slots = plan.num_slots;
+  v.total_tiles = plan.total_tiles;
+  return v;
+}
+
+std::string differs(const DevicePlanView& got, const DevicePlanView& want) {
+  if (got.worker_offsets != want.worker_offsets) return "worker_offsets";
+  if (got.segments.size() != want.segments.size()) return "segment count";
+  for (std::size_t i = 0; i < got.segments.size(); ++i) {
+    if (got.segments[i] != want.segments[i]) return "segment " + std::to_string(i);
+  }
+  if (got.reductions != want.reductions) return "reductions";
+  if (got.num_slots != want.num_slots) return "num_slots";
+  if (got.total_tiles != want.total_tiles) return "total_tiles";
+  return "";
+}
+
+RunOptions seeded(std::uint64_t seed) {
+  RunOptions o;
+  o.seed = seed;
+  return o;
+}
+
+std::string describe(const DecodeProblem& p, std::int32_t workers, std::int32_t tile) {
+  std::string s = "kv_heads " + std::to_string(p.kv_heads) + " q_len " + std::to_string(p.q_len) +
+                  " window " + std::to_string(p.variant.window_left) + " workers " +
+                  std::to_string(workers) + " tile " + std::to_string(tile) + " lens";
+  for (std::int32_t x : p.seq_lens) s += " " + std::to_string(x);
+  return s;
+}
+
+TEST(DevicePlanner, PlansEqualTheHostPlannersForRandomBatches) {
+  std::mt19937_64 rng(33);
+  auto pick = [&](std::initializer_list<std::int32_t> xs) {
+    return *(xs.begin() + static_cast<std::ptrdiff_t>(rng() % xs.size()));
+  };
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::int32_t batch = 1 + static_cast<std::int32_t>(rng() % 40);
+    std::vector<std::int32_t> lens(static_cast<std::size_t>(batch));
+    for (std::int32_t& x : lens) x = rng() % 4 == 0 ? 0 : static_cast<std::int32_t>(rng() % 700);
+    if (trial % 5 == 1) {  // one request longer than all the others together
+      std::int32_t sum = 0;
+      for (std::int32_t x : lens) sum += x;
+      lens[rng() % lens.size()] = sum + 1 + static_cast<std::int32_t>(rng() % 5000);
+    }
+    if (trial % 7 == 2) std::fill(lens.begin(), lens.end(), 0);  // nothing to do
+    if (trial % 3 == 0) {  // padding: requests past the step's batch at 0
+      std::fill(lens.begin() + static_cast<std::ptrdiff_t>(rng() % lens.size()), lens.end(), 0);
+    }
+    const std::int32_t kv_heads = pick({1, 2, 3, 8});
+    const std::int32_t q_len = pick({1, 1, 2, 4});
+    for (std::int32_t& x : lens) x = x == 0 ? 0 : std::max(x, q_len);  // the new tokens fit
+    DecodeProblem p = harness::test_problem(lens, kv_heads * 2, kv_heads, 64, DType::f16);
+    p.q_len = q_len;
+    if (trial % 4 == 3) p.variant.window_left = static_cast<std::int32_t>(rng() % 300);
+    const std::int32_t workers = pick({1, 2, 3, 7, 16, 132, 300, 1000});
+    const std::int32_t tile = pick({1, 16, 16, 64, 256});
+    const Plan plan =
+        EmulatedDevice::plan(p, workers, {.strategy = Strategy::lean, .tile_tokens = tile});
+    EmulatedCapturedStep step(p, workers, tile);
+    std::copy(lens.begin(), lens.end(), step.seq_lens().begin());
+    step.plan_only(seeded(static_cast<std::uint64_t>(trial)));
+    EXPECT_EQ(differs(step.plan(), host_view(plan)), "") << describe(p, workers, tile);
+  }
+}
+
+// Every barrier of the planner matters: with any one dropped, some seed gives a plan unlike the
+// host planner's, a failed launch, or a refused length that goes unreported.
+TEST(DevicePlanner, EveryDroppedBarrierIsCaught) {
+  std::vector<std::int32_t> lens(300);
+  for (std::size_t b = 0; b < lens.size(); ++b) lens[b] = static_cast<std::int32_t>((b * 37) % 500);
+  const DecodeProblem p = harness::test_problem(lens, 4, 2, 64, DType::f16);
+  const std::int32_t workers = 700;
+  const Plan plan =
+      EmulatedDevice::plan(p, workers, {.strategy = Strategy::lean, .tile_tokens = 16});
+  EmulatedCapturedStep step(p, workers, 16);
+  clear_call_sites();
+  std::copy(lens.begin(), lens.end(), step.seq_lens().begin());
+  step.plan_only();
+  ASSERT_EQ(differs(step.plan(), host_view(plan)), "");
+  std::vector<std::string> sites;
+  for (const std::string& site : call_sites().barriers) {
+    if (site.find("plan_kernel") != std::string::npos) sites.push_back(site);
+  }
+  ASSERT_GE(sites.size(), 5u);
+  for (const std::string& site : sites) {
+    bool caught = false;
+    for (std::uint64_t seed = 1; seed <= 4 && !caught; ++seed) {
+      RunOptions o = seeded(seed);
+      o.mutations.drop_barrier = site;
+      try {
+        std::copy(lens.begin(), lens.end(), step.seq_lens().begin());
+        step.plan_only(o);
+        caught = differs(step.plan(), host_view(plan)) != "";
+        step.seq_lens()[299] = 501;  // past the bound: must be refused
+        step.plan_only(o);
+        caught = caught || step.plan().refused != 300;
+      } catch (const Error&) {
+        caught = true;  // a failed launch
+      }
+    }
+    EXPECT_TRUE(caught) << "dropping " << site << " went unnoticed";
+  }
+}
+
+// The worked example of src/cuda/common/lean_line.hpp.
+TEST(DevicePlanner, TheWorkedExample) {
+  DecodeProblem p = harness::test_problem({40, 0, 70}, 2, 1, 64, DType::f16);
+  EmulatedCapturedStep step(p, 3, 16);
+  std::copy(p.seq_lens.begin(), p.seq_lens.end(), step.seq_lens().begin());
+  step.plan_only();
+  const DevicePlanView v = step.plan();
+  EXPECT_EQ(v.worker_offsets, (std::vector<std::int32_t>{0, 1, 4, 5}));
+  using S = std::array<std::int32_t, 6>;
+  EXPECT_EQ(v.segments, (std::vector<S>{{0, 0, 0, 32, 0, 0},
+                                        {0, 0, 32, 40, 1, 0},
+                                        {1, 0, 0, 0, -1, -1},
+                                        {2, 0, 0, 32, 2, 1},
+                                        {2, 0, 32, 70, 3, 1}}));
+  using R = std::array<std::int32_t, 4>;
+  EXPECT_EQ(v.reductions, (std::vector<R>{{0, 0, 0, 2}, {2, 0, 2, 2}}));
+  EXPECT_EQ(v.num_slots, 4);
+}
+
+// 20 length sets on a contiguous cache, the first 8 again on a paged one (pages of 16).
+TEST(DevicePlanner, OneCaptureReplaysTwentyLengthSets) {
+  for (KvLayout layout : {KvLayout::contiguous, KvLayout::paged}) {
+    const KernelInfo k = kernel_named("bf16_d64_wm1");
+    DecodeProblem shape = make_problem({200, 200, 200, 200, 200}, 4, 2, k);
+    if (layout == KvLayout::paged) {
+      shape.layout = KvLayout::paged;
+      shape.page_size = 16;
+    }
+    Checked c = checked_case(shape, 91);  // its problem: the layout completed (capacity, pages)
+    const std::int32_t workers = 7, tile = 16;
+    EmulatedCapturedStep step(c.c.problem, workers, tile);
+    std::mt19937_64 rng(5);
+    const int replays = layout == KvLayout::paged ? 8 : 20;
+    for (int i = 0; i < replays; ++i) {
+      std::vector<std::int32_t> lens(5);
+      if (i < 4) {  // growing, then shrinking
+        for (int b = 0; b < 5; ++b) lens[b] = std::min(200, 11 * (i + 1) * (b + 1));
+      } else if (i < 6) {
+        for (int b = 0; b < 5; ++b) lens[b] = std::max(0, 190 - 70 * (i - 4) - 7 * b);
+      } else if (i == 6) {
+        lens.assign(5, 0);  // every request empty
+      } else if (i == 7) {
+        lens = {0, 200, 0, 1, 0};  // one long request
+      } else {
+        for (std::int32_t& x : lens)
+          x = rng() % 5 == 0 ? 0 : static_cast<std::int32_t>(rng() % 201);
+      }
+      std::copy(lens.begin(), lens.end(), step.seq_lens().begin());
+      c.c.problem.seq_lens = lens;
+      c.ref = reference::naive_attention(c.c.problem, c.c.tensors());
+      c.naive = harness::naive_same_precision(c.c.problem, c.c.tensors());
+      const std::string what = std::string(layout == KvLayout::paged ? "paged" : "contiguous") +
+                               " replay " + std::to_string(i);
+      // The captured step, then a fresh host-planned run of the same plan: bitwise equal.
+      harness::poison_outputs(c.c);
+      step.replay(c.c.tensors(), seeded(static_cast<std::uint64_t>(i)));
+      EXPECT_EQ(verdict(c), "") << what;
+      const std::vector<std::byte> out = c.c.out;
+      const std::vector<float> lse = c.c.lse;
+      const Plan plan = EmulatedDevice::plan(c.c.problem, workers,
+                                             {.strategy = Strategy::lean, .tile_tokens = tile});
+      EXPECT_EQ(differs(step.plan(), host_view(plan)), "") << what;
+      EmulatedDevice fresh;
+      EXPECT_EQ(run_and_check(fresh, c, plan, seeded(100u + static_cast<std::uint64_t>(i))), "")
+          << what;
+      EXPECT_TRUE(out == c.c.out) << what << ": output differs from the host-planned run";
+      EXPECT_TRUE(std::equal(lse.begin(), lse.end(), c.c.lse.begin(), c.c.lse.end(),
+                             [](float a, float b) {
+                               return std::bit_cast<std::uint32_t>(a) ==
+                                      std::bit_cast<std::uint32_t>(b);
+                             }))
+          << what << ": lse differs from the host-planned run";
+    }
+  }
+}
+
+// A length past the capture's capacity (or negative), which only the device sees: the planner
+// plans no work, names the request, and the outputs stay as they were.
+TEST(DevicePlanner, RefusesLengthsPastTheCapture) {
+  const KernelInfo k = kernel_named("bf16_d64_wm1");
+  DecodeProblem shape = make_problem({100, 100, 100}, 4, 2, k);
+  Checked c = checked_case(shape, 3);
+  EmulatedCapturedStep step(c.c.problem, 3, 16);
+  for (std::int32_t bad : {101, -1}) {
+    step.seq_lens()[0] = 50;
+    step.seq_lens()[1] = bad;
+    step.seq_lens()[2] = 100;
+    step.plan_only();
+    const DevicePlanView v = step.plan();
+    EXPECT_EQ(v.refused, 2);
+    EXPECT_EQ(v.worker_offsets, (std::vector<std::int32_t>{0, 0, 0, 0}));
+    harness::poison_outputs(c.c);
+    const std::vector<std::byte> poisoned = c.c.out;
+    try {
+      step.replay(c.c.tensors());
+      ADD_FAILURE() << "a length of " << bad << " ran";
+    } catch (const Error& e) {
+      const std::string want = "seq_lens: request 1 has " + std::to_string(bad) + " keys";
+      EXPECT_EQ(std::string(e.what()).rfind(want, 0), 0u) << e.what();
+    }
+    EXPECT_TRUE(c.c.out == poisoned);
+  }
+}
+
+}  // namespace
+}  // namespace leanattn::emulator

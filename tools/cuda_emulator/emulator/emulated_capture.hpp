@@ -1,0 +1,63 @@
+// A decode step captured once and replayed with new lengths, as a serving engine replays a CUDA
+// graph (issue 33): fixed shape, workers and tile; each replay runs the device planner
+// (src/cuda/kernel/plan_kernel.cuh) over the lengths last written to seq_lens(), then the decode
+// kernel over the plan it wrote, on one workspace, with nothing planned on the host. Both
+// kernels are the CUDA build's own source, run by the emulator.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "emulator/emulated_device.hpp"
+#include "leanattn/problem.hpp"
+#include "leanattn/tensors.hpp"
+
+namespace leanattn::emulator {
+
+// The plan the device planner wrote, in the kernel's terms: segments as (request, kv_head,
+// first key, end key, slot or -1, reduction or -1) per worker, reductions as (request, kv_head,
+// first slot, slots).
+struct DevicePlanView {
+  std::vector<std::int32_t> worker_offsets;             // [workers + 1]
+  std::vector<std::array<std::int32_t, 6>> segments;    // [segments]
+  std::vector<std::array<std::int32_t, 4>> reductions;  // [reductions]
+  std::int32_t num_slots = 0;
+  std::int64_t total_tiles = 0;
+  std::int32_t refused = 0;  // a request + 1 whose length was out of range (nothing planned)
+};
+
+class EmulatedCapturedStep {
+ public:
+  // shape: heads, widths, types, q_len and variant of every step; its batch is the capacity
+  // (requests past a step's batch get length 0) and its longest request the most keys any
+  // request may have (the caches' capacity). Throws Error naming workers or tile_tokens when out
+  // of range.
+  EmulatedCapturedStep(const DecodeProblem& shape, std::int32_t workers, std::int32_t tile_tokens);
+  ~EmulatedCapturedStep();
+  EmulatedCapturedStep(const EmulatedCapturedStep&) = delete;
+  EmulatedCapturedStep& operator=(const EmulatedCapturedStep&) = delete;
+
+  // The "device" lengths array [batch] the replays read.
+  std::span<std::int32_t> seq_lens();
+  // Plans and decodes the step with the current lengths (tensors laid out for the shape: dense
+  // strides of its batch). A length that is negative or above the capacity: the planner plans
+  // nothing and this throws Error("seq_lens", ...) naming the request; a failed launch:
+  // Error("kernel", ...).
+  void replay(const DecodeTensors& tensors, const RunOptions& options = {});
+  // Only the planner (tests).
+  void plan_only(const RunOptions& options = {});
+  // What the last planner run wrote.
+  DevicePlanView plan() const;
+  // Bytes of the workspace (slots for the bound: 2 x workers) and of the planner's buffer.
+  std::size_t workspace_bytes() const;
+  std::size_t planner_bytes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace leanattn::emulator
