@@ -10,6 +10,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -123,6 +124,36 @@ TEST(CudaGraph, DevicePlannedStepReplaysWithNewLengths) {
     const harness::Accuracy a = harness::check_accuracy(host, ref, true);
     EXPECT_TRUE(a.ok()) << "replay " << replay << ": err " << a.max_abs_err;
   }
+  // Cost: 50 replays of the graph (planner + decode) against 50 steps planned on the host
+  // (make_plan, upload, decode), the same lengths; printed for the device check's log.
+  const std::vector<std::int32_t> fixed = {3000, 1200, 4000, 17};
+  ASSERT_EQ(cudaMemcpy(lens.data(), fixed.data(), 16, cudaMemcpyHostToDevice), cudaSuccess);
+  DecodeProblem timed = c.problem;
+  timed.seq_lens = fixed;
+  cudaEvent_t t0 = nullptr, t1 = nullptr, t2 = nullptr;
+  ASSERT_EQ(cudaEventCreate(&t0), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&t1), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&t2), cudaSuccess);
+  DeviceBuffer host_ws(1 << 24);
+  ASSERT_EQ(cudaEventRecord(t0, stream), cudaSuccess);
+  for (int i = 0; i < 50; ++i) ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(t1, stream), cudaSuccess);
+  for (int i = 0; i < 50; ++i) {
+    timed.seq_lens[0] = 3000 - i;  // a new plan every step, as in serving
+    const Plan plan =
+        make_plan(timed, {step.workers()}, {.order = LineOrder::head_major, .tile_tokens = 64});
+    engine.run(timed, plan, d.tensors(), host_ws.data(), stream);
+  }
+  ASSERT_EQ(cudaEventRecord(t2, stream), cudaSuccess);
+  ASSERT_EQ(cudaEventSynchronize(t2), cudaSuccess);
+  float graph_ms = 0.0f, host_ms = 0.0f;
+  ASSERT_EQ(cudaEventElapsedTime(&graph_ms, t0, t1), cudaSuccess);
+  ASSERT_EQ(cudaEventElapsedTime(&host_ms, t1, t2), cudaSuccess);
+  std::printf(
+      "[device-plan] 32/8 d128 bf16 batch 4 (8.2k keys), %d workers: graph replay "
+      "(planner + decode) %.1f us, host plan + upload + decode %.1f us per step\n",
+      step.workers(), graph_ms * 1000.0f / 50.0f, host_ms * 1000.0f / 50.0f);
+  for (cudaEvent_t e : {t0, t1, t2}) EXPECT_EQ(cudaEventDestroy(e), cudaSuccess);
   // A length past the bound: nothing is planned, check() names the request.
   const std::vector<std::int32_t> bad = {10, 4001, 0, 0};
   ASSERT_EQ(cudaMemcpy(lens.data(), bad.data(), 16, cudaMemcpyHostToDevice), cudaSuccess);
