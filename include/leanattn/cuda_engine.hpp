@@ -169,7 +169,8 @@ class DevicePlannedStep {
   // shape: the step's heads, widths, types, layout, q_len and variant; its batch is the batch
   // capacity (requests past a step's batch get length 0) and its longest request the most keys
   // any request may have. Workers: the engine's (occupancy); tile: options.tile_tokens, or the
-  // default for head_dim (a length-dependent tile would change the plan's shape). Lean only.
+  // default for head_dim (a length-dependent tile would change the plan's shape). Lean,
+  // head-major only (Error naming strategy, batch_invariant or order otherwise).
   // Allocates the planner's buffers and a workspace for the bound (2 x workers slots) and zeroes
   // its counters. Throws Error for an unsupported shape or options.
   DevicePlannedStep(Engine& engine, const DecodeProblem& shape, const PlanOptions& options = {});
@@ -179,11 +180,14 @@ class DevicePlannedStep {
 
   // Launches the planner over seq_lens (device int32 [batch], read when the kernels run) and the
   // decode kernel on `stream`. tensors: device pointers laid out for the shape. Validates the
-  // tensors against the shape; lengths are the device's to check: a negative one or one past the
-  // bound makes the planner plan nothing (the outputs are left as they were) and check() throw.
+  // tensors against the shape; lengths are the device's to check: one the host would refuse
+  // (negative, past the bound, or in [1, q_len)) makes the planner plan nothing (the outputs keep
+  // the previous step's values) and sets a sticky word that check() reports. Graphs that captured
+  // a run read this object's buffers: destroy it after them.
   void run(const std::int32_t* seq_lens, const DecodeTensors& tensors, void* stream);
-  // Waits for `stream`, then throws Error("seq_lens", ...) naming the request when the last
-  // run's planner refused a length. Not during a capture.
+  // Waits for `stream`, then throws Error("seq_lens", ...) naming the request when any run since
+  // the last check was refused (and clears the word). Not during a capture (Error naming
+  // stream).
   void check(void* stream);
 
   std::int32_t workers() const;

@@ -39,7 +39,9 @@ TEST(CudaGraph, CapturedRunReplaysCorrectlyWithoutResets) {
   DeviceBuffer ws(static_cast<std::size_t>(engine.workspace_bytes(plan)));
 
   cudaStream_t stream = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  // A blocking stream: the harness's poison and uploads (plain cudaMemset / cudaMemcpy on the
+  // legacy stream) are ordered before the work on it.
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   engine.prepare(c.problem, plan, ws.data(), stream);
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
 
@@ -86,7 +88,9 @@ TEST(CudaGraph, DevicePlannedStepReplaysWithNewLengths) {
   DevicePlannedStep step(engine, c.problem, {.tile_tokens = 64});
   DeviceBuffer lens(4 * sizeof(std::int32_t));
   cudaStream_t stream = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  // A blocking stream: the harness's poison and uploads (plain cudaMemset / cudaMemcpy on the
+  // legacy stream) are ordered before the work on it.
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
   step.run(lens.as<std::int32_t>(), d.tensors(), stream);
   cudaGraph_t graph = nullptr;
@@ -94,6 +98,7 @@ TEST(CudaGraph, DevicePlannedStepReplaysWithNewLengths) {
   cudaGraphExec_t exec = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
 
+  DeviceBuffer host_ws(1 << 24);  // Engine::run's workspace for the host plans (one, reused)
   std::mt19937 rng(4);
   for (int replay = 0; replay < 20; ++replay) {
     std::vector<std::int32_t> now(4);
@@ -115,8 +120,8 @@ TEST(CudaGraph, DevicePlannedStepReplaysWithNewLengths) {
     harness::HostCase host = c;
     host.problem = p;
     d.poison();
-    DeviceBuffer ws(static_cast<std::size_t>(engine.workspace_bytes(plan)));
-    engine.run(p, plan, d.tensors(), ws.data(), stream);
+    ASSERT_LE(engine.workspace_bytes(plan), static_cast<std::int64_t>(host_ws.size()));
+    engine.run(p, plan, d.tensors(), host_ws.data(), stream);
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
     d.download(host);
     EXPECT_TRUE(graph_out == host.out) << "replay " << replay;
@@ -134,7 +139,6 @@ TEST(CudaGraph, DevicePlannedStepReplaysWithNewLengths) {
   ASSERT_EQ(cudaEventCreate(&t0), cudaSuccess);
   ASSERT_EQ(cudaEventCreate(&t1), cudaSuccess);
   ASSERT_EQ(cudaEventCreate(&t2), cudaSuccess);
-  DeviceBuffer host_ws(1 << 24);
   ASSERT_EQ(cudaEventRecord(t0, stream), cudaSuccess);
   for (int i = 0; i < 50; ++i) ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
   ASSERT_EQ(cudaEventRecord(t1, stream), cudaSuccess);

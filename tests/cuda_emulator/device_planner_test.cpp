@@ -117,7 +117,7 @@ TEST(DevicePlanner, EveryDroppedBarrierIsCaught) {
   for (const std::string& site : call_sites().barriers) {
     if (site.find("plan_kernel") != std::string::npos) sites.push_back(site);
   }
-  ASSERT_GE(sites.size(), 5u);
+  ASSERT_EQ(sites.size(), 6u);  // every __syncthreads of plan_kernel.cuh
   for (const std::string& site : sites) {
     bool caught = false;
     for (std::uint64_t seed = 1; seed <= 4 && !caught; ++seed) {
@@ -128,6 +128,10 @@ TEST(DevicePlanner, EveryDroppedBarrierIsCaught) {
         step.plan_only(o);
         caught = differs(step.plan(), host_view(plan)) != "";
         step.seq_lens()[299] = 501;  // past the bound: must be refused
+        try {
+          step.check();  // clears the sticky word
+        } catch (const Error&) {
+        }
         step.plan_only(o);
         caught = caught || step.plan().refused != 300;
       } catch (const Error&) {
@@ -214,31 +218,39 @@ TEST(DevicePlanner, OneCaptureReplaysTwentyLengthSets) {
   }
 }
 
-// A length past the capture's capacity (or negative), which only the device sees: the planner
-// plans no work, names the request, and the outputs stay as they were.
+// A length the host would refuse (past the capture's capacity, negative, or below q_len), which
+// only the device sees: the planner plans no work, the decode kernel (launched all the same, as
+// on a GPU) leaves the outputs as they were, and the sticky word names the request at the next
+// check, even after a good replay in between.
 TEST(DevicePlanner, RefusesLengthsPastTheCapture) {
   const KernelInfo k = kernel_named("bf16_d64_wm1");
   DecodeProblem shape = make_problem({100, 100, 100}, 4, 2, k);
+  shape.q_len = 3;
   Checked c = checked_case(shape, 3);
   EmulatedCapturedStep step(c.c.problem, 3, 16);
-  for (std::int32_t bad : {101, -1}) {
+  for (std::int32_t bad : {101, -1, 2}) {
     step.seq_lens()[0] = 50;
     step.seq_lens()[1] = bad;
     step.seq_lens()[2] = 100;
-    step.plan_only();
-    const DevicePlanView v = step.plan();
-    EXPECT_EQ(v.refused, 2);
-    EXPECT_EQ(v.worker_offsets, (std::vector<std::int32_t>{0, 0, 0, 0}));
     harness::poison_outputs(c.c);
     const std::vector<std::byte> poisoned = c.c.out;
+    step.replay(c.c.tensors());
+    const DevicePlanView v = step.plan();
+    EXPECT_EQ(v.refused, 2) << bad;
+    EXPECT_EQ(v.worker_offsets, (std::vector<std::int32_t>{0, 0, 0, 0})) << bad;
+    EXPECT_TRUE(c.c.out == poisoned) << "a length of " << bad << " wrote outputs";
+    step.seq_lens()[1] = 60;  // a good replay: the refusal stays on record
+    step.replay(c.c.tensors());
     try {
-      step.replay(c.c.tensors());
-      ADD_FAILURE() << "a length of " << bad << " ran";
+      step.check();
+      ADD_FAILURE() << "a length of " << bad << " went unreported";
     } catch (const Error& e) {
-      const std::string want = "seq_lens: request 1 has " + std::to_string(bad) + " keys";
-      EXPECT_EQ(std::string(e.what()).rfind(want, 0), 0u) << e.what();
+      EXPECT_EQ(
+          std::string(e.what()).rfind("seq_lens: request 1 of a replay since the last check", 0),
+          0u)
+          << e.what();
     }
-    EXPECT_TRUE(c.c.out == poisoned);
+    EXPECT_NO_THROW(step.check());  // cleared
   }
 }
 

@@ -2,8 +2,8 @@
 // device planner (kernel/plan_kernel.cuh) runs, one GPU thread per worker, so that a captured
 // CUDA graph can plan each step from device-resident seq_lens. Every answer equals the host
 // planner's (src/planner: lean_partition + assemble_plan, then make_plan_image), which
-// tests/cuda/lean_line_test.cpp checks on random batches. Host/device, no memory of its own: the
-// caller passes the per-request prefix and the per-worker scans.
+// tests/cuda_emulator/device_planner_test.cpp checks on random batches. Host/device, no memory of
+// its own: the caller passes the per-request prefix and the per-worker scans.
 //
 // The line: request b's planned keys [first_key, seq_len) are tiles[b] = ceil(keys / tile)
 // tiles; pair p = b * kv_heads + h starts at pair_start(p) = kv_heads * before[b] + h * tiles[b]

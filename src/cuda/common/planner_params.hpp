@@ -18,7 +18,7 @@ struct PlannerParams {
   std::int32_t tile_tokens;
   std::int32_t q_len;
   std::int32_t window_left;  // -1: none
-  std::int32_t max_seq_len;  // a length past it (or negative) is refused: no work is planned
+  std::int32_t max_seq_len;  // a length past it, negative or in [1, q_len) is refused: no work
   // Scratch: planned tiles per request and their exclusive scan; per worker its segment count,
   // whether its range starts with a cut and with its pair's first cut, and their scans.
   std::int32_t* tiles;          // [batch]
@@ -35,7 +35,8 @@ struct PlannerParams {
   DeviceReduction* reductions;   // [max_reductions] = [workers]
   std::int32_t max_segments;     // (writes past them are dropped: a planner bug cannot
   std::int32_t max_reductions;   //  write outside its buffers)
-  std::int32_t* totals;  // [5]: segments, reductions, slots, tiles, refused request + 1 (0: none)
+  std::int32_t* totals;  // [5]: segments, reductions, slots, tiles, and the refused request + 1
+                         //   (0: none; sticky until the host clears it)
 };
 
 inline constexpr int kPlannerThreads = 256;

@@ -37,10 +37,12 @@ DevicePlannedStep::DevicePlannedStep(Engine& engine, const DecodeProblem& shape,
                                      const PlanOptions& options)
     : impl_(std::make_unique<Impl>()) {
   validate(shape);
-  require(options.strategy == Strategy::lean && !options.batch_invariant, "strategy", [] {
-    return "the device planner makes lean plans (not batch-invariant): the bounds of its "
-           "buffers are lean's";
-  });
+  require(options.strategy == Strategy::lean, "strategy",
+          [] { return "must be lean for the device planner (its buffers' bounds are lean's)"; });
+  require(!options.batch_invariant, "batch_invariant",
+          [] { return "is not made by the device planner (lean, head-major only)"; });
+  require(options.order == LineOrder::automatic || options.order == LineOrder::head_major, "order",
+          [] { return "must be head_major (or automatic) for the device planner"; });
   require(options.tile_tokens >= 0 && options.tile_tokens <= kMaxTileTokens, "tile", [&] {
     return "must be in [1, " + std::to_string(kMaxTileTokens) +
            "] tokens, or 0 for the default (got " + std::to_string(options.tile_tokens) + ")";
@@ -68,6 +70,8 @@ DevicePlannedStep::DevicePlannedStep(Engine& engine, const DecodeProblem& shape,
       "cudaMemset (workspace counters)");
   ::leanattn::cuda::check(cudaMemset(m.planner.data(), 0, m.planner_layout.bytes),
                           "cudaMemset (planner)");
+  // The memsets ran on the legacy stream; a non-blocking stream would not wait for them.
+  ::leanattn::cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (planner setup)");
 }
 
 DevicePlannedStep::~DevicePlannedStep() = default;
@@ -92,9 +96,8 @@ void DevicePlannedStep::run(const std::int32_t* seq_lens, const DecodeTensors& t
   check_kernel_alignment(m.shape, tensors);
   check_value_source(*m.kernel, m.shape, tensors);
   const auto s = static_cast<cudaStream_t>(stream);
-  const PlannerParams planner =
-      planner_params(m.bounds, m.planner.data(), seq_lens, m.max_seq_len, m.tile_tokens,
-                     m.shape.q_len, m.shape.variant.window_left);
+  PlannerParams planner = planner_params(m.bounds, m.planner.data(), seq_lens, m.max_seq_len,
+                                         m.tile_tokens, m.shape.q_len, m.shape.variant.window_left);
   DevicePlan dp;
   dp.worker_offsets = planner.worker_offsets;
   dp.segments = planner.segments;
@@ -107,7 +110,7 @@ void DevicePlannedStep::run(const std::int32_t* seq_lens, const DecodeTensors& t
   const std::lock_guard lock(e.mutex);
   DeviceGuard guard(e.info.ordinal);
   static_cast<void>(cudaGetLastError());  // an earlier, unrelated error is not this launch's
-  void* planner_args[] = {const_cast<PlannerParams*>(&planner)};
+  void* planner_args[] = {&planner};
   ::leanattn::cuda::check(cudaLaunchKernel(lean_plan_kernel_address(), dim3(1),
                                            dim3(kPlannerThreads), planner_args, 0, s),
                           "cudaLaunchKernel (device planner)");
@@ -117,20 +120,32 @@ void DevicePlannedStep::run(const std::int32_t* seq_lens, const DecodeTensors& t
                        dim3(static_cast<unsigned>(m.kernel->threads)), args,
                        static_cast<std::size_t>(m.kernel->smem_bytes), s),
       ("cudaLaunchKernel (decode kernel " + m.kernel->name + ")").c_str());
+  ::leanattn::cuda::check(cudaGetLastError(), "decode kernel launch");
 }
 
 void DevicePlannedStep::check(void* stream) {
   Impl& m = *impl_;
-  ::leanattn::cuda::check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)),
-                          "cudaStreamSynchronize");
+  const auto s = static_cast<cudaStream_t>(stream);
+  require(!is_capturing(s), "stream", [] {
+    return "is capturing: check() waits for the stream, which a capture does not allow";
+  });
+  ::leanattn::cuda::check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   const PlannerLayout& l = m.planner_layout;
   std::int32_t refused = 0;
   ::leanattn::cuda::check(
       cudaMemcpy(&refused, m.planner.as<std::byte>() + l.totals + 4 * 4, 4, cudaMemcpyDeviceToHost),
       "cudaMemcpy (planner totals)");
+  if (refused != 0) {  // clear the sticky word, then report
+    const std::int32_t zero = 0;
+    ::leanattn::cuda::check(
+        cudaMemcpy(m.planner.as<std::byte>() + l.totals + 4 * 4, &zero, 4, cudaMemcpyHostToDevice),
+        "cudaMemcpy (planner totals)");
+  }
   require(refused == 0, "seq_lens", [&] {
-    return "request " + std::to_string(refused - 1) + " of the last run had a length below 0 or " +
-           "above the step's bound " + std::to_string(m.max_seq_len) + " (nothing was computed)";
+    return "request " + std::to_string(refused - 1) + " of a run since the last check had a " +
+           "length below 0, above the step's bound " + std::to_string(m.max_seq_len) +
+           " or below q_len " + std::to_string(m.shape.q_len) +
+           " (nothing was computed in that run)";
   });
 }
 

@@ -1,7 +1,7 @@
 // The device planner's buffers (kernel/plan_kernel.cuh): one allocation, sized once from the
 // bounds a captured step may not exceed (batch capacity, KV heads, workers), laid out as the
 // planner's scratch and the plan the decode kernel reads. Pure host code: the CUDA engine and
-// the emulator (tools/cuda_emulator/emulator/emulated_planner.cpp) lay out the same bytes.
+// the emulator (tools/cuda_emulator/emulator/emulated_capture.cpp) lay out the same bytes.
 #pragma once
 
 #include <cstddef>
@@ -13,7 +13,8 @@ namespace leanattn::cuda {
 
 // Plan sizes for `batch` requests of `kv_heads` pairs each on `workers` workers (lean,
 // head-major): a worker's range cuts at most one pair at each end, so there are at most
-// pairs + workers - 1 segments, workers - 1 split pairs and 2 (workers - 1) slots.
+// pairs + workers - 1 segments, workers - 1 split pairs and 2 (workers - 1) slots; the buffers
+// hold one more of each (simpler sizes, never short).
 struct PlannerBounds {
   std::int32_t batch = 0;
   std::int32_t kv_heads = 0;

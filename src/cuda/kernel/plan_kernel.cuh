@@ -11,10 +11,12 @@
 //   4. worker_offsets, cuts_before, firsts_before (block scans);
 //   5. per worker: its segments, and the reduction record of each split pair it starts;
 //      thread 0 writes the totals.
-// A length past max_seq_len (the captured caches' capacity) or negative cannot be refused on the
-// host, which never sees it: the planner then plans no work at all (every worker's range empty,
-// the outputs left as they were) and names the first such request + 1 in totals[4], which the
-// host reads when it checks a step (DevicePlannedStep::check).
+// A length the host would refuse (negative, past max_seq_len - the captured caches' capacity - or
+// between 1 and q_len - 1: the new tokens must fit) cannot be refused on the host, which never
+// sees it: the planner then plans no work at all (every worker's range empty, the outputs left
+// with the previous step's values) and writes the first such request + 1 to totals[4]. That word
+// is sticky: only a refusal writes it and only the host clears it, when it checks
+// (DevicePlannedStep::check), so a refused replay among several is still reported.
 // Used by plan_kernel.cu (the CUDA build) and by the emulator (tools/cuda_emulator).
 #pragma once
 
@@ -67,10 +69,9 @@ __global__ void __launch_bounds__(kPlannerThreads, 1)
   __syncthreads();
   for (std::int32_t b = thread; b < p.batch; b += kPlannerThreads) {
     const std::int32_t len = p.seq_lens[b];
-    if (len < 0 || len > p.max_seq_len) atomicMin(&refused, b + 1);
-    p.tiles[b] = len < 0 || len > p.max_seq_len
-                     ? 0
-                     : LeanLine::tiles_of(len, p.q_len, p.window_left, p.tile_tokens);
+    const bool out_of_range = len < 0 || len > p.max_seq_len || (len != 0 && len < p.q_len);
+    if (out_of_range) atomicMin(&refused, b + 1);
+    p.tiles[b] = out_of_range ? 0 : LeanLine::tiles_of(len, p.q_len, p.window_left, p.tile_tokens);
   }
   __syncthreads();
   if (refused != kNone) {  // plan nothing
@@ -113,7 +114,6 @@ __global__ void __launch_bounds__(kPlannerThreads, 1)
     p.totals[1] = reductions;
     p.totals[2] = p.cuts_before[p.workers] + reductions;
     p.totals[3] = static_cast<std::int32_t>(line.total());
-    p.totals[4] = 0;
   }
 }
 

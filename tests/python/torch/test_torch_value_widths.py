@@ -154,7 +154,8 @@ def test_cuda_refuses_v_of_another_width(rng, shared):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_cuda_runs_deepseeks_widths(rng, dtype):
     # The model's attention (K 192 / V 128, its own V cache) and absorbed MLA over the latent
-    # cache (K 576, V its first 512 columns, 32 query heads on one KV head: a pass and a half).
+    # cache (K 576, V its first 512 columns, 48 query heads on one KV head: a pass and a half of
+    # the kernel's 32 rows).
     case = make_case(rng, [300, 0, 41], q_heads=4, kv_heads=4, head_dim=192, head_dim_v=128,
                      dtype=dtype)
     q, k, v, lens = (t.cuda() for t in tensors(case))

@@ -39,7 +39,7 @@ EmulatedCapturedStep::EmulatedCapturedStep(const DecodeProblem& shape, std::int3
     : impl_(std::make_unique<Impl>()) {
   validate(shape);
   validate_workers(workers);
-  require(tile_tokens >= 1 && tile_tokens <= kMaxTileTokens, "tile_tokens", [&] {
+  require(tile_tokens >= 1 && tile_tokens <= kMaxTileTokens, "tile", [&] {
     return "must be in [1, " + std::to_string(kMaxTileTokens) + "] (got " +
            std::to_string(tile_tokens) + ")";
   });
@@ -50,6 +50,7 @@ EmulatedCapturedStep::EmulatedCapturedStep(const DecodeProblem& shape, std::int3
   m.seq_lens.assign(shape.seq_lens.size(), 0);
   m.planner_bytes = cuda::planner_layout(m.bounds).bytes;
   m.planner = allocate_poisoned(m.planner_bytes);
+  std::memset(m.planner.get(), 0, m.planner_bytes);  // as the engine's (the refusal word at 0)
   m.max_seq_len = *std::max_element(shape.seq_lens.begin(), shape.seq_lens.end());
   m.params = cuda::planner_params(m.bounds, m.planner.get(), m.seq_lens.data(), m.max_seq_len,
                                   tile_tokens, shape.q_len, shape.variant.window_left);
@@ -99,16 +100,7 @@ void EmulatedCapturedStep::replay(const DecodeTensors& tensors, const RunOptions
   cuda::check_kernel_alignment(m.shape, tensors);
   cuda::check_value_source(kernel, m.shape, tensors);
 
-  plan_only(options);
-  // A length out of range: the planner planned nothing, and says which request (the CUDA
-  // engine's DevicePlannedStep::check() reads the same word after the stream).
-  const std::int32_t refused = m.params.totals[4];
-  require(refused == 0, "seq_lens", [&] {
-    const std::int32_t b = refused - 1;
-    return "request " + std::to_string(b) + " has " + std::to_string(m.seq_lens[b]) +
-           " keys; the captured step holds 0 to " + std::to_string(m.max_seq_len) +
-           " (nothing was computed)";
-  });
+  plan_only(options);  // a refused length: an empty plan, the decode below does nothing
   cuda::DevicePlan dp;
   dp.worker_offsets = m.params.worker_offsets;
   dp.segments = m.params.segments;
@@ -130,6 +122,18 @@ void EmulatedCapturedStep::replay(const DecodeTensors& tensors, const RunOptions
   l.mutations = options.mutations;
   const std::string error = launch(l);
   if (!error.empty()) throw Error("kernel", error);
+}
+
+void EmulatedCapturedStep::check() {
+  Impl& m = *impl_;
+  const std::int32_t refused = m.params.totals[4];
+  m.params.totals[4] = 0;
+  require(refused == 0, "seq_lens", [&] {
+    return "request " + std::to_string(refused - 1) + " of a replay since the last check had a " +
+           "length below 0, above the step's bound " + std::to_string(m.max_seq_len) +
+           " or below q_len " + std::to_string(m.shape.q_len) +
+           " (nothing was computed in that replay)";
+  });
 }
 
 DevicePlanView EmulatedCapturedStep::plan() const {

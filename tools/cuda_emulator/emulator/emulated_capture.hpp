@@ -26,7 +26,7 @@ struct DevicePlanView {
   std::vector<std::array<std::int32_t, 4>> reductions;  // [reductions]
   std::int32_t num_slots = 0;
   std::int64_t total_tiles = 0;
-  std::int32_t refused = 0;  // a request + 1 whose length was out of range (nothing planned)
+  std::int32_t refused = 0;  // the sticky refusal word: a request + 1 whose length was out of range
 };
 
 class EmulatedCapturedStep {
@@ -43,10 +43,13 @@ class EmulatedCapturedStep {
   // The "device" lengths array [batch] the replays read.
   std::span<std::int32_t> seq_lens();
   // Plans and decodes the step with the current lengths (tensors laid out for the shape: dense
-  // strides of its batch). A length that is negative or above the capacity: the planner plans
-  // nothing and this throws Error("seq_lens", ...) naming the request; a failed launch:
-  // Error("kernel", ...).
+  // strides of its batch), as DevicePlannedStep::run does: a length that is negative, above the
+  // capacity or in [1, q_len) makes the planner plan nothing (the decode then leaves the outputs
+  // as they were) and sets the sticky refusal word. A failed launch: Error("kernel", ...).
   void replay(const DecodeTensors& tensors, const RunOptions& options = {});
+  // DevicePlannedStep::check(): throws Error("seq_lens", ...) naming the request when a replay
+  // since the last check was refused, and clears the word.
+  void check();
   // Only the planner (tests).
   void plan_only(const RunOptions& options = {});
   // What the last planner run wrote.
