@@ -3,6 +3,7 @@
 // poisoned first).
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -36,6 +37,19 @@ inline DecodeProblem make_problem(std::vector<std::int32_t> lens, std::int32_t g
   p.head_dim_v = k.head_dim_v;
   if (k.kv_bits == 8) use_8bit_cache(p, kv8_index);
   return p;
+}
+
+// The head_dim of the build's 16-bit, equal-width configurations closest to `drawn` from above
+// (the largest when none is as wide): random problems are moved to a compiled row (the asan
+// preset builds part of the table, docs/testing.md).
+inline std::int32_t compiled_head_dim(std::int32_t drawn) {
+  std::int32_t best = 0, largest = 0;
+  for (const KernelInfo& k : emulated_kernels()) {
+    if (k.kv_bits != 16 || k.head_dim_v != k.head_dim) continue;
+    largest = std::max(largest, k.head_dim);
+    if (k.head_dim >= drawn && (best == 0 || k.head_dim < best)) best = k.head_dim;
+  }
+  return best != 0 ? best : largest;
 }
 
 inline KernelInfo kernel_named(const std::string& name) {

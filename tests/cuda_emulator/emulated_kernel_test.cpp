@@ -72,7 +72,7 @@ TEST(EmulatedKernel, RandomProblemsAgainstTheReference) {
     DecodeProblem p = rc.problem;
     if (p.q_dtype == DType::f32) p.q_dtype = rng() % 2 == 0 ? DType::f16 : DType::bf16;
     if (!is_quantized(p.kv_dtype)) p.kv_dtype = p.q_dtype;
-    p.head_dim = p.head_dim <= 64 ? 64 : (p.head_dim <= 128 ? 128 : 256);
+    p.head_dim = compiled_head_dim(p.head_dim);
     if (p.head_dim_v != 0 && p.value_dim() != p.head_dim) {  // DeepSeek's widths
       // V in K's rows: absorbed MLA (576 / 512); its own cache: the model's 192 / 128; the
       // kernels read these widths from 16-bit caches only.

@@ -53,7 +53,7 @@ TEST(EmulatedVariants, EveryVariantOnSeveralConfigurationsStrategiesAndLayouts) 
   std::vector<int> covered(kernels.size(), 0);
   int index = 0;
   for (const VariantCase& vc : kCases) {
-    for (int j = 0; j < 3; ++j, ++index) {  // 30 runs: every one of the 28 configurations
+    for (int j = 0; j < 3; ++j, ++index) {  // 30 runs: every configuration (28 at most)
       const KernelInfo& k = kernels[static_cast<std::size_t>(index) % kernels.size()];
       const std::int32_t group = group_for(k, vc.q_len, index % 3 == 0);
       DecodeProblem p = make_problem({45, 0, 8, 17, 130}, group, 2, k, index);

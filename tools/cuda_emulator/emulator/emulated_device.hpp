@@ -39,7 +39,8 @@ struct KernelInfo {
   bool v_from_k = false;  // V read from K's rows (the tensors must share them)
 };
 
-// Every configuration of src/cuda/kernel_configs.cmake (all of it, whatever the CUDA build trims).
+// Every configuration of src/cuda/kernel_configs.cmake this build has (LEANATTN_CUDA_HEAD_DIMS:
+// all of them but in the asan preset, which leaves out head_dim 256).
 std::vector<KernelInfo> emulated_kernels();
 // "" when a kernel exists for the problem, else the CUDA engine's reason.
 std::string why_unsupported(const DecodeProblem& problem);
