@@ -3,7 +3,8 @@
 // random batches (empty requests, padding at the end, a request longer than all others
 // together, windows, more workers than tiles); and one captured step replays 20 length sets
 // (growing, shrinking, all empty, one long request) on one workspace, each output bitwise equal
-// to a fresh host-planned run of the same kernel and accurate against the fp64 reference.
+// to a fresh host-planned run of the same kernel and accurate against the fp64 reference; every
+// dropped planner barrier is caught; lengths the host would refuse plan nothing and are reported.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -33,7 +33,7 @@ class EmulatedCapturedStep {
  public:
   // shape: heads, widths, types, q_len and variant of every step; its batch is the capacity
   // (requests past a step's batch get length 0) and its longest request the most keys any
-  // request may have (the caches' capacity). Throws Error naming workers or tile_tokens when out
+  // request may have (the caches' capacity). Throws Error naming workers or tile when out
   // of range.
   EmulatedCapturedStep(const DecodeProblem& shape, std::int32_t workers, std::int32_t tile_tokens);
   ~EmulatedCapturedStep();
