@@ -106,22 +106,11 @@ void EmulatedCapturedStep::replay(const DecodeTensors& tensors, const RunOptions
   dp.segments = m.params.segments;
   dp.reductions = m.params.reductions;
   dp.seq_lens = m.seq_lens.data();
-  const KernelCall<cuda::KernelParams> call{
-      std::bit_cast<void (*)(cuda::KernelParams)>(kernel.kernel),
+  launch_decode(
+      kernel, m.bounds.workers,
       cuda::make_kernel_params(m.shape, tensors, m.tile_tokens, dp,
-                               cuda::workspace_pointers(m.workspace_layout, m.workspace.get()))};
-  Launch l;
-  l.blocks = m.bounds.workers;
-  l.threads = kernel.threads;
-  l.smem_bytes = kernel.smem_bytes;
-  l.body = run_kernel<cuda::KernelParams>;
-  l.context = &call;
-  l.seed = options.seed;
-  l.resident = options.resident;
-  l.early_landing = options.early_landing;
-  l.mutations = options.mutations;
-  const std::string error = launch(l);
-  if (!error.empty()) throw Error("kernel", error);
+                               cuda::workspace_pointers(m.workspace_layout, m.workspace.get())),
+      options);
 }
 
 void EmulatedCapturedStep::check() {

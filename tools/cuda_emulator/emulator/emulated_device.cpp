@@ -78,21 +78,8 @@ void EmulatedDevice::run(const DecodeProblem& problem, const Plan& plan,
   dp.seq_lens = reinterpret_cast<const std::int32_t*>(base + image.seq_lens_at);
   impl_->counters.before_run(plan, workspace);
 
-  const KernelCall<cuda::KernelParams> call{
-      std::bit_cast<void (*)(cuda::KernelParams)>(kernel.kernel),
-      cuda::make_kernel_params(problem, tensors, plan, dp, workspace)};
-  Launch l;
-  l.blocks = plan.workers;
-  l.threads = kernel.threads;
-  l.smem_bytes = kernel.smem_bytes;
-  l.body = run_kernel<cuda::KernelParams>;
-  l.context = &call;
-  l.seed = options.seed;
-  l.resident = options.resident;
-  l.early_landing = options.early_landing;
-  l.mutations = options.mutations;
-  const std::string error = launch(l);
-  if (!error.empty()) throw Error("kernel", error);
+  launch_decode(kernel, plan.workers,
+                cuda::make_kernel_params(problem, tensors, plan, dp, workspace), options);
 }
 
 void EmulatedDevice::run(const DecodeProblem& problem, const Plan& plan,

@@ -13,6 +13,8 @@
 
 #include "cuda/common/kernel_params.hpp"
 #include "cuda/kernel_registry.hpp"
+#include "emulator/emulated_device.hpp"
+#include "emulator/launch.hpp"
 #include "leanattn/error.hpp"
 
 namespace leanattn::emulator {
@@ -38,6 +40,26 @@ template <class Params>
 void run_kernel(const void* context) {
   const auto* call = static_cast<const KernelCall<Params>*>(context);
   call->kernel(call->params);
+}
+
+// One launch of the decode kernel `kernel` with `workers` CTAs; throws Error("kernel", ...) when
+// a CTA stops (a deadlock, an access outside shared memory).
+inline void launch_decode(const cuda::KernelHandle& kernel, std::int32_t workers,
+                          const cuda::KernelParams& params, const RunOptions& options) {
+  const KernelCall<cuda::KernelParams> call{
+      std::bit_cast<void (*)(cuda::KernelParams)>(kernel.kernel), params};
+  Launch l;
+  l.blocks = workers;
+  l.threads = kernel.threads;
+  l.smem_bytes = kernel.smem_bytes;
+  l.body = run_kernel<cuda::KernelParams>;
+  l.context = &call;
+  l.seed = options.seed;
+  l.resident = options.resident;
+  l.early_landing = options.early_landing;
+  l.mutations = options.mutations;
+  const std::string error = launch(l);
+  if (!error.empty()) throw Error("kernel", error);
 }
 
 struct AlignedFree {
