@@ -185,7 +185,7 @@ run_test() {
     --gtest_filter="$name" --gtest_output="xml:$out/gtest/$tag.xml" >"$logf" 2>&1
   rc=$?
   cat "$logf" >>"$log"
-  grep -E "^\[(config|kernel|device|trace|tiny)\]" "$logf" | sed 's/^/    /' >>"$out/tests.txt"
+  grep -E "^\[(config|kernel|device|device-plan|host-plan|planner-cost|trace|tiny)\]" "$logf" | sed 's/^/    /' >>"$out/tests.txt"
   local verdict=PASSED
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
     verdict="TIMEOUT after ${limit}s"

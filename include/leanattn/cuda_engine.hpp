@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -149,6 +150,8 @@ class Engine {
 
  private:
   friend class DevicePlannedStep;
+  friend class HostPlannedStep;
+  friend struct FixedStep;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -193,6 +196,47 @@ class DevicePlannedStep {
   std::int32_t workers() const;
   std::int32_t tile_tokens() const;
   std::int64_t device_bytes() const;  // the planner's buffers and the workspace
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A decode step whose plan is made on the host each step and copied into fixed device buffers
+// that a decode kernel captured once reads (FlashInfer's plan/run): for serving loops that know
+// the lengths on the host. plan() makes the step's plan (lean, head-major: the plan the device
+// planner makes for the same lengths) and copies it asynchronously; run() launches only the
+// decode kernel, so a graph that captured run() once replays every later step's plan.
+//
+//   leanattn::cuda::HostPlannedStep step(engine, shape);    // bounds: shape's batch and lengths
+//   cudaStreamBeginCapture(s, ...); step.run(tensors, s); cudaStreamEndCapture(...);
+//   ... each step: step.plan(lens, s); cudaGraphLaunch(graph, s) ...
+class HostPlannedStep {
+ public:
+  // As DevicePlannedStep's: the shape's batch is the capacity and its longest request the bound;
+  // workers from the engine, tile from options (or the default); lean, head-major only. Also
+  // allocates two pinned staging buffers of the plan region's size.
+  HostPlannedStep(Engine& engine, const DecodeProblem& shape, const PlanOptions& options = {});
+  ~HostPlannedStep();
+  HostPlannedStep(const HostPlannedStep&) = delete;
+  HostPlannedStep& operator=(const HostPlannedStep&) = delete;
+
+  // Plans seq_lens (host int32 [<= capacity]; requests past them get length 0) and copies the
+  // plan and the lengths into the fixed buffers, asynchronously on `stream`, ordered before the
+  // next run() or replay on it (use one stream). Returns without waiting for the GPU: the two
+  // staging buffers alternate, and one is rewritten only once its copy from two calls back has
+  // run. Throws Error naming seq_lens (more lengths than the capacity; a length negative, above
+  // the bound or in [1, q_len)) before anything is copied, and Error naming stream during a
+  // capture (plan() is the host's work between replays). Before the first plan(), run() does
+  // nothing.
+  void plan(std::span<const std::int32_t> seq_lens, void* stream);
+  // Launches the decode kernel over the plan last copied in (capturable). tensors: device
+  // pointers laid out for the shape, validated against it.
+  void run(const DecodeTensors& tensors, void* stream);
+
+  std::int32_t workers() const;
+  std::int32_t tile_tokens() const;
+  std::int64_t device_bytes() const;  // the fixed plan buffers and the workspace
 
  private:
   struct Impl;

@@ -15,6 +15,7 @@
 #include "cuda/common/kernel_params.hpp"
 #include "cuda/common/kv8_format.hpp"
 #include "cuda/common/tile_math.hpp"
+#include "cuda/device/fixed_plan.hpp"
 #include "cuda/device/kernel_arguments.hpp"
 #include "cuda/device/plan_cache.hpp"
 #include "cuda/device/plan_image.hpp"
@@ -348,6 +349,49 @@ TEST(KernelLookup, PicksAConfigurationThatFitsTheDevicesSharedMemory) {
   ASSERT_NE(find_kernel(d256, kSm80), nullptr);  // 4 warp rows (128 KiB) fit an A100
   EXPECT_EQ(find_kernel(d256, kSm80)->warps_m, 4);
   EXPECT_EQ(why_unsupported(d256, kSm80), "");
+}
+
+// A plan that does not fit the fixed buffers is refused by name: made for other workers or
+// another batch, or a split plan with more segments than a lean one can have.
+TEST(FixedPlan, RefusesPlansOutsideTheBounds) {
+  DecodeProblem p = harness::test_problem({300, 40, 0, 700}, 8, 2, 64, DType::f16);
+  const PlannerBounds bounds{4, 2, 5};
+  std::vector<std::byte> region(planner_layout(bounds).plan_bytes);
+  auto refusal = [&](const Plan& plan) {
+    try {
+      write_plan_region(plan, bounds, region);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("not refused");
+  };
+  EXPECT_EQ(refusal(make_plan(p, Hardware{6}, {.strategy = Strategy::lean, .tile_tokens = 16}))
+                .rfind("plan: was made for 6 workers, batch 4 and 2 KV heads; the fixed buffers "
+                       "are for 5, 4 and 2",
+                       0),
+            0u);
+  EXPECT_EQ(refusal(make_plan(p, Hardware{5},
+                              {.strategy = Strategy::split, .tile_tokens = 16, .splits = 8}))
+                .rfind("plan: has ", 0),
+            0u);
+  EXPECT_NO_THROW(write_plan_region(
+      make_plan(p, Hardware{5}, {.strategy = Strategy::lean, .tile_tokens = 16}), bounds, region));
+}
+
+// plan_step(): the lengths given, the rest of the capacity at 0, planned as the device planner
+// plans (lean, head-major, the step's workers and tile).
+TEST(FixedPlan, PlansTheGivenLengthsPaddedToTheCapacity) {
+  const DecodeProblem shape = harness::test_problem({500, 500, 500}, 4, 2, 64, DType::f16);
+  const Plan plan = plan_step(shape, std::vector<std::int32_t>{300, 7}, 4, 16);
+  EXPECT_EQ(plan.seq_lens, (std::vector<std::int32_t>{300, 7, 0}));
+  EXPECT_EQ(plan.workers, 4);
+  EXPECT_EQ(plan.tile_tokens, 16);
+  DecodeProblem step = shape;
+  step.seq_lens = {300, 7, 0};
+  const Plan want =
+      make_plan(step, Hardware{4},
+                {.strategy = Strategy::lean, .order = LineOrder::head_major, .tile_tokens = 16});
+  EXPECT_EQ(make_plan_image(plan).bytes, make_plan_image(want).bytes);
 }
 
 TEST(Device, AbsenceIsReportedCleanly) {

@@ -5,6 +5,8 @@
 // (growing, shrinking, all empty, one long request) on one workspace, each output bitwise equal
 // to a fresh host-planned run of the same kernel and accurate against the fp64 reference; every
 // dropped planner barrier is caught; lengths the host would refuse plan nothing and are reported.
+// The host-planned step (src/cuda/device/fixed_plan.hpp: the host's plan copied into the same
+// region) writes the same plan, replays the same way and refuses bad lengths by name.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -97,6 +99,14 @@ TEST(DevicePlanner, PlansEqualTheHostPlannersForRandomBatches) {
     std::copy(lens.begin(), lens.end(), step.seq_lens().begin());
     step.plan_only(seeded(static_cast<std::uint64_t>(trial)));
     EXPECT_EQ(differs(step.plan(), host_view(plan)), "") << describe(p, workers, tile);
+    // The host-planned step's region (a fresh one: nothing left by the planner), given the
+    // lengths up to the last nonzero one.
+    EmulatedCapturedStep host(p, workers, tile);
+    std::size_t given = lens.size();
+    while (given > 0 && lens[given - 1] == 0) --given;
+    host.plan_on_host(std::span<const std::int32_t>(lens).first(given));
+    EXPECT_EQ(differs(host.plan(), host_view(plan)), "")
+        << "host-planned, " << describe(p, workers, tile);
   }
 }
 
@@ -125,6 +135,12 @@ TEST(DevicePlanner, EveryDroppedBarrierIsCaught) {
       RunOptions o = seeded(seed);
       o.mutations.drop_barrier = site;
       try {
+        // The scratch first holds another batch's values, so that a read before its write
+        // cannot see the right value left by an earlier run.
+        for (std::size_t b = 0; b < lens.size(); ++b) {
+          step.seq_lens()[b] = static_cast<std::int32_t>((b * 53 + seed) % 500);
+        }
+        step.plan_only();
         std::copy(lens.begin(), lens.end(), step.seq_lens().begin());
         step.plan_only(o);
         caught = differs(step.plan(), host_view(plan)) != "";
@@ -162,8 +178,12 @@ TEST(DevicePlanner, TheWorkedExample) {
   EXPECT_EQ(v.num_slots, 4);
 }
 
-// 20 length sets on a contiguous cache, the first 8 again on a paged one (pages of 16).
-TEST(DevicePlanner, OneCaptureReplaysTwentyLengthSets) {
+enum class Planning { device, host };
+
+// 20 length sets on a contiguous cache, the first 8 again on a paged one (pages of 16), planned
+// on the device from the "device" lengths, or on the host and copied in (the lengths given up to
+// the last nonzero one, the rest of the capacity 0).
+void replay_twenty_length_sets(Planning planning) {
   for (KvLayout layout : {KvLayout::contiguous, KvLayout::paged}) {
     const KernelInfo k = kernel_named("bf16_d64_wm1");
     DecodeProblem shape = make_problem({200, 200, 200, 200, 200}, 4, 2, k);
@@ -190,7 +210,6 @@ TEST(DevicePlanner, OneCaptureReplaysTwentyLengthSets) {
         for (std::int32_t& x : lens)
           x = rng() % 5 == 0 ? 0 : static_cast<std::int32_t>(rng() % 201);
       }
-      std::copy(lens.begin(), lens.end(), step.seq_lens().begin());
       c.c.problem.seq_lens = lens;
       c.ref = reference::naive_attention(c.c.problem, c.c.tensors());
       c.naive = harness::naive_same_precision(c.c.problem, c.c.tensors());
@@ -198,7 +217,15 @@ TEST(DevicePlanner, OneCaptureReplaysTwentyLengthSets) {
                                " replay " + std::to_string(i);
       // The captured step, then a fresh host-planned run of the same plan: bitwise equal.
       harness::poison_outputs(c.c);
-      step.replay(c.c.tensors(), seeded(static_cast<std::uint64_t>(i)));
+      if (planning == Planning::device) {
+        std::copy(lens.begin(), lens.end(), step.seq_lens().begin());
+        step.replay(c.c.tensors(), seeded(static_cast<std::uint64_t>(i)));
+      } else {
+        std::size_t given = lens.size();
+        while (given > 0 && lens[given - 1] == 0) --given;
+        step.plan_on_host(std::span<const std::int32_t>(lens).first(given));
+        step.replay_decode(c.c.tensors(), seeded(static_cast<std::uint64_t>(i)));
+      }
       EXPECT_EQ(verdict(c), "") << what;
       const std::vector<std::byte> out = c.c.out;
       const std::vector<float> lse = c.c.lse;
@@ -217,6 +244,14 @@ TEST(DevicePlanner, OneCaptureReplaysTwentyLengthSets) {
           << what << ": lse differs from the host-planned run";
     }
   }
+}
+
+TEST(DevicePlanner, OneCaptureReplaysTwentyLengthSets) {
+  replay_twenty_length_sets(Planning::device);
+}
+
+TEST(HostPlannedStep, OneCaptureReplaysTwentyLengthSets) {
+  replay_twenty_length_sets(Planning::host);
 }
 
 // A length the host would refuse (past the capture's capacity, negative, or below q_len), which
@@ -253,6 +288,41 @@ TEST(DevicePlanner, RefusesLengthsPastTheCapture) {
     }
     EXPECT_NO_THROW(step.check());  // cleared
   }
+}
+
+// The host sees the lengths: one out of range is refused by name before anything is copied, and
+// the region keeps the previous step's plan (the next replay recomputes it).
+TEST(HostPlannedStep, RefusesLengthsByName) {
+  const KernelInfo k = kernel_named("bf16_d64_wm1");
+  DecodeProblem shape = make_problem({100, 100, 100}, 4, 2, k);
+  shape.q_len = 3;
+  Checked c = checked_case(shape, 4);
+  EmulatedCapturedStep step(c.c.problem, 3, 16);
+  const std::vector<std::int32_t> good = {50, 60, 100};
+  step.plan_on_host(good);
+  const DevicePlanView before = step.plan();
+  const std::vector<std::pair<std::vector<std::int32_t>, std::string>> cases = {
+      {{50, 101, 100},
+       "seq_lens: request 1 has length 101: must be 0 or in [q_len 3, the step's "
+       "bound 100]"},
+      {{50, -1}, "seq_lens: request 1 has length -1"},
+      {{50, 2}, "seq_lens: request 1 has length 2"},
+      {{1, 1, 1, 1}, "seq_lens: has 4 lengths, more than the step's batch capacity 3"}};
+  for (const auto& [lens, message] : cases) {
+    try {
+      step.plan_on_host(lens);
+      ADD_FAILURE() << message << ": not refused";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(message, 0), 0u) << e.what();
+    }
+    EXPECT_EQ(differs(step.plan(), before), "") << message << ": the region changed";
+  }
+  c.c.problem.seq_lens = good;
+  c.ref = reference::naive_attention(c.c.problem, c.c.tensors());
+  c.naive = harness::naive_same_precision(c.c.problem, c.c.tensors());
+  harness::poison_outputs(c.c);
+  step.replay_decode(c.c.tensors());
+  EXPECT_EQ(verdict(c), "");
 }
 
 }  // namespace

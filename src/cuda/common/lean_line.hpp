@@ -60,9 +60,12 @@ struct LeanLine {
   LEANATTN_HOST_DEVICE std::int64_t range_begin(std::int32_t w) const {
     return static_cast<std::int64_t>(w) * total() / workers;
   }
-  // The worker whose range holds line position x < T.
+  // The worker whose range holds line position x < T. (0 when T <= 0, which a consistent plan
+  // never asks: a planner with a broken barrier may, and on the emulator a division by zero
+  // would stop the process rather than show a wrong plan.)
   LEANATTN_HOST_DEVICE std::int32_t owner(std::int64_t x) const {
-    return static_cast<std::int32_t>(((x + 1) * workers - 1) / total());
+    const std::int64_t t = total();
+    return t > 0 ? static_cast<std::int32_t>(((x + 1) * workers - 1) / t) : 0;
   }
   LEANATTN_HOST_DEVICE std::int32_t pair_tiles(std::int64_t p) const { return tiles[p / kv_heads]; }
   LEANATTN_HOST_DEVICE std::int64_t pair_start(std::int64_t p) const {

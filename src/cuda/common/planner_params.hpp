@@ -35,8 +35,9 @@ struct PlannerParams {
   DeviceReduction* reductions;   // [max_reductions] = [workers]
   std::int32_t max_segments;     // (writes past them are dropped: a planner bug cannot
   std::int32_t max_reductions;   //  write outside its buffers)
-  std::int32_t* totals;  // [5]: segments, reductions, slots, tiles, and the refused request + 1
-                         //   (0: none; sticky until the host clears it)
+  std::int32_t* totals;          // [4]: segments, reductions, slots, tiles
+  std::int32_t* refused;  // [1]: the first refused request + 1 (0: none; sticky until the host
+                          //   clears it)
 };
 
 inline constexpr int kPlannerThreads = 256;

@@ -5,7 +5,6 @@
 #include <limits>
 #include <string>
 
-#include "cuda/common/kernel_params.hpp"
 #include "leanattn/error.hpp"
 
 namespace leanattn::cuda {
@@ -22,6 +21,28 @@ void put(std::vector<std::byte>& bytes, std::size_t at, const T* data, std::size
 }
 
 }  // namespace
+
+std::vector<DeviceSegment> device_segments(const Plan& plan) {
+  std::vector<DeviceSegment> segments;
+  segments.reserve(plan.segments.size());
+  for (const Segment& s : plan.segments) {
+    const bool split = s.kind != SegmentKind::direct;
+    const KeyRange t = plan.tile_keys(s.request, s.tile_begin, s.tile_end);
+    segments.push_back({s.request, s.kv_head, static_cast<std::int32_t>(t.begin),
+                        static_cast<std::int32_t>(t.end), split ? s.slot : -1,
+                        split ? s.reduction : -1});
+  }
+  return segments;
+}
+
+std::vector<DeviceReduction> device_reductions(const Plan& plan) {
+  std::vector<DeviceReduction> reductions;
+  reductions.reserve(plan.reductions.size());
+  for (const Reduction& r : plan.reductions) {
+    reductions.push_back({r.request, r.kv_head, r.slot_begin, r.num_slots});
+  }
+  return reductions;
+}
 
 PlanImage make_plan_image(const Plan& plan) {
   constexpr auto kMax = static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max());
@@ -51,21 +72,9 @@ PlanImage make_plan_image(const Plan& plan) {
   put(im.bytes, 0, header, 8);
   std::vector<std::int32_t> offsets(plan.worker_offsets.begin(), plan.worker_offsets.end());
   put(im.bytes, im.worker_offsets_at, offsets.data(), offsets.size());
-  std::vector<DeviceSegment> segments;
-  segments.reserve(plan.segments.size());
-  for (const Segment& s : plan.segments) {
-    const bool split = s.kind != SegmentKind::direct;
-    const KeyRange t = plan.tile_keys(s.request, s.tile_begin, s.tile_end);
-    segments.push_back({s.request, s.kv_head, static_cast<std::int32_t>(t.begin),
-                        static_cast<std::int32_t>(t.end), split ? s.slot : -1,
-                        split ? s.reduction : -1});
-  }
+  const std::vector<DeviceSegment> segments = device_segments(plan);
   put(im.bytes, im.segments_at, segments.data(), segments.size());
-  std::vector<DeviceReduction> reductions;
-  reductions.reserve(plan.reductions.size());
-  for (const Reduction& r : plan.reductions) {
-    reductions.push_back({r.request, r.kv_head, r.slot_begin, r.num_slots});
-  }
+  const std::vector<DeviceReduction> reductions = device_reductions(plan);
   put(im.bytes, im.reductions_at, reductions.data(), reductions.size());
   put(im.bytes, im.seq_lens_at, plan.seq_lens.data(), plan.seq_lens.size());
   return im;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cuda/common/kernel_params.hpp"
 #include "leanattn/plan.hpp"
 
 namespace leanattn::cuda {
@@ -28,6 +29,11 @@ struct PlanImage {
   std::int32_t tile_tokens = 0;
   std::int32_t group_size = 0;
 };
+
+// The plan's segments and reductions as the decode kernel reads them (key ranges, -1 for the
+// slot and reduction of a direct segment).
+std::vector<DeviceSegment> device_segments(const Plan& plan);
+std::vector<DeviceReduction> device_reductions(const Plan& plan);
 
 // Throws Error("plan", ...) when a count does not fit the kernel's 32-bit indices.
 PlanImage make_plan_image(const Plan& plan);

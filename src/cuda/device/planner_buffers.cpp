@@ -34,6 +34,12 @@ PlannerLayout planner_layout(const PlannerBounds& b) {
     field = at;
     at = align16(at + bytes);
   };
+  take(l.totals, 4 * 4);
+  take(l.worker_offsets, workers * 4);
+  take(l.seq_lens, batch * 4);
+  take(l.reductions, static_cast<std::size_t>(b.max_reductions()) * sizeof(DeviceReduction));
+  take(l.segments, static_cast<std::size_t>(b.max_segments()) * sizeof(DeviceSegment));
+  l.plan_bytes = at;
   take(l.tiles, batch * 4);
   take(l.before, (batch + 1) * 8);
   take(l.counts, workers * 4);
@@ -41,10 +47,7 @@ PlannerLayout planner_layout(const PlannerBounds& b) {
   take(l.firsts, workers * 4);
   take(l.cuts_before, workers * 4);
   take(l.firsts_before, workers * 4);
-  take(l.worker_offsets, workers * 4);
-  take(l.segments, static_cast<std::size_t>(b.max_segments()) * sizeof(DeviceSegment));
-  take(l.reductions, static_cast<std::size_t>(b.max_reductions()) * sizeof(DeviceReduction));
-  take(l.totals, 5 * 4);
+  take(l.refused, 4);
   l.bytes = at;
   return l;
 }
@@ -75,6 +78,7 @@ PlannerParams planner_params(const PlannerBounds& bounds, void* base, const std:
   p.segments = reinterpret_cast<DeviceSegment*>(bytes + l.segments);
   p.reductions = reinterpret_cast<DeviceReduction*>(bytes + l.reductions);
   p.totals = i32(l.totals);
+  p.refused = i32(l.refused);
   p.max_segments = static_cast<std::int32_t>(bounds.max_segments());
   p.max_reductions = bounds.max_reductions();
   return p;

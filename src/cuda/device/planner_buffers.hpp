@@ -26,10 +26,16 @@ struct PlannerBounds {
   std::int32_t max_slots() const { return 2 * workers; }
 };
 
-// Byte offsets of every array inside the planner's buffer (16-byte aligned).
+// Byte offsets of every array inside the planner's buffer (16-byte aligned). The plan the
+// decode kernel reads comes first, so that a plan made on the host (fixed_plan.hpp) reaches it
+// in one copy of a prefix: totals, worker_offsets, seq_lens (the host-planned step's lengths;
+// the device planner reads the caller's), reductions, then segments, the largest, last. Then
+// the planner's scratch and its refusal word.
 struct PlannerLayout {
+  std::size_t totals = 0, worker_offsets = 0, seq_lens = 0, reductions = 0, segments = 0;
+  std::size_t plan_bytes = 0;  // the plan region [0, plan_bytes): segments at their bound
   std::size_t tiles = 0, before = 0, counts = 0, cuts = 0, firsts = 0, cuts_before = 0,
-              firsts_before = 0, worker_offsets = 0, segments = 0, reductions = 0, totals = 0;
+              firsts_before = 0, refused = 0;
   std::size_t bytes = 0;
 };
 

@@ -14,7 +14,7 @@
 // A length the host would refuse (negative, past max_seq_len - the captured caches' capacity - or
 // between 1 and q_len - 1: the new tokens must fit) cannot be refused on the host, which never
 // sees it: the planner then plans no work at all (every worker's range empty, the outputs left
-// with the previous step's values) and writes the first such request + 1 to totals[4]. That word
+// with the previous step's values) and writes the first such request + 1 to *refused. That word
 // is sticky: only a refusal writes it and only the host clears it, when it checks
 // (DevicePlannedStep::check), so a refused replay among several is still reported.
 // Used by plan_kernel.cu (the CUDA build) and by the emulator (tools/cuda_emulator).
@@ -27,29 +27,41 @@
 
 namespace leanattn::cuda {
 
-// out[i] = sum of in[0 .. i) for i <= n (n + 1 entries), by the CTA's kPlannerThreads threads;
-// sums: [kPlannerThreads] shared. Ends with a barrier.
+inline constexpr int kPlannerWarps = kPlannerThreads / 32;
+
+// out[i] = sum of in[0 .. i) for i <= n (n + 1 entries), by the CTA's kPlannerThreads threads:
+// each sums a contiguous chunk, the chunk sums are scanned by shuffles within each warp and
+// across the warps' totals (warp_sums: [kPlannerWarps] shared), then each writes its chunk's
+// prefixes. Depth: 2 chunks + 5 + 3 shuffle steps (a serial pass over the 256 chunk sums
+// before: 4 scans x 256 steps were 90-98 % of the planner's serial depth, planner_cost.cpp).
+// Ends with a barrier.
 template <class In, class Out>
-__device__ void block_exclusive_scan(const In* in, Out* out, std::int64_t n, Out* sums,
+__device__ void block_exclusive_scan(const In* in, Out* out, std::int64_t n, Out* warp_sums,
                                      int thread) {
   const std::int64_t per = (n + kPlannerThreads - 1) / kPlannerThreads;
   const std::int64_t b = thread * per < n ? thread * per : n;
   const std::int64_t e = b + per < n ? b + per : n;
   Out s = 0;
   for (std::int64_t i = b; i < e; ++i) s += static_cast<Out>(in[i]);
-  sums[thread] = s;
+  const int lane = thread % 32, warp = thread / 32;
+  Out inclusive = s;  // within the warp
+  for (int d = 1; d < 32; d *= 2) {
+    const Out y = __shfl_up_sync(0xffffffffu, inclusive, d);
+    if (lane >= d) inclusive += y;
+  }
+  if (lane == 31) warp_sums[warp] = inclusive;
   __syncthreads();
-  if (thread == 0) {
-    Out run = 0;
-    for (int t = 0; t < kPlannerThreads; ++t) {
-      const Out x = sums[t];
-      sums[t] = run;
-      run += x;
+  if (warp == 0) {  // the warps' totals, scanned (inclusive) by warp 0
+    Out t = lane < kPlannerWarps ? warp_sums[lane] : 0;
+    for (int d = 1; d < kPlannerWarps; d *= 2) {
+      const Out y = __shfl_up_sync(0xffffffffu, t, d);
+      if (lane >= d) t += y;
     }
-    out[n] = run;
+    if (lane < kPlannerWarps) warp_sums[lane] = t;
   }
   __syncthreads();
-  Out run = sums[thread];
+  Out run = (warp == 0 ? 0 : warp_sums[warp - 1]) + inclusive - s;
+  if (thread == kPlannerThreads - 1) out[n] = run + s;
   for (std::int64_t i = b; i < e; ++i) {
     const Out x = static_cast<Out>(in[i]);
     out[i] = run;
@@ -60,8 +72,8 @@ __device__ void block_exclusive_scan(const In* in, Out* out, std::int64_t n, Out
 
 __global__ void __launch_bounds__(kPlannerThreads, 1)
     lean_plan_kernel(const __grid_constant__ PlannerParams p) {
-  __shared__ std::int64_t sums64[kPlannerThreads];
-  __shared__ std::int32_t sums32[kPlannerThreads];
+  __shared__ std::int64_t sums64[kPlannerWarps];
+  __shared__ std::int32_t sums32[kPlannerWarps];
   constexpr int kNone = 0x7fffffff;
   __shared__ int refused;  // the first request + 1 with a length out of range, or kNone
   const int thread = static_cast<int>(threadIdx.x);
@@ -78,7 +90,7 @@ __global__ void __launch_bounds__(kPlannerThreads, 1)
     for (std::int32_t w = thread; w <= p.workers; w += kPlannerThreads) p.worker_offsets[w] = 0;
     if (thread == 0) {
       p.totals[0] = p.totals[1] = p.totals[2] = p.totals[3] = 0;
-      p.totals[4] = refused;
+      *p.refused = refused;
     }
     return;
   }

@@ -1,7 +1,8 @@
 // EmulatedCapturedStep (see emulated_capture.hpp): the device planner's buffers
 // (src/cuda/device/planner_buffers.cpp) and a workspace sized once for the bounds, then per
 // replay two launches on the emulator, the planner (one CTA) and the decode kernel (one CTA per
-// worker), the second reading the plan the first wrote.
+// worker), the second reading the plan the first wrote; or the host's plan copied in
+// (src/cuda/device/fixed_plan.cpp) and the decode kernel alone.
 #include "emulator/emulated_capture.hpp"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "cuda/common/planner_params.hpp"
+#include "cuda/device/fixed_plan.hpp"
 #include "cuda/device/kernel_arguments.hpp"
 #include "cuda/device/planner_buffers.hpp"
 #include "cuda/device/workspace.hpp"
@@ -92,20 +94,20 @@ void EmulatedCapturedStep::plan_only(const RunOptions& options) {
   if (!error.empty()) throw Error("kernel", "device planner: " + error);
 }
 
-void EmulatedCapturedStep::replay(const DecodeTensors& tensors, const RunOptions& options) {
-  Impl& m = *impl_;
+void EmulatedCapturedStep::launch_over_region(const DecodeTensors& tensors,
+                                              const std::int32_t* seq_lens,
+                                              const RunOptions& options) {
+  const Impl& m = *impl_;
   // What the host can check: the tensors, against the captured shape (its lengths are bounds).
   validate(m.shape, tensors, MemorySpace::host);
   const cuda::KernelHandle& kernel = handle_for(m.shape);
   cuda::check_kernel_alignment(m.shape, tensors);
   cuda::check_value_source(kernel, m.shape, tensors);
-
-  plan_only(options);  // a refused length: an empty plan, the decode below does nothing
   cuda::DevicePlan dp;
   dp.worker_offsets = m.params.worker_offsets;
   dp.segments = m.params.segments;
   dp.reductions = m.params.reductions;
-  dp.seq_lens = m.seq_lens.data();
+  dp.seq_lens = seq_lens;
   launch_decode(
       kernel, m.bounds.workers,
       cuda::make_kernel_params(m.shape, tensors, m.tile_tokens, dp,
@@ -113,10 +115,33 @@ void EmulatedCapturedStep::replay(const DecodeTensors& tensors, const RunOptions
       options);
 }
 
+void EmulatedCapturedStep::replay(const DecodeTensors& tensors, const RunOptions& options) {
+  Impl& m = *impl_;
+  validate(m.shape, tensors, MemorySpace::host);
+  plan_only(options);  // a refused length: an empty plan, the decode below does nothing
+  launch_over_region(tensors, m.seq_lens.data(), options);
+}
+
+void EmulatedCapturedStep::plan_on_host(std::span<const std::int32_t> lens) {
+  Impl& m = *impl_;
+  const Plan plan = cuda::plan_step(m.shape, lens, m.bounds.workers, m.tile_tokens);
+  const cuda::PlannerLayout l = cuda::planner_layout(m.bounds);
+  std::vector<std::byte> staging(l.plan_bytes);  // the pinned buffer's role
+  const std::size_t bytes = cuda::write_plan_region(plan, m.bounds, staging);
+  std::memcpy(m.planner.get(), staging.data(), bytes);  // the asynchronous copy's
+}
+
+void EmulatedCapturedStep::replay_decode(const DecodeTensors& tensors, const RunOptions& options) {
+  Impl& m = *impl_;
+  const cuda::PlannerLayout l = cuda::planner_layout(m.bounds);
+  launch_over_region(tensors, reinterpret_cast<const std::int32_t*>(m.planner.get() + l.seq_lens),
+                     options);
+}
+
 void EmulatedCapturedStep::check() {
   Impl& m = *impl_;
-  const std::int32_t refused = m.params.totals[4];
-  m.params.totals[4] = 0;
+  const std::int32_t refused = *m.params.refused;
+  *m.params.refused = 0;
   require(refused == 0, "seq_lens", [&] {
     return "request " + std::to_string(refused - 1) + " of a replay since the last check had a " +
            "length below 0, above the step's bound " + std::to_string(m.max_seq_len) +
@@ -142,7 +167,7 @@ DevicePlanView EmulatedCapturedStep::plan() const {
   }
   v.num_slots = p.totals[2];
   v.total_tiles = p.totals[3];
-  v.refused = p.totals[4];
+  v.refused = *p.refused;
   return v;
 }
 

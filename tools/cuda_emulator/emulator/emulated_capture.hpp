@@ -1,8 +1,10 @@
 // A decode step captured once and replayed with new lengths, as a serving engine replays a CUDA
-// graph (issue 33): fixed shape, workers and tile; each replay runs the device planner
-// (src/cuda/kernel/plan_kernel.cuh) over the lengths last written to seq_lens(), then the decode
-// kernel over the plan it wrote, on one workspace, with nothing planned on the host. Both
-// kernels are the CUDA build's own source, run by the emulator.
+// graph (issue 33): fixed shape, workers and tile, one plan region and one workspace. Either as
+// DevicePlannedStep: each replay() runs the device planner (src/cuda/kernel/plan_kernel.cuh)
+// over the lengths last written to seq_lens(), then the decode kernel over the plan it wrote,
+// with nothing planned on the host; or as HostPlannedStep: plan_on_host() plans on the host and
+// copies the plan into the region (src/cuda/device/fixed_plan.hpp), and replay_decode() runs the
+// decode kernel alone over it. Both kernels are the CUDA build's own source, run by the emulator.
 #pragma once
 
 #include <array>
@@ -52,13 +54,21 @@ class EmulatedCapturedStep {
   void check();
   // Only the planner (tests).
   void plan_only(const RunOptions& options = {});
-  // What the last planner run wrote.
+  // HostPlannedStep::plan(): plans `lens` (host, <= capacity; the rest 0) on the host and copies
+  // the plan, with the lengths, into the plan region. Error naming seq_lens as the engine's.
+  void plan_on_host(std::span<const std::int32_t> lens);
+  // HostPlannedStep::run(): the decode kernel alone, over the plan region and its lengths.
+  void replay_decode(const DecodeTensors& tensors, const RunOptions& options = {});
+  // What the plan region holds (the last planner run's or plan_on_host()'s plan).
   DevicePlanView plan() const;
   // Bytes of the workspace (slots for the bound: 2 x workers) and of the planner's buffer.
   std::size_t workspace_bytes() const;
   std::size_t planner_bytes() const;
 
  private:
+  // The decode kernel over the plan region, with seq_lens [batch] as the lengths.
+  void launch_over_region(const DecodeTensors& tensors, const std::int32_t* seq_lens,
+                          const RunOptions& options);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -1,0 +1,76 @@
+// FixedStep (see fixed_step.hpp).
+#include "cuda/device/fixed_step.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+
+#include "cuda/device/cuda_check.hpp"
+#include "cuda/device/engine_impl.hpp"
+#include "cuda/device/kernel_arguments.hpp"
+#include "leanattn/error.hpp"
+#include "leanattn/hardware.hpp"
+#include "leanattn/heuristics.hpp"
+
+namespace leanattn::cuda {
+
+FixedStep::FixedStep(Engine::Impl& e, const DecodeProblem& s, const PlanOptions& options,
+                     const char* who)
+    : engine(&e), shape(s) {
+  validate(shape);
+  require(options.strategy == Strategy::lean, "strategy", [&] {
+    return std::string("must be lean for ") + who + " (its buffers' bounds are lean's)";
+  });
+  require(!options.batch_invariant, "batch_invariant",
+          [&] { return std::string("is not made by ") + who + " (lean, head-major only)"; });
+  require(options.order == LineOrder::automatic || options.order == LineOrder::head_major, "order",
+          [&] { return std::string("must be head_major (or automatic) for ") + who; });
+  require(options.tile_tokens >= 0 && options.tile_tokens <= kMaxTileTokens, "tile", [&] {
+    return "must be in [1, " + std::to_string(kMaxTileTokens) +
+           "] tokens, or 0 for the default (got " + std::to_string(options.tile_tokens) + ")";
+  });
+  tile_tokens = options.tile_tokens > 0 ? options.tile_tokens
+                                        : default_tile_tokens(shape.head_dim, shape.value_dim());
+  max_seq_len = *std::max_element(shape.seq_lens.begin(), shape.seq_lens.end());
+  const std::lock_guard lock(e.mutex);
+  kernel = &e.kernel_for(shape);
+  DeviceGuard guard(e.info.ordinal);
+  // Workers: one per resident CTA (raises the shared-memory limit), or the engine's override.
+  const int resident = e.occupancy(*kernel) * e.info.sm_count;
+  bounds = {shape.batch(), shape.kv_heads,
+            e.workers_override > 0 ? e.workers_override : std::min(resident, kMaxWorkers)};
+  layout = planner_layout(bounds);
+  planner = DeviceBuffer(layout.bytes);
+  workspace_layout = device_workspace_layout(bounds.max_slots(), shape.group_size() * shape.q_len,
+                                             shape.value_dim());
+  workspace = DeviceBuffer(static_cast<std::size_t>(workspace_layout.bytes));
+  check(cudaMemset(workspace.as<std::byte>() + workspace_layout.counters_offset, 0,
+                   static_cast<std::size_t>(kWorkspaceCounters) * 4),
+        "cudaMemset (workspace counters)");
+  check(cudaMemset(planner.data(), 0, layout.bytes), "cudaMemset (planner)");
+  // The memsets ran on the legacy stream; a non-blocking stream would not wait for them.
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (step setup)");
+}
+
+void FixedStep::launch_decode(const DecodeTensors& tensors, const std::int32_t* seq_lens,
+                              cudaStream_t s) {
+  validate(shape, tensors, MemorySpace::device);
+  check_kernel_alignment(shape, tensors);
+  check_value_source(*kernel, shape, tensors);
+  auto* base = planner.as<std::byte>();
+  DevicePlan dp;
+  dp.worker_offsets = reinterpret_cast<const std::int32_t*>(base + layout.worker_offsets);
+  dp.segments = reinterpret_cast<const DeviceSegment*>(base + layout.segments);
+  dp.reductions = reinterpret_cast<const DeviceReduction*>(base + layout.reductions);
+  dp.seq_lens = seq_lens;
+  KernelParams params = make_kernel_params(shape, tensors, tile_tokens, dp,
+                                           workspace_pointers(workspace_layout, workspace.data()));
+  void* args[] = {&params};
+  check(cudaLaunchKernel(kernel->kernel, dim3(static_cast<unsigned>(bounds.workers)),
+                         dim3(static_cast<unsigned>(kernel->threads)), args,
+                         static_cast<std::size_t>(kernel->smem_bytes), s),
+        ("cudaLaunchKernel (decode kernel " + kernel->name + ")").c_str());
+  check(cudaGetLastError(), "decode kernel launch");
+}
+
+}  // namespace leanattn::cuda
