@@ -223,15 +223,16 @@ class HostPlannedStep {
 
   // Plans seq_lens (host int32 [<= capacity]; requests past them get length 0) and copies the
   // plan and the lengths into the fixed buffers, asynchronously on `stream`, ordered before the
-  // next run() or replay on it (use one stream). Returns without waiting for the GPU: the two
-  // staging buffers alternate, and one is rewritten only once its copy from two calls back has
-  // run. Throws Error naming seq_lens (more lengths than the capacity; a length negative, above
-  // the bound or in [1, q_len)) before anything is copied, and Error naming stream during a
-  // capture (plan() is the host's work between replays). Before the first plan(), run() does
-  // nothing.
+  // next run() or replay on it (use one stream, from one host thread at a time). Waits at most
+  // for the copy of two calls back: the two staging buffers alternate, so the host runs up to
+  // about two steps ahead of the GPU. Throws Error naming seq_lens (more lengths than the capacity;
+  // a length negative, above the bound or in [1, q_len)) before anything is copied, and Error
+  // naming stream during a capture (plan() is the host's work between replays). Before the first
+  // plan(), run() does nothing.
   void plan(std::span<const std::int32_t> seq_lens, void* stream);
   // Launches the decode kernel over the plan last copied in (capturable). tensors: device
-  // pointers laid out for the shape, validated against it.
+  // pointers laid out for the shape, validated against it. Graphs that captured a run read this
+  // object's buffers: destroy them before it.
   void run(const DecodeTensors& tensors, void* stream);
 
   std::int32_t workers() const;

@@ -1,7 +1,9 @@
 // The host-planned step (HostPlannedStep: the plan made on the host each step and copied into
 // fixed buffers) captured once in a real CUDA graph and replayed with 20 length sets, each
 // output bitwise equal to Engine::run of the host plan and accurate against the fp64 reference;
-// bad lengths refused by name on the host; plan() refused during a capture. Then the cost
+// eight steps queued with no host wait (the staging buffers reused under the GPU's work), each
+// equal to Engine::run; bad lengths refused by name on the host; plan() refused during a
+// capture. Then the cost
 // sweep of the device check (issue 33, deliverable 4): for batch 1-256 the replay of a
 // device-planned step (planner + decode) against the host-planned one (decode alone, the copy
 // before it) on the same lengths, whose difference is the planner's time. Skips when no CUDA
@@ -10,6 +12,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -86,6 +89,40 @@ TEST(CudaGraph, HostPlannedStepReplaysWithNewLengths) {
     const harness::Accuracy a = harness::check_accuracy(host, ref, true);
     EXPECT_TRUE(a.ok()) << "replay " << replay << ": err " << a.max_abs_err;
   }
+  // Eight steps queued back to back with no host wait between them (the staging buffers are
+  // rewritten while the GPU still works through earlier steps), each output copied aside on the
+  // stream, then each compared with Engine::run of its lengths.
+  const std::size_t out_bytes = c.out.size();
+  DeviceBuffer history(8 * out_bytes);
+  std::vector<std::vector<std::int32_t>> queued;
+  for (int i = 0; i < 8; ++i) {
+    std::vector<std::int32_t> now(4);
+    for (std::int32_t& x : now) x = 1 + static_cast<std::int32_t>(rng() % 4000);
+    queued.push_back(now);
+    step.plan(now, stream);
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(history.as<std::byte>() + i * out_bytes, d.tensors().out, out_bytes,
+                              cudaMemcpyDeviceToDevice, stream),
+              cudaSuccess);
+  }
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  for (int i = 0; i < 8; ++i) {
+    std::vector<std::byte> got(out_bytes);
+    ASSERT_EQ(cudaMemcpy(got.data(), history.as<std::byte>() + i * out_bytes, out_bytes,
+                         cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    DecodeProblem p = c.problem;
+    p.seq_lens = queued[static_cast<std::size_t>(i)];
+    const Plan plan =
+        make_plan(p, {step.workers()}, {.order = LineOrder::head_major, .tile_tokens = 64});
+    harness::HostCase host = c;
+    host.problem = p;
+    d.poison();
+    engine.run(p, plan, d.tensors(), host_ws.data(), stream);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    d.download(host);
+    EXPECT_TRUE(got == host.out) << "queued step " << i;
+  }
   // Cost: 50 steps of plan() + replay against 50 of make_plan + Engine::run (upload + decode),
   // the same lengths, a new plan each step; printed for the device check's log.
   std::vector<std::int32_t> timed = {3000, 1200, 4000, 17};
@@ -131,12 +168,14 @@ TEST(CudaGraph, HostPlannedStepReplaysWithNewLengths) {
 TEST(CudaGraph, PlannerCostAgainstBatch) {
   if (!device_available()) GTEST_SKIP() << "no CUDA device (or driver) on this machine";
   Engine engine;
+  if (!engine.can_run(harness::test_problem({512}, 32, 8, 128, DType::bf16))) {
+    GTEST_SKIP() << "bf16 head_dim 128 not in this build";
+  }
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   for (std::int32_t batch : {1, 4, 16, 64, 256}) {
     const std::vector<std::int32_t> lens(static_cast<std::size_t>(batch), 512);
     const DecodeProblem shape = harness::test_problem(lens, 32, 8, 128, DType::bf16);
-    if (!engine.can_run(shape)) GTEST_SKIP() << "bf16 head_dim 128 not in this build";
     const std::size_t kv = static_cast<std::size_t>(batch) * 512 * 8 * 128 * 2;
     DeviceBuffer q(static_cast<std::size_t>(batch) * 32 * 128 * 2), k(kv), v(kv),
         out(static_cast<std::size_t>(batch) * 32 * 128 * 2),

@@ -1,8 +1,8 @@
 // leanattn_planner_cost: the device planner's work for batch 1-256 at GPU-like worker counts
-// (issue 33, deliverable 4). The planner runs on the emulator (its plan checked against the host
-// planner's); its serial depth is counted from the kernel's loops (plan_kernel.cuh) for that
-// plan: per phase, the steps of the busiest of its 256 threads (T = 256, P = batch x kv_heads
-// pairs, W workers):
+// (issue 33, deliverable 4). The planner runs on the emulator (its segment and slot counts
+// checked against the host planner's); its serial depth is counted in closed form from the
+// kernel's loops (plan_kernel.cuh), their bounds taken from that plan: per phase, the steps of the
+// busiest of its 256 threads (T = 256, P = batch x kv_heads pairs, W workers):
 //   lengths  ceil(B / T)                         scan of tiles   2 ceil(B / T) + 8 (shuffles)
 //   searches ceil(W / T) x 3 ceil(log2(P + 1))    3 worker scans  3 (2 ceil(W / T) + 8)
 //   pieces   ceil(W / T) x (2 ceil(log2(P + 1)) + the most segments of one worker)
@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
   const std::int32_t tile = default_tile_tokens(128, 128);
   std::printf(
       "# device planner: kv_heads %d, d128 bf16, lengths 1-32768 (seeded), tile %d; "
-      "serial steps counted from the kernel's loops for the plan the emulator wrote; "
+      "serial steps counted in closed form from the kernel's loops (bounds from the plan the "
+      "emulator wrote); "
       "host plan: median of %d runs\n",
       kv_heads, tile, repeats);
   std::printf(

@@ -44,7 +44,7 @@ void DevicePlannedStep::run(const std::int32_t* seq_lens, const DecodeTensors& t
                             void* stream) {
   FixedStep& m = impl_->step;
   require(seq_lens != nullptr, "seq_lens", [] { return "must be a device pointer, not null"; });
-  validate(m.shape, tensors, MemorySpace::device);
+  m.check_tensors(tensors);  // before the planner: a refused call launches nothing
   const auto s = static_cast<cudaStream_t>(stream);
   PlannerParams planner = planner_params(m.bounds, m.planner.data(), seq_lens, m.max_seq_len,
                                          m.tile_tokens, m.shape.q_len, m.shape.variant.window_left);

@@ -52,11 +52,14 @@ FixedStep::FixedStep(Engine::Impl& e, const DecodeProblem& s, const PlanOptions&
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (step setup)");
 }
 
-void FixedStep::launch_decode(const DecodeTensors& tensors, const std::int32_t* seq_lens,
-                              cudaStream_t s) {
+void FixedStep::check_tensors(const DecodeTensors& tensors) const {
   validate(shape, tensors, MemorySpace::device);
   check_kernel_alignment(shape, tensors);
   check_value_source(*kernel, shape, tensors);
+}
+
+void FixedStep::launch_decode(const DecodeTensors& tensors, const std::int32_t* seq_lens,
+                              cudaStream_t s) {
   auto* base = planner.as<std::byte>();
   DevicePlan dp;
   dp.worker_offsets = reinterpret_cast<const std::int32_t*>(base + layout.worker_offsets);

@@ -39,9 +39,12 @@ struct FixedStep {
   FixedStep(Engine::Impl& engine, const DecodeProblem& shape, const PlanOptions& options,
             const char* who);
 
-  // Checks the tensors against the shape, then launches the decode kernel (one CTA per worker)
-  // over the plan region with `seq_lens` [batch] (device) as the requests' lengths. Call with
-  // the engine's mutex held.
+  // The tensors against the shape, the kernel's alignment and V's source: Error naming the
+  // argument. Called before anything is launched.
+  void check_tensors(const DecodeTensors& tensors) const;
+  // Launches the decode kernel (one CTA per worker) over the plan region with `seq_lens` [batch]
+  // (device) as the requests' lengths; tensors already checked. Call with the engine's mutex
+  // held.
   void launch_decode(const DecodeTensors& tensors, const std::int32_t* seq_lens, cudaStream_t s);
 
   std::int64_t device_bytes() const {

@@ -28,11 +28,23 @@ struct HostPlannedStep::Impl {
   Impl(Engine::Impl& engine, const DecodeProblem& shape, const PlanOptions& options)
       : step(engine, shape, options, "a host-planned step"),
         staging{PinnedBuffer(step.layout.plan_bytes), PinnedBuffer(step.layout.plan_bytes)} {}
+  ~Impl() {  // a copy out of a staging buffer may still be in flight
+    for (std::optional<Event>& e : copied) {
+      try {
+        if (e) e->wait();
+      } catch (const CudaError&) {  // a failed device: nothing left to wait for
+      }
+    }
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 };
 
 HostPlannedStep::HostPlannedStep(Engine& engine, const DecodeProblem& shape,
-                                 const PlanOptions& options)
-    : impl_(std::make_unique<Impl>(*engine.impl_, shape, options)) {}
+                                 const PlanOptions& options) {
+  DeviceGuard guard(engine.impl_->info.ordinal);  // the staging's context: the engine's device
+  impl_ = std::make_unique<Impl>(*engine.impl_, shape, options);
+}
 
 HostPlannedStep::~HostPlannedStep() = default;
 
@@ -72,6 +84,7 @@ void HostPlannedStep::plan(std::span<const std::int32_t> seq_lens, void* stream)
 
 void HostPlannedStep::run(const DecodeTensors& tensors, void* stream) {
   FixedStep& f = impl_->step;
+  f.check_tensors(tensors);
   const std::lock_guard lock(f.engine->mutex);
   DeviceGuard guard(f.engine->info.ordinal);
   static_cast<void>(cudaGetLastError());  // an earlier, unrelated error is not this launch's

@@ -28,12 +28,14 @@
 namespace leanattn::cuda {
 
 inline constexpr int kPlannerWarps = kPlannerThreads / 32;
+static_assert(kPlannerThreads % 32 == 0 && kPlannerWarps <= 32,
+              "the scans take full warps, and warp 0 scans the warps' totals");
 
 // out[i] = sum of in[0 .. i) for i <= n (n + 1 entries), by the CTA's kPlannerThreads threads:
 // each sums a contiguous chunk, the chunk sums are scanned by shuffles within each warp and
 // across the warps' totals (warp_sums: [kPlannerWarps] shared), then each writes its chunk's
 // prefixes. Depth: 2 chunks + 5 + 3 shuffle steps (a serial pass over the 256 chunk sums
-// before: 4 scans x 256 steps were 90-98 % of the planner's serial depth, planner_cost.cpp).
+// before: 4 scans x 256 steps were 80-97 % of the planner's serial depth, planner_cost.cpp).
 // Ends with a barrier.
 template <class In, class Out>
 __device__ void block_exclusive_scan(const In* in, Out* out, std::int64_t n, Out* warp_sums,

@@ -34,6 +34,7 @@ struct EmulatedCapturedStep::Impl {
   WorkspaceLayout workspace_layout;
   Buffer workspace;
   cuda::PlannerParams params{};
+  std::vector<std::byte> staging;  // plan_on_host(): the pinned staging buffer's role
 };
 
 EmulatedCapturedStep::EmulatedCapturedStep(const DecodeProblem& shape, std::int32_t workers,
@@ -94,15 +95,19 @@ void EmulatedCapturedStep::plan_only(const RunOptions& options) {
   if (!error.empty()) throw Error("kernel", "device planner: " + error);
 }
 
+void EmulatedCapturedStep::check_tensors(const DecodeTensors& tensors) const {
+  const Impl& m = *impl_;
+  // What the host can check: the tensors, against the captured shape (its lengths are bounds).
+  validate(m.shape, tensors, MemorySpace::host);
+  cuda::check_kernel_alignment(m.shape, tensors);
+  cuda::check_value_source(handle_for(m.shape), m.shape, tensors);
+}
+
 void EmulatedCapturedStep::launch_over_region(const DecodeTensors& tensors,
                                               const std::int32_t* seq_lens,
                                               const RunOptions& options) {
   const Impl& m = *impl_;
-  // What the host can check: the tensors, against the captured shape (its lengths are bounds).
-  validate(m.shape, tensors, MemorySpace::host);
   const cuda::KernelHandle& kernel = handle_for(m.shape);
-  cuda::check_kernel_alignment(m.shape, tensors);
-  cuda::check_value_source(kernel, m.shape, tensors);
   cuda::DevicePlan dp;
   dp.worker_offsets = m.params.worker_offsets;
   dp.segments = m.params.segments;
@@ -117,22 +122,22 @@ void EmulatedCapturedStep::launch_over_region(const DecodeTensors& tensors,
 
 void EmulatedCapturedStep::replay(const DecodeTensors& tensors, const RunOptions& options) {
   Impl& m = *impl_;
-  validate(m.shape, tensors, MemorySpace::host);
-  plan_only(options);  // a refused length: an empty plan, the decode below does nothing
+  check_tensors(tensors);  // before the planner: a refused call runs nothing
+  plan_only(options);      // a refused length: an empty plan, the decode below does nothing
   launch_over_region(tensors, m.seq_lens.data(), options);
 }
 
 void EmulatedCapturedStep::plan_on_host(std::span<const std::int32_t> lens) {
   Impl& m = *impl_;
   const Plan plan = cuda::plan_step(m.shape, lens, m.bounds.workers, m.tile_tokens);
-  const cuda::PlannerLayout l = cuda::planner_layout(m.bounds);
-  std::vector<std::byte> staging(l.plan_bytes);  // the pinned buffer's role
-  const std::size_t bytes = cuda::write_plan_region(plan, m.bounds, staging);
-  std::memcpy(m.planner.get(), staging.data(), bytes);  // the asynchronous copy's
+  if (m.staging.empty()) m.staging.resize(cuda::planner_layout(m.bounds).plan_bytes);
+  const std::size_t bytes = cuda::write_plan_region(plan, m.bounds, m.staging);
+  std::memcpy(m.planner.get(), m.staging.data(), bytes);  // the asynchronous copy's
 }
 
 void EmulatedCapturedStep::replay_decode(const DecodeTensors& tensors, const RunOptions& options) {
   Impl& m = *impl_;
+  check_tensors(tensors);
   const cuda::PlannerLayout l = cuda::planner_layout(m.bounds);
   launch_over_region(tensors, reinterpret_cast<const std::int32_t*>(m.planner.get() + l.seq_lens),
                      options);

@@ -66,6 +66,8 @@ class EmulatedCapturedStep {
   std::size_t planner_bytes() const;
 
  private:
+  // The engine's checks of the tensors (Error naming the argument), before anything runs.
+  void check_tensors(const DecodeTensors& tensors) const;
   // The decode kernel over the plan region, with seq_lens [batch] as the lengths.
   void launch_over_region(const DecodeTensors& tensors, const std::int32_t* seq_lens,
                           const RunOptions& options);
