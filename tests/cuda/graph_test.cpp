@@ -22,6 +22,7 @@
 #include "leanattn/cuda_engine.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/reference.hpp"
+#include "stream_timing.hpp"
 
 namespace leanattn::cuda {
 namespace {
@@ -135,29 +136,18 @@ TEST(CudaGraph, DevicePlannedStepReplaysWithNewLengths) {
   ASSERT_EQ(cudaMemcpy(lens.data(), fixed.data(), 16, cudaMemcpyHostToDevice), cudaSuccess);
   DecodeProblem timed = c.problem;
   timed.seq_lens = fixed;
-  cudaEvent_t t0 = nullptr, t1 = nullptr, t2 = nullptr;
-  ASSERT_EQ(cudaEventCreate(&t0), cudaSuccess);
-  ASSERT_EQ(cudaEventCreate(&t1), cudaSuccess);
-  ASSERT_EQ(cudaEventCreate(&t2), cudaSuccess);
-  ASSERT_EQ(cudaEventRecord(t0, stream), cudaSuccess);
-  for (int i = 0; i < 50; ++i) ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-  ASSERT_EQ(cudaEventRecord(t1, stream), cudaSuccess);
-  for (int i = 0; i < 50; ++i) {
+  const double graph_us = stream_us_per_call(
+      stream, 50, [&](int) { EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess); });
+  const double host_us = stream_us_per_call(stream, 50, [&](int i) {
     timed.seq_lens[0] = 3000 - i;  // a new plan every step, as in serving
     const Plan plan =
         make_plan(timed, {step.workers()}, {.order = LineOrder::head_major, .tile_tokens = 64});
     engine.run(timed, plan, d.tensors(), host_ws.data(), stream);
-  }
-  ASSERT_EQ(cudaEventRecord(t2, stream), cudaSuccess);
-  ASSERT_EQ(cudaEventSynchronize(t2), cudaSuccess);
-  float graph_ms = 0.0f, host_ms = 0.0f;
-  ASSERT_EQ(cudaEventElapsedTime(&graph_ms, t0, t1), cudaSuccess);
-  ASSERT_EQ(cudaEventElapsedTime(&host_ms, t1, t2), cudaSuccess);
+  });
   std::printf(
       "[device-plan] 32/8 d128 bf16 batch 4 (8.2k keys), %d workers: graph replay "
       "(planner + decode) %.1f us, host plan + upload + decode %.1f us per step\n",
-      step.workers(), graph_ms * 1000.0f / 50.0f, host_ms * 1000.0f / 50.0f);
-  for (cudaEvent_t e : {t0, t1, t2}) EXPECT_EQ(cudaEventDestroy(e), cudaSuccess);
+      step.workers(), graph_us, host_us);
   // A length past the bound: nothing is planned, check() names the request.
   const std::vector<std::int32_t> bad = {10, 4001, 0, 0};
   ASSERT_EQ(cudaMemcpy(lens.data(), bad.data(), 16, cudaMemcpyHostToDevice), cudaSuccess);

@@ -25,6 +25,7 @@
 #include "leanattn/cuda_engine.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/reference.hpp"
+#include "stream_timing.hpp"
 
 namespace leanattn::cuda {
 namespace {
@@ -126,33 +127,23 @@ TEST(CudaGraph, HostPlannedStepReplaysWithNewLengths) {
   // Cost: 50 steps of plan() + replay against 50 of make_plan + Engine::run (upload + decode),
   // the same lengths, a new plan each step; printed for the device check's log.
   std::vector<std::int32_t> timed = {3000, 1200, 4000, 17};
-  cudaEvent_t t0 = nullptr, t1 = nullptr, t2 = nullptr;
-  for (cudaEvent_t* e : {&t0, &t1, &t2}) ASSERT_EQ(cudaEventCreate(e), cudaSuccess);
-  ASSERT_EQ(cudaEventRecord(t0, stream), cudaSuccess);
-  for (int i = 0; i < 50; ++i) {
+  const double graph_us = stream_us_per_call(stream, 50, [&](int i) {
     timed[0] = 3000 - i;
     step.plan(timed, stream);
-    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-  }
-  ASSERT_EQ(cudaEventRecord(t1, stream), cudaSuccess);
+    EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  });
   DecodeProblem p = c.problem;
-  for (int i = 0; i < 50; ++i) {
+  const double run_us = stream_us_per_call(stream, 50, [&](int i) {
     timed[0] = 3000 - i;
     p.seq_lens = timed;
     const Plan plan =
         make_plan(p, {step.workers()}, {.order = LineOrder::head_major, .tile_tokens = 64});
     engine.run(p, plan, d.tensors(), host_ws.data(), stream);
-  }
-  ASSERT_EQ(cudaEventRecord(t2, stream), cudaSuccess);
-  ASSERT_EQ(cudaEventSynchronize(t2), cudaSuccess);
-  float graph_ms = 0.0f, run_ms = 0.0f;
-  ASSERT_EQ(cudaEventElapsedTime(&graph_ms, t0, t1), cudaSuccess);
-  ASSERT_EQ(cudaEventElapsedTime(&run_ms, t1, t2), cudaSuccess);
+  });
   std::printf(
       "[host-plan] 32/8 d128 bf16 batch 4 (8.2k keys), %d workers: plan() + graph replay "
       "%.1f us, make_plan + Engine::run (upload + decode) %.1f us per step\n",
-      step.workers(), graph_ms * 1000.0f / 50.0f, run_ms * 1000.0f / 50.0f);
-  for (cudaEvent_t e : {t0, t1, t2}) EXPECT_EQ(cudaEventDestroy(e), cudaSuccess);
+      step.workers(), graph_us, run_us);
   for (const std::vector<std::int32_t>& bad :
        std::vector<std::vector<std::int32_t>>{{10, 4001}, {-1}, {1, 2, 3, 4, 5}}) {
     EXPECT_THROW(step.plan(bad, stream), Error);
@@ -192,22 +183,14 @@ TEST(CudaGraph, PlannerCostAgainstBatch) {
     cudaGraphExec_t device_exec =
         captured(stream, [&] { on_device.run(d_lens.as<std::int32_t>(), t, stream); });
     cudaGraphExec_t host_exec = captured(stream, [&] { on_host.run(t, stream); });
-    float ms[2] = {0.0f, 0.0f};
-    for (int which = 0; which < 2; ++which) {
-      cudaGraphExec_t exec = which == 0 ? device_exec : host_exec;
-      for (int i = 0; i < 10; ++i) ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-      cudaEvent_t t0 = nullptr, t1 = nullptr;
-      ASSERT_EQ(cudaEventCreate(&t0), cudaSuccess);
-      ASSERT_EQ(cudaEventCreate(&t1), cudaSuccess);
-      ASSERT_EQ(cudaEventRecord(t0, stream), cudaSuccess);
-      for (int i = 0; i < 100; ++i) ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-      ASSERT_EQ(cudaEventRecord(t1, stream), cudaSuccess);
-      ASSERT_EQ(cudaEventSynchronize(t1), cudaSuccess);
-      ASSERT_EQ(cudaEventElapsedTime(&ms[which], t0, t1), cudaSuccess);
-      for (cudaEvent_t e : {t0, t1}) EXPECT_EQ(cudaEventDestroy(e), cudaSuccess);
-    }
+    // Per replay: 100 replays after 10 to warm up.
+    auto replay_us = [&](cudaGraphExec_t exec) {
+      for (int i = 0; i < 10; ++i) EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      return stream_us_per_call(
+          stream, 100, [&](int) { EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess); });
+    };
+    const double device_us = replay_us(device_exec), host_us = replay_us(host_exec);
     on_device.check(stream);
-    const double device_us = ms[0] * 10.0, host_us = ms[1] * 10.0;  // per replay
     std::printf(
         "[planner-cost] batch %d, %d workers, 32/8 d128 bf16, 512 keys each: device-planned "
         "%.2f us, host-planned (decode alone) %.2f us per step: planner %.2f us (%.0f%%)\n",

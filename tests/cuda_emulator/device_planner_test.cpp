@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,14 @@ std::string differs(const DevicePlanView& got, const DevicePlanView& want) {
   if (got.num_slots != want.num_slots) return "num_slots";
   if (got.total_tiles != want.total_tiles) return "total_tiles";
   return "";
+}
+
+// The lengths a serving loop hands a host-planned step: up to the last nonzero one (the step
+// gives the rest of its capacity length 0).
+std::span<const std::int32_t> up_to_last_nonzero(const std::vector<std::int32_t>& lens) {
+  std::size_t n = lens.size();
+  while (n > 0 && lens[n - 1] == 0) --n;
+  return std::span<const std::int32_t>(lens).first(n);
 }
 
 RunOptions seeded(std::uint64_t seed) {
@@ -102,9 +111,7 @@ TEST(DevicePlanner, PlansEqualTheHostPlannersForRandomBatches) {
     // The host-planned step's region (a fresh one: nothing left by the planner), given the
     // lengths up to the last nonzero one.
     EmulatedCapturedStep host(p, workers, tile);
-    std::size_t given = lens.size();
-    while (given > 0 && lens[given - 1] == 0) --given;
-    host.plan_on_host(std::span<const std::int32_t>(lens).first(given));
+    host.plan_on_host(up_to_last_nonzero(lens));
     EXPECT_EQ(differs(host.plan(), host_view(plan)), "")
         << "host-planned, " << describe(p, workers, tile);
   }
@@ -223,9 +230,7 @@ void replay_twenty_length_sets(Planning planning) {
         std::copy(lens.begin(), lens.end(), step.seq_lens().begin());
         step.replay(c.c.tensors(), seeded(static_cast<std::uint64_t>(i)));
       } else {
-        std::size_t given = lens.size();
-        while (given > 0 && lens[given - 1] == 0) --given;
-        step.plan_on_host(std::span<const std::int32_t>(lens).first(given));
+        step.plan_on_host(up_to_last_nonzero(lens));
         step.replay_decode(c.c.tensors(), seeded(static_cast<std::uint64_t>(i)));
       }
       EXPECT_EQ(verdict(c), "") << what;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "emulator/emulated_capture.hpp"
+#include "leanattn/core/ceil_div.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/hardware.hpp"
 #include "leanattn/heuristics.hpp"
@@ -27,10 +28,6 @@
 namespace {
 
 constexpr std::int64_t kThreads = 256;
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return (a + b - 1) / b;
-}
 
 std::int64_t ceil_log2(std::int64_t x) {  // ceil(log2(x)), x >= 1
   std::int64_t n = 0;
@@ -85,7 +82,8 @@ int main(int argc, char** argv) {
       for (std::size_t w = 0; w + 1 < v.worker_offsets.size(); ++w) {
         most = std::max<std::int64_t>(most, v.worker_offsets[w + 1] - v.worker_offsets[w]);
       }
-      const std::int64_t b = ceil_div(batch, kThreads), w = ceil_div(workers, kThreads);
+      const std::int64_t b = ceil_div<std::int64_t>(batch, kThreads);
+      const std::int64_t w = ceil_div<std::int64_t>(workers, kThreads);
       const std::int64_t search = ceil_log2(static_cast<std::int64_t>(batch) * kv_heads + 1);
       // A scan: each thread's chunk twice, 5 shuffle steps in its warp, 3 across the 8 warps.
       const std::int64_t scans = 2 * b + 8 + 3 * (2 * w + 8);
