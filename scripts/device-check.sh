@@ -18,8 +18,10 @@
 #      python3 has nanobind, PyTorch and CuPy), and pytest on the torch tests that use CUDA
 #      tensors: sinks, ALiBi and 8-bit scales on the device (test_torch_device_arrays.py) and the
 #      CUDA cases of test_torch_tensors.py / test_torch_quantized.py / test_torch_value_widths.py
-#      (K and V of different widths refused by name; V read from K's rows), and Llama and Gemma 2
-#      generating through the CUDA engine in transformers (test_transformers.py; python.log);
+#      (K and V of different widths refused by name; V read from K's rows), Llama and Gemma 2
+#      generating through the CUDA engine in transformers (test_transformers.py), and
+#      torch.cuda.graph captures replayed with new lengths (the op's plan="device", a
+#      host-planned leanattn.DecodeStep: test_torch_step.py; python.log);
 #   7. `leanattn bench --backend cuda` over a sweep, KV capped per case (contiguous d64/d128,
 #      then DeepSeek's absorbed MLA (K 576 / V 512 from one latent cache, 16 and 128 heads) and
 #      K 192 / V 128, d256, paged, the variants: q_len 4, a 4096-token window on 128k, window +
@@ -307,6 +309,9 @@ else
     tests/python/torch/test_torch_value_widths.py::test_cuda_runs_deepseeks_widths \
     tests/python/torch/test_torch_value_widths.py::test_cuda_refuses_a_v_cache_of_its_own_at_mla_widths \
     tests/python/torch/test_transformers.py::test_bf16_generation_llama_and_gemma2 \
+    tests/python/torch/test_torch_step.py::test_cuda_graph_of_the_op_replays_new_lengths \
+    tests/python/torch/test_torch_step.py::test_cuda_graph_of_a_host_planned_step \
+    tests/python/torch/test_torch_step.py::test_cuda_device_step_reports_a_length_out_of_bounds \
     >"$out/python.log" 2>&1
   rc=$?
   cat "$out/python.log" >>"$log"
@@ -314,7 +319,8 @@ else
   note "python: pytest exit $rc:${line:- see python.log}"
   [ $rc -eq 0 ] || fail "python tests with CUDA arrays (python.log)"
   # On the GPU nothing of the device-array tests may skip (a skip there would hide the check).
-  if grep -q -E "^SKIPPED.*(test_torch_device_arrays|test_transformers)" "$out/python.log"; then
+  if grep -q -E "^SKIPPED.*(test_torch_device_arrays|test_transformers|test_torch_step)" \
+    "$out/python.log"; then
     fail "python: device-array tests skipped on the GPU (python.log)"
   fi
 fi

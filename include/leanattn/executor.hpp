@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "leanattn/decode_step.hpp"
 #include "leanattn/plan.hpp"
 #include "leanattn/planner.hpp"
 #include "leanattn/problem.hpp"
@@ -58,6 +59,15 @@ class Executor {
   // host executors ignore it and return when the output is written. Throws Error for bad input.
   virtual void run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
                    void* stream = nullptr) = 0;
+
+  // A step of fixed bounds for `shape` (its batch the capacity, its longest request the bound;
+  // leanattn/decode_step.hpp) whose plan is made each step: on the host by plan(), or from
+  // lengths in memory() by run(). options: the plans' strategy and tile (the CUDA engine's
+  // steps: lean, head-major only). The step must not outlive this executor. Throws Error for a
+  // shape or options this executor cannot step (why_not(shape) names the setting).
+  virtual std::unique_ptr<DecodeStep> make_step(const DecodeProblem& shape,
+                                                const PlanOptions& options,
+                                                StepPlanning planning) = 0;
 };
 
 // The executors built into this library, "cpu" first ("cuda" when the CUDA engine is built).

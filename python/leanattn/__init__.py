@@ -13,6 +13,13 @@ Functions:
                                                 ggml's q8_0, q4_0 blocks: scales inside)
     dequantize_kv(stored, scale, kv_dtype)      back to float32
 
+Classes:
+    Plan                                        a schedule made by plan()
+    DecodeStep(q, k_cache, v_cache, max_seq_len=...)
+                                                a step of fixed bounds planned anew for each
+                                                step's lengths (CUDA graphs: planning="device"
+                                                reads them on the GPU, "host" copies a host plan)
+
 Modules (imported on demand; they need PyTorch):
     leanattn.distributed                  context-parallel decode on torch.distributed
     leanattn.torch_ops                    torch.ops.leanattn.decode / decode_ (torch.compile)
@@ -33,6 +40,7 @@ from ._decode import decode, reference
 from ._merge import merge_states
 from ._plan import Plan, plan
 from ._quantize import dequantize_kv, quantize_kv
+from ._step import DecodeStep
 
 # Public names: __all__ below. Helpers are imported under private names, so that dir(leanattn)
 # lists the API (and the submodules a caller imported), not typing's names.
@@ -56,6 +64,7 @@ if "torch" in _sys.modules:
     from . import torch_ops  # noqa: F401
 
 __all__ = [
+    "DecodeStep",
     "Plan",
     "__version__",
     "backends",

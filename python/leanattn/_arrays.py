@@ -11,7 +11,7 @@ outputs are allocated in q's framework, so q must be one of the three.
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -348,12 +348,20 @@ def on_cuda(x: Any) -> bool:
 def current_stream(x: Any) -> int:
     """The stream x's framework works on now, as a cudaStream_t integer (0 for host arrays):
     kernels launched there are ordered after the work that produced x, as in PyTorch."""
+    return stream_source(x)()
+
+
+def stream_source(x: Any) -> Callable[[], int]:
+    """A function returning what current_stream(x) would, later, without holding x (for objects
+    that outlive the arrays they were made from)."""
     kind = framework(x)
     if kind == "torch" and x.device.type == "cuda":
-        return int(sys.modules["torch"].cuda.current_stream(x.device).cuda_stream)
+        torch, device = sys.modules["torch"], x.device
+        return lambda: int(torch.cuda.current_stream(device).cuda_stream)
     if kind == "cupy":
-        return int(sys.modules["cupy"].cuda.get_current_stream().ptr)
-    return 0
+        cupy = sys.modules["cupy"]
+        return lambda: int(cupy.cuda.get_current_stream().ptr)
+    return lambda: 0
 
 
 def device_index_array(x: Any, name: str, ndim: int, layout: str, like: Any) -> Any:

@@ -133,3 +133,58 @@ def _reference(
 def _merge_states(
     out_a: Any, lse_a: Any, out_b: Any, lse_b: Any, out: Any, lse: Any, out_dtype: str
 ) -> None: ...
+
+class _Step:
+    @property
+    def workers(self) -> int: ...
+    @property
+    def planning(self) -> str: ...
+    @property
+    def batch(self) -> int: ...
+    @property
+    def value_dim(self) -> int: ...
+    @property
+    def max_seq_len(self) -> int: ...
+    def plan(self, seq_lens: np.ndarray, stream: int) -> None: ...
+    def check(self, stream: int) -> None: ...
+
+def _step_new(
+    q: Any,
+    q_dtype: str,
+    k_cache: Any,
+    v_cache: Optional[Any],
+    kv_dtype: str,
+    block_table: Optional[Any],
+    max_seq_len: int,
+    scale: float,
+    planning: str,
+    workers: int,
+    tile: int,
+    causal: bool,
+    window_left: int,
+    softcap: float,
+    sinks: Optional[Any],
+    alibi_slopes: Optional[Any],
+    k_scale: Optional[Any],
+    v_scale: Optional[Any],
+    v_dtype: str,
+    head_dim_v: int,
+) -> _Step: ...
+def _step_run(
+    step: _Step,
+    q: Any,
+    q_dtype: str,
+    k_cache: Any,
+    v_cache: Optional[Any],
+    kv_dtype: str,
+    seq_lens: Optional[Any],
+    block_table: Optional[Any],
+    out: Any,
+    lse: Optional[Any],
+    sinks: Optional[Any],
+    alibi_slopes: Optional[Any],
+    k_scale: Optional[Any],
+    v_scale: Optional[Any],
+    v_dtype: str,
+    stream: int,
+) -> None: ...

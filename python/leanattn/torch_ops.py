@@ -9,12 +9,14 @@ already imported, so nothing is paid without torch. Schemas::
            float? scale=None, Tensor? sinks=None, Tensor? alibi_slopes=None,
            Tensor? k_scale=None, Tensor? v_scale=None, str? kv_dtype=None,
            float? softcap=None, int? window_left=None, str? v_dtype=None,
-           int? head_dim_v=None) -> (Tensor out, Tensor lse)
+           int? head_dim_v=None, str? plan=None, int? max_seq_len=None)
+           -> (Tensor out, Tensor lse)
     decode_(Tensor q, Tensor k_cache, Tensor? v_cache, Tensor seq_lens, Tensor(a!) out,
             Tensor(b!)? lse_out=None, Tensor? block_table=None, float? scale=None,
             Tensor? sinks=None, Tensor? alibi_slopes=None, Tensor? k_scale=None,
             Tensor? v_scale=None, str? kv_dtype=None, float? softcap=None,
-            int? window_left=None, str? v_dtype=None, int? head_dim_v=None) -> ()
+            int? window_left=None, str? v_dtype=None, int? head_dim_v=None, str? plan=None,
+            int? max_seq_len=None) -> ()
 
 Shapes are those of :func:`leanattn.decode`: q ``[batch, q_heads, head_dim]``, caches
 ``[batch, capacity, kv_heads, head_dim]`` (or paged with block_table; V's last dimension its own
@@ -29,6 +31,18 @@ V of another type than K's, as in :func:`leanattn.decode`, CPU only); softcap an
 as in :func:`leanattn.decode` (Gemma 2's soft-cap, a sliding-window layer). On CUDA the tensors
 are read on q's device as they are (float32, contiguous) or converted there by torch: they never
 make a host round trip (no ``.cpu()``, no ``.item()``); seq_lens alone is read on the host.
+
+``plan="device"`` with ``max_seq_len`` (the most tokens any request may have): seq_lens is read
+where the op runs, not on the host. On CUDA a planner kernel writes the lean plan from the
+device lengths and the decode kernel reads it, with nothing on the host in between, so a
+``torch.cuda.graph`` capture of a model's step replays correctly with new lengths (vLLM's
+full-graph decode; run the op once before capturing, as torch requires: that call allocates the
+step's buffers). The op keeps one :class:`leanattn.DecodeStep` per shapes, dtypes, device,
+bound and setting (never freed: a captured graph reads its buffers), shared by every call with
+them (a model's layers, the warm-up and the capture, whatever their streams: calls on two
+streams must not overlap in time); q's batch is its capacity. A length out of bounds plans nothing on the GPU (``DecodeStep.check`` reports it); on
+the CPU it raises. Other values of plan: ValueError naming plan (a host-planned step is
+``leanattn.DecodeStep(..., planning="host")``).
 """
 
 from __future__ import annotations
@@ -41,17 +55,24 @@ import torch
 from ._decode import _value_width
 from ._decode import decode as _decode
 from ._plan import Plan, plan as _make_plan
+from ._step import DecodeStep
 
 _LIB: Optional[Any] = None
 _PLANS: Dict[Tuple[Any, ...], Plan] = {}
 atexit.register(_PLANS.clear)  # plans are freed before the extension module is
+# plan="device": one step per key (_step_key), never evicted (graphs read their buffers).
+_STEPS: Dict[Tuple[Any, ...], DecodeStep] = {}
+atexit.register(_STEPS.clear)
 
 
 # The optional arguments of the ops' schemas, after scale: (sinks, alibi_slopes, k_scale,
-# v_scale, kv_dtype, softcap, window_left, v_dtype, head_dim_v), all None for plain attention
-# over a 16-bit cache.
+# v_scale, kv_dtype, softcap, window_left, v_dtype, head_dim_v, plan, max_seq_len), all None for
+# plain attention over a 16-bit cache planned on the host.
 _EXTRAS = ("sinks", "alibi_slopes", "k_scale", "v_scale", "kv_dtype", "softcap", "window_left",
-           "v_dtype", "head_dim_v")
+           "v_dtype", "head_dim_v", "plan", "max_seq_len")
+# Those a DecodeStep fixes at construction (plan="device"); the arrays go to each call.
+_STEP_SETTINGS = ("kv_dtype", "softcap", "window_left", "v_dtype", "head_dim_v")
+_STEP_ARRAYS = ("sinks", "alibi_slopes", "k_scale", "v_scale")
 # Those a plan is made for: the calls with only these keep the fast path.
 _PLANNED = ("softcap", "window_left", "head_dim_v")
 
@@ -76,6 +97,9 @@ def _run(q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor]
     decode's fast path (every layer of a step reuses it). The other extras (sinks, slopes,
     scales) go to decode as they are: on CUDA it keeps them on q's device."""
     named = {name: value for name, value in zip(_EXTRAS, extras) if value is not None}
+    if "plan" in named or "max_seq_len" in named:
+        _run_step(q, k_cache, v_cache, seq_lens, out, lse, block_table, scale, named)
+        return
     planned = {name: named[name] for name in _PLANNED if name in named}
     if (len(named) > len(planned) or block_table is not None or seq_lens.device.type != "cpu"
             or q.device.type != "cpu"):
@@ -96,6 +120,37 @@ def _run(q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor]
     _decode(q, k_cache, v_cache, plan=plan, scale=scale, out=out, lse_out=lse, **planned)
 
 
+def _meta(t: Optional[torch.Tensor]) -> Any:
+    return None if t is None else (tuple(t.shape), t.dtype, t.device)
+
+
+def _run_step(q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor],
+              seq_lens: torch.Tensor, out: torch.Tensor, lse: Optional[torch.Tensor],
+              block_table: Optional[torch.Tensor], scale: Optional[float],
+              named: Dict[str, Any]) -> None:
+    """plan="device": the op through the DecodeStep of these shapes and settings (made on the
+    first call, kept)."""
+    kind = named.get("plan")
+    if kind != "device":
+        raise ValueError(
+            f"plan: must be 'device' (seq_lens read where the op runs) or None (got {kind!r}); "
+            "a host-planned step is leanattn.DecodeStep(..., planning='host')")
+    bound = named.get("max_seq_len")
+    if bound is None:
+        raise ValueError("max_seq_len: required with plan='device': the most tokens any request "
+                         "of a step may have")
+    arrays = {name: named[name] for name in _STEP_ARRAYS if name in named}
+    settings = {name: named[name] for name in _STEP_SETTINGS if name in named}
+    key = (_meta(q), _meta(k_cache), _meta(v_cache), _meta(block_table), scale, bound,
+           tuple(sorted(settings.items())), tuple((n, _meta(a)) for n, a in arrays.items()))
+    step = _STEPS.get(key)
+    if step is None:
+        step = _STEPS[key] = DecodeStep(q, k_cache, v_cache, max_seq_len=bound,
+                                        block_table=block_table, scale=scale, **settings,
+                                        **arrays)
+    step(q, k_cache, v_cache, seq_lens, block_table=block_table, out=out, lse_out=lse, **arrays)
+
+
 def _decode_impl(
     q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor],
     seq_lens: torch.Tensor, block_table: Optional[torch.Tensor] = None,
@@ -104,10 +159,11 @@ def _decode_impl(
     k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
     kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
     window_left: Optional[int] = None, v_dtype: Optional[str] = None,
-    head_dim_v: Optional[int] = None,
+    head_dim_v: Optional[int] = None, plan: Optional[str] = None,
+    max_seq_len: Optional[int] = None,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     extras = (sinks, alibi_slopes, k_scale, v_scale, kv_dtype, softcap, window_left, v_dtype,
-              head_dim_v)
+              head_dim_v, plan, max_seq_len)
     out = q.new_empty(_out_shape(q, v_cache, extras))
     lse = torch.empty(q.shape[:2], dtype=torch.float32, device=q.device)
     _run(q, k_cache, v_cache, seq_lens, out, lse, block_table, scale, extras)
@@ -122,10 +178,11 @@ def _decode_fake(
     k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
     kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
     window_left: Optional[int] = None, v_dtype: Optional[str] = None,
-    head_dim_v: Optional[int] = None,
+    head_dim_v: Optional[int] = None, plan: Optional[str] = None,
+    max_seq_len: Optional[int] = None,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     extras = (sinks, alibi_slopes, k_scale, v_scale, kv_dtype, softcap, window_left, v_dtype,
-              head_dim_v)
+              head_dim_v, plan, max_seq_len)
     return q.new_empty(_out_shape(q, v_cache, extras)), q.new_empty(q.shape[:2],
                                                                     dtype=torch.float32)
 
@@ -138,11 +195,12 @@ def _decode_inplace_impl(
     k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
     kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
     window_left: Optional[int] = None, v_dtype: Optional[str] = None,
-    head_dim_v: Optional[int] = None,
+    head_dim_v: Optional[int] = None, plan: Optional[str] = None,
+    max_seq_len: Optional[int] = None,
 ) -> None:
     _run(q, k_cache, v_cache, seq_lens, out, lse_out, block_table, scale,
          (sinks, alibi_slopes, k_scale, v_scale, kv_dtype, softcap, window_left,
-          v_dtype, head_dim_v))
+          v_dtype, head_dim_v, plan, max_seq_len))
 
 
 def _decode_inplace_fake(
@@ -153,7 +211,8 @@ def _decode_inplace_fake(
     k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
     kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
     window_left: Optional[int] = None, v_dtype: Optional[str] = None,
-    head_dim_v: Optional[int] = None,
+    head_dim_v: Optional[int] = None, plan: Optional[str] = None,
+    max_seq_len: Optional[int] = None,
 ) -> None:
     return None
 
@@ -166,7 +225,8 @@ def register() -> None:
     lib = torch.library.Library("leanattn", "DEF")
     extras = ("Tensor? sinks=None, Tensor? alibi_slopes=None, Tensor? k_scale=None, "
               "Tensor? v_scale=None, str? kv_dtype=None, float? softcap=None, "
-              "int? window_left=None, str? v_dtype=None, int? head_dim_v=None")  # _EXTRAS
+              "int? window_left=None, str? v_dtype=None, int? head_dim_v=None, "
+              "str? plan=None, int? max_seq_len=None")  # _EXTRAS
     lib.define(
         "decode(Tensor q, Tensor k_cache, Tensor? v_cache, Tensor seq_lens, "
         f"Tensor? block_table=None, float? scale=None, {extras}) -> (Tensor, Tensor)"

@@ -4,9 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "leanattn/decode_step.hpp"
+#include "leanattn/executor_cache.hpp"
 #include "leanattn/plan.hpp"
 #include "leanattn/planner.hpp"
 #include "leanattn/problem.hpp"
@@ -41,5 +44,20 @@ void run_on(const std::string& backend, const DecodeCall& call);
 // plan without starting threads.
 Plan plan_on(const std::string& backend, const DecodeProblem& problem, const PlanOptions& options,
              std::int32_t workers, int device_id);
+
+// The executor name of DLPack device type `device_type` ("cpu", "cuda"); ValueError naming q
+// when this build lacks it.
+std::string backend_for_device(int device_type);
+
+// A DecodeStep (leanattn/decode_step.hpp) made by executor `backend` for device `device_id` and
+// `workers` (0: its default), and that executor, kept alive for the step's life (the step is
+// destroyed first). Hold executor->busy() while running the step.
+struct StepOnExecutor {
+  std::shared_ptr<ExecutorCache::Entry> executor;
+  std::unique_ptr<DecodeStep> step;
+};
+StepOnExecutor make_step_on(const std::string& backend, int device_id, std::int32_t workers,
+                            const DecodeProblem& shape, const PlanOptions& options,
+                            StepPlanning planning);
 
 }  // namespace leanattn::python

@@ -20,16 +20,7 @@ using namespace nb::literals;
 
 // The executor of the arrays' DLPack device type (the executor seam names them).
 void run_on_device(const DecodeCall& call, const Device& device) {
-  const char* backend = device.type == nb::device::cpu::value    ? "cpu"
-                        : device.type == nb::device::cuda::value ? "cuda"
-                                                                 : "";
-  std::string built;
-  for (const std::string& name : backend_names()) {
-    if (name == backend) return run_on(name, call);
-    built += (built.empty() ? "" : ", ") + name;
-  }
-  value_error("q", "lives on DLPack device type " + std::to_string(device.type) +
-                       ", but this leanattn was built with the backends (" + built + ") only");
+  run_on(backend_for_device(device.type), call);
 }
 
 // The views of this thread's calls, reused: seq_lens keeps its capacity, so a call allocates

@@ -11,5 +11,6 @@ void bind_decode(nanobind::module_& m);     // _decode
 void bind_plan(nanobind::module_& m);       // Plan, _make_plan
 void bind_reference(nanobind::module_& m);  // _reference
 void bind_merge(nanobind::module_& m);      // _merge_states
+void bind_step(nanobind::module_& m);       // _Step, _step_new, _step_run
 
 }  // namespace leanattn::python

@@ -11,6 +11,8 @@
 
 #include <nanobind/nanobind.h>
 
+#include <nanobind/ndarray.h>
+
 #include "backends.hpp"
 #include "errors.hpp"
 #include "leanattn/cpu_engine.hpp"
@@ -55,6 +57,34 @@ std::shared_ptr<ExecutorCache::Entry> executor_for(const std::string& backend, i
 
 std::vector<std::string> backend_names() {
   return executor_names();
+}
+
+std::string backend_for_device(int device_type) {
+  const char* backend = device_type == nb::device::cpu::value    ? "cpu"
+                        : device_type == nb::device::cuda::value ? "cuda"
+                                                                 : "";
+  std::string built;
+  for (const std::string& name : backend_names()) {
+    if (name == backend) return name;
+    built += (built.empty() ? "" : ", ") + name;
+  }
+  value_error("q", "lives on DLPack device type " + std::to_string(device_type) +
+                       ", but this leanattn was built with the backends (" + built + ") only");
+}
+
+StepOnExecutor make_step_on(const std::string& backend, int device_id, std::int32_t workers,
+                            const DecodeProblem& shape, const PlanOptions& options,
+                            StepPlanning planning) {
+  const bool host = backend == "cpu";
+  StepOnExecutor made;
+  made.executor = executor_for(backend, host ? 0 : device_id, workers, nullptr);
+  const std::lock_guard<std::mutex> lock(made.executor->busy());
+  try {
+    made.step = made.executor->executor().make_step(shape, options, planning);
+  } catch (const cuda::CudaError& e) {
+    value_error("q", std::string("its CUDA device cannot be used: ") + e.what());
+  }
+  return made;
 }
 
 Plan plan_on(const std::string& backend, const DecodeProblem& problem, const PlanOptions& options,

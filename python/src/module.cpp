@@ -27,4 +27,5 @@ NB_MODULE(_leanattn, m) {
   leanattn::python::bind_plan(m);
   leanattn::python::bind_reference(m);
   leanattn::python::bind_merge(m);
+  leanattn::python::bind_step(m);
 }

@@ -1,13 +1,66 @@
 // The CPU engine behind the executor seam (leanattn/executor.hpp): host memory, every problem the
-// planner accepts.
+// planner accepts; its DecodeStep reads the lengths when it runs (the host is its device) and
+// plans them then.
 #include <memory>
+#include <optional>
+#include <span>
 
 #include "executors/factories.hpp"
 #include "leanattn/cpu_engine.hpp"
+#include "leanattn/error.hpp"
 
 namespace leanattn::executors {
 
 namespace {
+
+// A step of fixed bounds on the CPU engine: host planning plans in plan(), device planning in
+// run() from the lengths it is given (host memory, read then: bad ones throw at once, so check()
+// has nothing to report). Each plan is the engine's for the step's problem with `options`.
+class CpuStep final : public DecodeStep {
+ public:
+  CpuStep(cpu::Engine& engine, const DecodeProblem& shape, const PlanOptions& options,
+          StepPlanning planning)
+      : engine_(engine), shape_(shape), options_(options), planning_(planning) {
+    validate(shape);  // Error naming the field (an empty batch included)
+    step_ = shape;
+  }
+
+  StepPlanning planning() const override { return planning_; }
+  std::int32_t workers() const override { return engine_.workers(); }
+
+  void plan(std::span<const std::int32_t> seq_lens, void*) override {
+    require(planning_ == StepPlanning::host, "planning",
+            [] { return "is 'device': run() reads the lengths, plan() is for host planning"; });
+    step_ = step_problem(shape_, seq_lens);  // refused: the last plan stays, as on a GPU
+    plan_ = engine_.plan(step_, options_);
+  }
+
+  void run(const std::int32_t* seq_lens, const DecodeTensors& tensors, void*) override {
+    if (planning_ == StepPlanning::device) {
+      require(seq_lens != nullptr, "seq_lens", [] {
+        return "must be given to a device-planned "
+               "step's run() ([capacity] int32)";
+      });
+      step_ = step_problem(shape_, std::span(seq_lens, shape_.seq_lens.size()));
+      plan_ = engine_.plan(step_, options_);
+    } else {
+      require(seq_lens == nullptr, "seq_lens",
+              [] { return "must be null for a host-planned step: its lengths come from plan()"; });
+      if (!plan_) return;  // nothing planned yet: nothing written
+    }
+    engine_.run(step_, *plan_, tensors);
+  }
+
+  void check(void*) override {}
+
+ private:
+  cpu::Engine& engine_;
+  DecodeProblem shape_;
+  PlanOptions options_;
+  StepPlanning planning_;
+  DecodeProblem step_;        // the shape with the lengths last planned
+  std::optional<Plan> plan_;  // made for step_
+};
 
 class CpuExecutor final : public Executor {
  public:
@@ -27,6 +80,10 @@ class CpuExecutor final : public Executor {
   void run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
            void*) override {
     engine_.run(problem, plan, tensors);
+  }
+  std::unique_ptr<DecodeStep> make_step(const DecodeProblem& shape, const PlanOptions& options,
+                                        StepPlanning planning) override {
+    return std::make_unique<CpuStep>(engine_, shape, options, planning);
   }
 
  private:

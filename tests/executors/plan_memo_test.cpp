@@ -42,6 +42,10 @@ class CountingExecutor final : public Executor {
            void* stream) override {
     inner_->run(p, plan, t, stream);
   }
+  std::unique_ptr<DecodeStep> make_step(const DecodeProblem& p, const PlanOptions& o,
+                                        StepPlanning planning) override {
+    return inner_->make_step(p, o, planning);
+  }
 
   mutable int plans = 0;
 

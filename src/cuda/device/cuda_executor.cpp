@@ -1,13 +1,55 @@
 // The CUDA engine behind the executor seam (leanattn/executor.hpp): device memory, launches on
-// the caller's stream, the problems a compiled kernel configuration covers (Engine::why_not).
+// the caller's stream, the problems a compiled kernel configuration covers (Engine::why_not);
+// its DecodeStep is a DevicePlannedStep or a HostPlannedStep.
 #include <memory>
+#include <span>
 
 #include "executors/factories.hpp"
 #include "leanattn/cuda_engine.hpp"
+#include "leanattn/error.hpp"
 
 namespace leanattn::executors {
 
 namespace {
+
+// The seam's DecodeStep over the engine's two captured steps.
+class CudaStep final : public DecodeStep {
+ public:
+  CudaStep(cuda::Engine& engine, const DecodeProblem& shape, const PlanOptions& options,
+           StepPlanning planning) {
+    if (planning == StepPlanning::device) {
+      device_ = std::make_unique<cuda::DevicePlannedStep>(engine, shape, options);
+    } else {
+      host_ = std::make_unique<cuda::HostPlannedStep>(engine, shape, options);
+    }
+  }
+
+  StepPlanning planning() const override {
+    return device_ ? StepPlanning::device : StepPlanning::host;
+  }
+  std::int32_t workers() const override { return device_ ? device_->workers() : host_->workers(); }
+
+  void plan(std::span<const std::int32_t> seq_lens, void* stream) override {
+    require(host_ != nullptr, "planning",
+            [] { return "is 'device': run() reads the lengths, plan() is for host planning"; });
+    host_->plan(seq_lens, stream);
+  }
+
+  void run(const std::int32_t* seq_lens, const DecodeTensors& tensors, void* stream) override {
+    if (device_) return device_->run(seq_lens, tensors, stream);
+    require(seq_lens == nullptr, "seq_lens",
+            [] { return "must be null for a host-planned step: its lengths come from plan()"; });
+    host_->run(tensors, stream);
+  }
+
+  void check(void* stream) override {
+    if (device_) device_->check(stream);
+  }
+
+ private:
+  std::unique_ptr<cuda::DevicePlannedStep> device_;
+  std::unique_ptr<cuda::HostPlannedStep> host_;
+};
 
 class CudaExecutor final : public Executor {
  public:
@@ -28,6 +70,10 @@ class CudaExecutor final : public Executor {
   void run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
            void* stream) override {
     engine_.run(problem, plan, tensors, stream);
+  }
+  std::unique_ptr<DecodeStep> make_step(const DecodeProblem& shape, const PlanOptions& options,
+                                        StepPlanning planning) override {
+    return std::make_unique<CudaStep>(engine_, shape, options, planning);
   }
 
  private:

@@ -7,31 +7,34 @@
 #include <vector>
 
 #include "cuda/device/plan_image.hpp"
+#include "leanattn/decode_step.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/hardware.hpp"
+#include "leanattn/heuristics.hpp"
 #include "leanattn/planner.hpp"
 
 namespace leanattn::cuda {
 
+std::int32_t fixed_step_tile(const DecodeProblem& shape, const PlanOptions& options,
+                             const char* who) {
+  require(options.strategy == Strategy::lean, "strategy", [&] {
+    return std::string("must be lean for ") + who + " (its buffers' bounds are lean's)";
+  });
+  require(!options.batch_invariant, "batch_invariant",
+          [&] { return std::string("is not made by ") + who + " (lean, head-major only)"; });
+  require(options.order == LineOrder::automatic || options.order == LineOrder::head_major, "order",
+          [&] { return std::string("must be head_major (or automatic) for ") + who; });
+  require(options.tile_tokens >= 0 && options.tile_tokens <= kMaxTileTokens, "tile", [&] {
+    return "must be in [1, " + std::to_string(kMaxTileTokens) +
+           "] tokens, or 0 for the default (got " + std::to_string(options.tile_tokens) + ")";
+  });
+  return options.tile_tokens > 0 ? options.tile_tokens
+                                 : default_tile_tokens(shape.head_dim, shape.value_dim());
+}
+
 Plan plan_step(const DecodeProblem& shape, std::span<const std::int32_t> seq_lens,
                std::int32_t workers, std::int32_t tile_tokens) {
-  const auto capacity = shape.seq_lens.size();
-  const std::int32_t bound = *std::max_element(shape.seq_lens.begin(), shape.seq_lens.end());
-  require(seq_lens.size() <= capacity, "seq_lens", [&] {
-    return "has " + std::to_string(seq_lens.size()) + " lengths, more than the step's batch " +
-           "capacity " + std::to_string(capacity);
-  });
-  for (std::size_t b = 0; b < seq_lens.size(); ++b) {
-    const std::int32_t len = seq_lens[b];
-    require(len >= 0 && len <= bound && (len == 0 || len >= shape.q_len), "seq_lens", [&] {
-      return "request " + std::to_string(b) + " has length " + std::to_string(len) +
-             ": must be 0 or in [q_len " + std::to_string(shape.q_len) + ", the step's bound " +
-             std::to_string(bound) + "]";
-    });
-  }
-  DecodeProblem step = shape;
-  std::fill(step.seq_lens.begin(), step.seq_lens.end(), 0);
-  std::copy(seq_lens.begin(), seq_lens.end(), step.seq_lens.begin());
+  const DecodeProblem step = step_problem(shape, seq_lens);  // Error naming seq_lens
   PlanOptions options;
   options.strategy = Strategy::lean;
   options.order = LineOrder::head_major;

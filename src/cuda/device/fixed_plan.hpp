@@ -12,9 +12,17 @@
 
 #include "cuda/device/planner_buffers.hpp"
 #include "leanattn/plan.hpp"
+#include "leanattn/planner.hpp"
 #include "leanattn/problem.hpp"
 
 namespace leanattn::cuda {
+
+// The tile every plan of a captured step uses: options.tile_tokens, or the default for the
+// shape's widths (a length-dependent tile would change the plan's shape). Throws Error naming
+// strategy, batch_invariant, order or tile for options such a step does not plan (lean,
+// head-major only; `who` names the step in the message).
+std::int32_t fixed_step_tile(const DecodeProblem& shape, const PlanOptions& options,
+                             const char* who);
 
 // The plan of one step: `shape` (the capture's: its batch the capacity, its longest request the
 // bound) with `seq_lens` [<= capacity] as its lengths, requests past them at length 0; lean,

@@ -7,10 +7,10 @@
 
 #include "cuda/device/cuda_check.hpp"
 #include "cuda/device/engine_impl.hpp"
+#include "cuda/device/fixed_plan.hpp"
 #include "cuda/device/kernel_arguments.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/hardware.hpp"
-#include "leanattn/heuristics.hpp"
 
 namespace leanattn::cuda {
 
@@ -18,19 +18,7 @@ FixedStep::FixedStep(Engine::Impl& e, const DecodeProblem& s, const PlanOptions&
                      const char* who)
     : engine(&e), shape(s) {
   validate(shape);
-  require(options.strategy == Strategy::lean, "strategy", [&] {
-    return std::string("must be lean for ") + who + " (its buffers' bounds are lean's)";
-  });
-  require(!options.batch_invariant, "batch_invariant",
-          [&] { return std::string("is not made by ") + who + " (lean, head-major only)"; });
-  require(options.order == LineOrder::automatic || options.order == LineOrder::head_major, "order",
-          [&] { return std::string("must be head_major (or automatic) for ") + who; });
-  require(options.tile_tokens >= 0 && options.tile_tokens <= kMaxTileTokens, "tile", [&] {
-    return "must be in [1, " + std::to_string(kMaxTileTokens) +
-           "] tokens, or 0 for the default (got " + std::to_string(options.tile_tokens) + ")";
-  });
-  tile_tokens = options.tile_tokens > 0 ? options.tile_tokens
-                                        : default_tile_tokens(shape.head_dim, shape.value_dim());
+  tile_tokens = fixed_step_tile(shape, options, who);  // Error naming the option
   max_seq_len = *std::max_element(shape.seq_lens.begin(), shape.seq_lens.end());
   const std::lock_guard lock(e.mutex);
   kernel = &e.kernel_for(shape);

@@ -1,11 +1,64 @@
 // make_emulated_executor() (see emulated_executor.hpp).
 #include "emulator/emulated_executor.hpp"
 
+#include <span>
+
+#include "cuda/device/fixed_plan.hpp"
+#include "emulator/emulated_capture.hpp"
+#include "leanattn/error.hpp"
 #include "leanattn/hardware.hpp"
 
 namespace leanattn::emulator {
 
 namespace {
+
+// The seam's DecodeStep over an EmulatedCapturedStep, as the CUDA engine's over its two steps:
+// device planning copies the lengths into the step's "device" array and replays planner and
+// decode (bad lengths: the planner refuses, check() reports); host planning plans on the host
+// into the plan region and replays the decode alone.
+class EmulatedStep final : public DecodeStep {
+ public:
+  EmulatedStep(const DecodeProblem& shape, std::int32_t workers, const PlanOptions& options,
+               StepPlanning planning, const RunOptions& run_options)
+      : step_(shape, workers,
+              cuda::fixed_step_tile(
+                  shape, options,
+                  planning == StepPlanning::device ? "the device planner" : "a host-planned step")),
+        workers_(workers),
+        planning_(planning),
+        options_(run_options) {}
+
+  StepPlanning planning() const override { return planning_; }
+  std::int32_t workers() const override { return workers_; }
+
+  void plan(std::span<const std::int32_t> seq_lens, void*) override {
+    require(planning_ == StepPlanning::host, "planning",
+            [] { return "is 'device': run() reads the lengths, plan() is for host planning"; });
+    step_.plan_on_host(seq_lens);
+  }
+
+  void run(const std::int32_t* seq_lens, const DecodeTensors& tensors, void*) override {
+    if (planning_ == StepPlanning::host) {
+      require(seq_lens == nullptr, "seq_lens",
+              [] { return "must be null for a host-planned step: its lengths come from plan()"; });
+      return step_.replay_decode(tensors, options_);
+    }
+    require(seq_lens != nullptr, "seq_lens", [] { return "must be a device pointer, not null"; });
+    const std::span<std::int32_t> lens = step_.seq_lens();
+    std::copy(seq_lens, seq_lens + lens.size(), lens.begin());
+    step_.replay(tensors, options_);
+  }
+
+  void check(void*) override {
+    if (planning_ == StepPlanning::device) step_.check();
+  }
+
+ private:
+  EmulatedCapturedStep step_;
+  std::int32_t workers_;
+  StepPlanning planning_;
+  RunOptions options_;
+};
 
 class EmulatedExecutor final : public Executor {
  public:
@@ -26,6 +79,10 @@ class EmulatedExecutor final : public Executor {
   void run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
            void*) override {
     device_.run(problem, plan, tensors, options_);
+  }
+  std::unique_ptr<DecodeStep> make_step(const DecodeProblem& shape, const PlanOptions& options,
+                                        StepPlanning planning) override {
+    return std::make_unique<EmulatedStep>(shape, workers_, options, planning, options_);
   }
 
  private:

@@ -1,0 +1,70 @@
+// DecodeStep: a decode step of fixed bounds whose plan is made anew for each step's lengths, the
+// form a serving loop captures once in a CUDA graph and replays (docs/cuda-graphs.md). Every
+// executor makes one (Executor::make_step); the Python module's leanattn.DecodeStep and the torch
+// op's plan="device" are built on it.
+//
+//   shape: the step's heads, widths, types, layout, q_len and variant; its batch the capacity
+//   (requests past a step's batch get length 0) and its longest request the bound.
+//
+//   auto step = executor->make_step(shape, {}, leanattn::StepPlanning::device);
+//   step->run(seq_lens, tensors, stream);   // seq_lens [capacity] in executor->memory()
+//
+//   auto step = executor->make_step(shape, {}, leanattn::StepPlanning::host);
+//   step->plan(lens, stream);               // each step, lens on the host (<= capacity)
+//   step->run(nullptr, tensors, stream);    // the captured part
+//
+// How an executor does it: the CUDA engine's DevicePlannedStep (a planner kernel before the
+// decode kernel) and HostPlannedStep (the host's plan copied into fixed buffers); the CPU engine,
+// whose memory is the host's, reads the lengths when run() is called and plans them then.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "leanattn/problem.hpp"
+#include "leanattn/tensors.hpp"
+
+namespace leanattn {
+
+// Where a step's plan is made: from lengths the host passes to plan() before each run, or from
+// lengths in the executor's memory that run() reads (on a GPU: on the device, with nothing on
+// the host in between).
+enum class StepPlanning : std::uint8_t { host, device };
+
+std::string_view step_planning_name(StepPlanning planning);  // "host", "device"
+// Throws Error naming `argument` for anything but "host" or "device".
+StepPlanning parse_step_planning(std::string_view text, const char* argument = "planning");
+
+// `shape` with `seq_lens` [<= capacity] as its lengths, requests past them at length 0: the
+// problem one step of a DecodeStep runs. Throws Error naming seq_lens when there are more
+// lengths than the capacity (shape's batch) or a length is negative, above the bound (shape's
+// longest request) or in [1, q_len).
+DecodeProblem step_problem(const DecodeProblem& shape, std::span<const std::int32_t> seq_lens);
+
+class DecodeStep {
+ public:
+  virtual ~DecodeStep() = default;
+
+  virtual StepPlanning planning() const = 0;
+  virtual std::int32_t workers() const = 0;  // persistent workers each step's plan is made for
+
+  // Host planning: plans the next run() for `seq_lens` (host int32 [<= capacity]), refused by
+  // name as step_problem() refuses them; device executors copy the plan asynchronously on
+  // `stream`. Device planning: Error naming planning (run() takes the lengths).
+  virtual void plan(std::span<const std::int32_t> seq_lens, void* stream) = 0;
+
+  // Runs one step on tensors laid out for the shape (validated against it). Device planning:
+  // seq_lens [capacity] int32 in the executor's memory, read when the step runs (a GPU's planner
+  // refuses bad lengths on the device and check() reports them; the CPU reads them here and
+  // throws at once). Host planning: seq_lens null (Error naming seq_lens otherwise); the plan of
+  // the last plan(), none before the first (nothing is written). Device executors launch on
+  // `stream` (capturable), host executors return when the output is written.
+  virtual void run(const std::int32_t* seq_lens, const DecodeTensors& tensors, void* stream) = 0;
+
+  // Device planning on a device executor: waits for `stream` and throws Error naming seq_lens
+  // when a run since the last check was refused (then clears it). Otherwise nothing to report.
+  virtual void check(void* stream) = 0;
+};
+
+}  // namespace leanattn

@@ -1,0 +1,169 @@
+"""leanattn.DecodeStep: a decode step of fixed bounds whose plan is made anew each step, the form
+a serving loop captures once in a CUDA graph and replays with new lengths (docs/cuda-graphs.md).
+A thin wrapper over the compiled module's _Step (the executor seam's DecodeStep)."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Optional, Tuple, Union
+
+from . import _arrays
+from . import _leanattn as _ext
+from ._decode import _inputs, _q_rows
+from ._variant import variant_args
+
+_PLANNINGS = ("device", "host")
+
+
+class DecodeStep:
+    """One decode step's attention with the shapes fixed and the lengths free, for CUDA graphs.
+
+    Made once from arrays of the step's shapes (those :func:`leanattn.decode` takes: q, the
+    caches, a block table, the variant arrays), with ``max_seq_len`` the most tokens any request
+    may have; q's batch is the capacity (requests past a step's batch get length 0). Then each
+    step::
+
+        step = leanattn.DecodeStep(q, k_cache, v_cache, max_seq_len=4096)  # planning="device"
+        out = step(q, k_cache, v_cache, seq_lens)       # seq_lens [batch] int32 on q's device
+
+        step = leanattn.DecodeStep(q, k_cache, v_cache, max_seq_len=4096, planning="host")
+        step.plan(seq_lens)                              # host lengths, before each step
+        out = step(q, k_cache, v_cache)                  # the captured part
+
+    ``planning="device"``: the call reads seq_lens where the step runs. On CUDA a planner kernel
+    writes the lean plan from the device lengths and the decode kernel reads it, back to back on
+    the stream with nothing on the host in between, so one ``torch.cuda.graph`` capture replays
+    correctly for any lengths within the bounds (vLLM's full-graph decode). A length the bounds
+    refuse (negative, above max_seq_len, in [1, q_len)) makes the planner plan nothing (outputs
+    keep their previous values) and :meth:`check` raises, naming the request. On the CPU the
+    lengths are read and planned in the call (bad ones raise there).
+
+    ``planning="host"``: :meth:`plan` plans the host's lengths (at most batch of them, the rest
+    0) and, on CUDA, copies the plan asynchronously into fixed device buffers that the call,
+    captured once, reads (FlashInfer's plan / run); bad lengths raise ValueError naming
+    seq_lens. Before the first plan() the call writes nothing (on CUDA it launches nothing: call
+    plan() once before capturing the call).
+
+    Every call's arrays must have the shapes, dtypes, layout and variant arrays of those the step
+    was made with (ValueError naming the argument otherwise); scale, causal, window_left,
+    softcap, kv_dtype, v_dtype, head_dim_v, workers and tile are fixed at construction. On CUDA
+    the step must be made (and the call run once, as torch requires before a capture) outside a
+    capture: it allocates its buffers then. The CUDA engine's steps are lean, head-major, with
+    the engine's worker count. A graph that captured a call reads the step's buffers: keep the
+    step alive as long as the graph.
+    """
+
+    def __init__(
+        self, q: Any, k_cache: Any, v_cache: Any = None, *, max_seq_len: int,
+        planning: str = "device", block_table: Any = None, scale: Optional[float] = None,
+        workers: Optional[int] = None, tile: Optional[int] = None, causal: bool = True,
+        window_left: Optional[int] = None, softcap: Optional[float] = None, sinks: Any = None,
+        alibi_slopes: Any = None, kv_dtype: Optional[str] = None, k_scale: Any = None,
+        v_scale: Any = None, v_dtype: Optional[str] = None, head_dim_v: Optional[int] = None,
+    ) -> None:
+        planning = _arrays.require_str(planning, "planning")
+        if planning not in _PLANNINGS:
+            raise ValueError(f"planning: must be 'device' or 'host' (got '{planning}')")
+        if (isinstance(max_seq_len, bool) or not isinstance(max_seq_len, numbers.Integral)
+                or not 1 <= int(max_seq_len) <= 2**31 - 1):
+            raise ValueError(
+                f"max_seq_len: must be an int in [1, 2**31 - 1], the most tokens any request "
+                f"of a step may have (got {max_seq_len!r})")
+        q = _arrays.as_array(q)
+        self._variant = (causal, window_left, softcap)
+        self._types = (kv_dtype, v_dtype)
+        causal_b, window, cap, sinks_a, slopes_a = variant_args(
+            causal, window_left, softcap, sinks, alibi_slopes, q_heads=_q_rows(q)[-1], like=q)
+        qv, q_hint, kv, vv, kv_hint, _, table, v_hint = _inputs(
+            q, k_cache, v_cache, [], block_table, kv_dtype, v_dtype)
+        self._impl = _ext._step_new(
+            qv, q_hint, kv, vv, kv_hint, table, int(max_seq_len), _arrays.optional_scale(scale),
+            planning, _arrays.optional_positive_int(workers, "workers", _ext.MAX_WORKERS),
+            _arrays.optional_positive_int(tile, "tile"), causal_b, window, cap, sinks_a,
+            slopes_a, _arrays.scale_array(k_scale, "k_scale", q),
+            _arrays.scale_array(v_scale, "v_scale", q), v_hint,
+            _arrays.optional_positive_int(head_dim_v, "head_dim_v"))
+        self._stream = _arrays.stream_source(q)
+        self._on_cuda = _arrays.on_cuda(q)
+
+    @property
+    def planning(self) -> str:
+        """``"device"`` or ``"host"``."""
+        return str(self._impl.planning)
+
+    @property
+    def workers(self) -> int:
+        """Persistent workers each step's plan is made for."""
+        return int(self._impl.workers)
+
+    @property
+    def batch(self) -> int:
+        """The batch capacity (q's batch at construction)."""
+        return int(self._impl.batch)
+
+    @property
+    def max_seq_len(self) -> int:
+        """The most tokens a request may have."""
+        return int(self._impl.max_seq_len)
+
+    def plan(self, seq_lens: Any) -> None:
+        """Host planning: plans the next call for ``seq_lens`` (``[<= batch]`` integers, read on
+        the host; requests past them get length 0), on CUDA copied asynchronously on the current
+        stream. Not during a capture (ValueError naming stream). ValueError naming seq_lens for
+        a length negative, above max_seq_len or in [1, q_len), or more lengths than batch."""
+        if self.planning != "host":
+            raise ValueError("planning: the step is 'device': its call takes seq_lens, plan() is "
+                             "for planning='host'")
+        lens = _arrays.host_index_array(seq_lens, "seq_lens", 1, "[batch]")
+        self._impl.plan(lens, self._stream())
+
+    def check(self) -> None:
+        """Device planning on CUDA: waits for the current stream, then raises ValueError naming
+        seq_lens (and the request) if a call since the last check was given a length out of
+        bounds. Not during a capture. Elsewhere nothing to report (bad lengths raise at once)."""
+        self._impl.check(self._stream())
+
+    def __call__(
+        self, q: Any, k_cache: Any, v_cache: Any = None, seq_lens: Any = None, *,
+        block_table: Any = None, out: Any = None, lse_out: Any = None,
+        return_lse: bool = False, sinks: Any = None, alibi_slopes: Any = None,
+        k_scale: Any = None, v_scale: Any = None,
+    ) -> Union[Any, Tuple[Any, Any]]:
+        """One step: attention as :func:`leanattn.decode` computes it, with the step's plan.
+        seq_lens: device planning, ``[batch]`` int32 on q's device (other integer dtypes, or
+        host arrays, are converted there first: not in a capture); host planning, None (the
+        lengths of the last plan()). Returns out (and lse with return_lse or lse_out) as
+        decode does; on CUDA launched on the current stream."""
+        if self.planning == "host":
+            if seq_lens is not None:
+                raise ValueError("seq_lens: a host-planned step takes its lengths from plan(); "
+                                 "pass None")
+            lens = None
+        elif seq_lens is None:
+            raise ValueError("seq_lens: required by a device-planned step ([batch] int32 on "
+                             "q's device)")
+        elif self._on_cuda:
+            lens = _arrays.device_index_array(seq_lens, "seq_lens", 1, "[batch]", q)
+        else:
+            lens = _arrays.host_index_array(seq_lens, "seq_lens", 1, "[batch]")
+        q = _arrays.as_array(q)
+        kv_dtype, v_dtype = self._types
+        rows = _q_rows(q)
+        _, _, _, sinks_a, slopes_a = variant_args(*self._variant, sinks, alibi_slopes,
+                                                  q_heads=rows[-1], like=q)
+        qv, q_hint, kv, vv, kv_hint, _, table, v_hint = _inputs(
+            q, k_cache, v_cache, [], block_table, kv_dtype, v_dtype)
+        if out is None:
+            out, out_view = _arrays.empty_like(q, rows + (int(self._impl.value_dim),))
+        else:
+            out_view = _arrays.output_view(out, "out", q)
+        lse, lse_view = lse_out, None
+        if lse_out is not None:
+            lse_view = _arrays.output_view(lse_out, "lse_out", q)
+        elif return_lse:
+            lse, lse_view = _arrays.empty_like(q, rows, float32=True)
+        _ext._step_run(self._impl, qv, q_hint, kv, vv, kv_hint, lens, table, out_view, lse_view,
+                       sinks_a, slopes_a, _arrays.scale_array(k_scale, "k_scale", q),
+                       _arrays.scale_array(v_scale, "v_scale", q), v_hint,
+                       _arrays.current_stream(q))
+        return (out, lse) if (return_lse or lse_out is not None) else out

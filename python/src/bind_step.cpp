@@ -1,0 +1,221 @@
+// _leanattn._Step, _step_new and _step_run: a DecodeStep (leanattn/decode_step.hpp) on the
+// executor of q's device, for leanattn.DecodeStep (python/leanattn/_step.py) and the torch op's
+// plan="device". The step's shape is read from the arrays it is made with (its batch the
+// capacity, max_seq_len every request's bound); each run reads the arrays again and refuses,
+// naming the argument, any that differ from that shape.
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "array_views.hpp"
+#include "backends.hpp"
+#include "bindings.hpp"
+#include "errors.hpp"
+
+namespace leanattn::python {
+
+namespace {
+
+using namespace nb::literals;
+
+struct Step {
+  StepOnExecutor on;
+  DecodeProblem shape;  // every request at the bound
+  Device device;
+};
+
+// The arrays of one call as the step's problem and tensors (lengths: the shape's bound).
+struct StepArrays {
+  const InArray& q;
+  std::string_view q_dtype;
+  const InArray& k_cache;
+  const std::optional<InArray>& v_cache;
+  std::string_view kv_dtype;
+  const std::optional<InArray>& block_table;
+  const std::optional<HeadArray>& sinks;
+  const std::optional<HeadArray>& alibi_slopes;
+  const std::optional<ScaleArray>& k_scale;
+  const std::optional<ScaleArray>& v_scale;
+  std::string_view v_dtype;
+};
+
+void read_arrays(DecodeViews& views, const StepArrays& a, std::span<const std::int32_t> lens,
+                 std::int32_t head_dim_v, float scale, const AttentionVariant& variant) {
+  decode_views(views, a.q, a.q_dtype, a.k_cache, a.v_cache ? &*a.v_cache : nullptr, a.kv_dtype,
+               a.v_dtype, head_dim_v, lens, a.block_table ? &*a.block_table : nullptr, scale);
+  attach_variant(views, variant.causal, variant.window_left, variant.softcap, a.sinks,
+                 a.alibi_slopes);
+  attach_kv_scales(views, a.k_scale, a.v_scale);
+}
+
+// The argument whose array differs from the step's shape, and how; "" when none does.
+std::pair<std::string, std::string> difference(const DecodeProblem& got, const DecodeProblem& s) {
+  auto text = [](std::int64_t a, std::int64_t b) {
+    return " (the step's " + std::to_string(b) + ", got " + std::to_string(a) + ")";
+  };
+  if (got.batch() != s.batch()) return {"q", "batch" + text(got.batch(), s.batch())};
+  if (got.q_len != s.q_len) return {"q", "q_len" + text(got.q_len, s.q_len)};
+  if (got.q_heads != s.q_heads) return {"q", "q_heads" + text(got.q_heads, s.q_heads)};
+  if (got.head_dim != s.head_dim) return {"q", "head_dim" + text(got.head_dim, s.head_dim)};
+  if (got.q_dtype != s.q_dtype) return {"q", "dtype differs from the step's"};
+  if (got.kv_heads != s.kv_heads) return {"k_cache", "kv_heads" + text(got.kv_heads, s.kv_heads)};
+  if (got.kv_dtype != s.kv_dtype || got.v_dtype != s.v_dtype) {
+    return {"k_cache", "dtype (or v_cache's) differs from the step's"};
+  }
+  if (got.layout != s.layout) return {"block_table", "given for one and not the other call"};
+  if (got.capacity != s.capacity || got.page_size != s.page_size || got.num_pages != s.num_pages) {
+    return {"k_cache", "shape differs from the step's"};
+  }
+  if (got.max_pages != s.max_pages) return {"block_table", "shape differs from the step's"};
+  if (got.value_dim() != s.value_dim()) return {"v_cache", "width differs from the step's"};
+  if (got.kv_scales != s.kv_scales) return {"k_scale", "layout differs from the step's"};
+  if (got.variant.sinks != s.variant.sinks) return {"sinks", "given for one and not the other"};
+  if (got.variant.alibi != s.variant.alibi) {
+    return {"alibi_slopes", "given for one and not the other"};
+  }
+  return {"", ""};
+}
+
+// max_seq_len >= 1 is the Python layer's check; workers 0 / tile 0: defaults; planning "host" or
+// "device". The arrays as decode's (bind_decode.cpp), which check them.
+Step* step_new(const InArray& q, std::string_view q_dtype, const InArray& k_cache,
+               const std::optional<InArray>& v_cache, std::string_view kv_dtype,
+               const std::optional<InArray>& block_table, std::int32_t max_seq_len, float scale,
+               std::string_view planning, std::int32_t workers, std::int32_t tile, bool causal,
+               std::int32_t window_left, float softcap, const std::optional<HeadArray>& sinks,
+               const std::optional<HeadArray>& alibi_slopes,
+               const std::optional<ScaleArray>& k_scale, const std::optional<ScaleArray>& v_scale,
+               std::string_view v_dtype, std::int32_t head_dim_v) {
+  return translate_errors(Entry::decode, [&] {
+    const StepPlanning where = parse_step_planning(planning, "planning");
+    const std::vector<std::int32_t> lens(q.ndim() >= 1 ? q.shape(0) : 0, max_seq_len);
+    DecodeViews views;
+    try {
+      read_arrays(views,
+                  {q, q_dtype, k_cache, v_cache, kv_dtype, block_table, sinks, alibi_slopes,
+                   k_scale, v_scale, v_dtype},
+                  lens, head_dim_v, scale,
+                  {.causal = causal, .window_left = window_left, .softcap = softcap});
+      validate(views.problem);  // the lengths against the cache's capacity
+    } catch (const std::exception& e) {  // every request at the bound: max_seq_len's rule
+      // (the library's Error, or the ValueError decode_views raises, both "seq_lens: ...")
+      const std::string_view what = e.what(), prefix = "seq_lens: ";
+      if (what.substr(0, prefix.size()) != prefix) throw;
+      value_error("max_seq_len", "every request of a step may have this many tokens, so: " +
+                                     std::string(what.substr(prefix.size())));
+    }
+    PlanOptions options;
+    options.tile_tokens = tile;
+    const std::string backend = backend_for_device(views.device.type);
+    auto step = std::make_unique<Step>();
+    step->on = make_step_on(backend, views.device.id, workers, views.problem, options, where);
+    step->shape = views.problem;
+    step->device = views.device;
+    return step.release();
+  });
+}
+
+// seq_lens: device planning, [batch] int32 contiguous on q's device (None: refused); host
+// planning, None. The other arrays as step_new's, for the step's shape; out and lse as decode's.
+void step_run(Step& step, const InArray& q, std::string_view q_dtype, const InArray& k_cache,
+              const std::optional<InArray>& v_cache, std::string_view kv_dtype,
+              const std::optional<InArray>& seq_lens, const std::optional<InArray>& block_table,
+              const OutArray& out, const std::optional<OutArray>& lse,
+              const std::optional<HeadArray>& sinks, const std::optional<HeadArray>& alibi_slopes,
+              const std::optional<ScaleArray>& k_scale, const std::optional<ScaleArray>& v_scale,
+              std::string_view v_dtype, std::uintptr_t stream) {
+  const DecodeProblem& s = step.shape;
+  if (q.ndim() >= 1 && q.shape(0) != static_cast<std::size_t>(s.batch())) {
+    value_error("q", "batch (q.shape[0]) must be the step's " + std::to_string(s.batch()) +
+                         " (got " + std::to_string(q.shape(0)) + ")");
+  }
+  const std::int32_t* lens = nullptr;
+  if (seq_lens) {
+    const InArray& a = *seq_lens;
+    if (a.dtype() != nb::dtype<std::int32_t>() || a.ndim() != 1 ||
+        a.shape(0) != static_cast<std::size_t>(s.batch()) || (a.shape(0) > 1 && a.stride(0) != 1)) {
+      std::string shape;
+      for (std::size_t d = 0; d < a.ndim(); ++d) {
+        shape += (d ? ", " : "") + std::to_string(a.shape(d));
+      }
+      value_error("seq_lens", "must be a contiguous int32 array of the step's batch, [" +
+                                  std::to_string(s.batch()) + "] (got " + dtype_text(a.dtype()) +
+                                  " [" + shape + "])");
+    }
+    if (Device{a.device_type(), a.device_id()} != step.device) {
+      value_error("seq_lens",
+                  "must be on q's device (a device-planned step reads the lengths "
+                  "where the step runs)");
+    }
+    lens = static_cast<const std::int32_t*>(a.data());
+  }
+  translate_errors(Entry::decode, [&] {
+    thread_local DecodeViews views;
+    read_arrays(views,
+                {q, q_dtype, k_cache, v_cache, kv_dtype, block_table, sinks, alibi_slopes, k_scale,
+                 v_scale, v_dtype},
+                s.seq_lens, s.head_dim_v, s.scale, s.variant);
+    const auto [argument, rule] = difference(views.problem, s);
+    if (!argument.empty()) value_error(argument, rule);
+    if (views.device != step.device) value_error("q", "is on another device than the step's");
+    attach_outputs(views, out, q_dtype, lse ? &*lse : nullptr);
+    nb::gil_scoped_release no_gil;
+    const std::lock_guard<std::mutex> lock(step.on.executor->busy());
+    step.on.step->run(lens, views.tensors, reinterpret_cast<void*>(stream));
+  });
+}
+
+}  // namespace
+
+void bind_step(nb::module_& m) {
+  nb::class_<Step>(m, "_Step", "Private: use leanattn.DecodeStep.")
+      .def_prop_ro("workers", [](const Step& s) { return s.on.step->workers(); })
+      .def_prop_ro(
+          "planning",
+          [](const Step& s) { return std::string(step_planning_name(s.on.step->planning())); })
+      .def_prop_ro("batch", [](const Step& s) { return s.shape.batch(); })
+      .def_prop_ro("value_dim", [](const Step& s) { return s.shape.value_dim(); })
+      .def_prop_ro("max_seq_len", [](const Step& s) { return s.shape.seq_lens.front(); })
+      .def(
+          "plan",
+          [](Step& s, const SeqLensArray& seq_lens, std::uintptr_t stream) {
+            translate_errors(Entry::decode, [&] {
+              nb::gil_scoped_release no_gil;
+              const std::lock_guard<std::mutex> lock(s.on.executor->busy());
+              s.on.step->plan(std::span(seq_lens.data(), seq_lens.shape(0)),
+                              reinterpret_cast<void*>(stream));
+            });
+          },
+          "seq_lens"_a.noconvert(), "stream"_a)
+      .def(
+          "check",
+          [](Step& s, std::uintptr_t stream) {
+            translate_errors(Entry::decode, [&] {
+              nb::gil_scoped_release no_gil;
+              s.on.step->check(reinterpret_cast<void*>(stream));
+            });
+          },
+          "stream"_a);
+  m.def("_step_new", &step_new, "q"_a.noconvert(), "q_dtype"_a, "k_cache"_a.noconvert(),
+        "v_cache"_a.noconvert().none(), "kv_dtype"_a, "block_table"_a.noconvert().none(),
+        "max_seq_len"_a, "scale"_a, "planning"_a, "workers"_a, "tile"_a, "causal"_a,
+        "window_left"_a, "softcap"_a, "sinks"_a.noconvert().none(),
+        "alibi_slopes"_a.noconvert().none(), "k_scale"_a.noconvert().none(),
+        "v_scale"_a.noconvert().none(), "v_dtype"_a, "head_dim_v"_a, nb::rv_policy::take_ownership,
+        "Private: use leanattn.DecodeStep.");
+  m.def("_step_run", &step_run, "step"_a, "q"_a.noconvert(), "q_dtype"_a, "k_cache"_a.noconvert(),
+        "v_cache"_a.noconvert().none(), "kv_dtype"_a, "seq_lens"_a.noconvert().none(),
+        "block_table"_a.noconvert().none(), "out"_a.noconvert(), "lse"_a.noconvert().none(),
+        "sinks"_a.noconvert().none(), "alibi_slopes"_a.noconvert().none(),
+        "k_scale"_a.noconvert().none(), "v_scale"_a.noconvert().none(), "v_dtype"_a, "stream"_a,
+        "Private: use leanattn.DecodeStep.");
+}
+
+}  // namespace leanattn::python
