@@ -5,7 +5,7 @@
 #include "decode_step_cases.hpp"
 #include "emulator/emulated_executor.hpp"
 
-namespace leanattn::testing {
+namespace leanattn::step_tests {
 
 INSTANTIATE_TEST_SUITE_P(Emulated, DecodeStepSeam,
                          ::testing::Values(StepExecutor{
@@ -13,4 +13,4 @@ INSTANTIATE_TEST_SUITE_P(Emulated, DecodeStepSeam,
                              8}),
                          step_executor_name);
 
-}  // namespace leanattn::testing
+}  // namespace leanattn::step_tests

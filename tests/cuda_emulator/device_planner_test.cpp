@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "decode_step_cases.hpp"  // replay_lengths
 #include "emulated_case.hpp"
 #include "emulator/emulated_capture.hpp"
 #include "emulator/launch.hpp"
@@ -206,19 +207,7 @@ void replay_twenty_length_sets(Planning planning) {
     std::mt19937_64 rng(5);
     const int replays = layout == KvLayout::paged ? 8 : 20;
     for (int i = 0; i < replays; ++i) {
-      std::vector<std::int32_t> lens(5);
-      if (i < 4) {  // growing, then shrinking
-        for (int b = 0; b < 5; ++b) lens[b] = std::min(200, 11 * (i + 1) * (b + 1));
-      } else if (i < 6) {
-        for (int b = 0; b < 5; ++b) lens[b] = std::max(0, 190 - 70 * (i - 4) - 7 * b);
-      } else if (i == 6) {
-        lens.assign(5, 0);  // every request empty
-      } else if (i == 7) {
-        lens = {0, 200, 0, 1, 0};  // one long request
-      } else {
-        for (std::int32_t& x : lens)
-          x = rng() % 5 == 0 ? 0 : static_cast<std::int32_t>(rng() % 201);
-      }
+      const std::vector<std::int32_t> lens = step_tests::replay_lengths(i, rng);
       c.c.problem.seq_lens = lens;
       c.ref = reference::naive_attention(c.c.problem, c.c.tensors());
       c.naive = harness::naive_same_precision(c.c.problem, c.c.tensors());

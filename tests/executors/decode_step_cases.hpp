@@ -6,14 +6,18 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <ostream>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "leanattn/executor.hpp"
 
-namespace leanattn::testing {
+namespace leanattn::step_tests {
 
 struct StepExecutor {
   std::string name;  // a test-name part: letters, digits, underscores
@@ -28,6 +32,24 @@ inline std::ostream& operator<<(std::ostream& os, const StepExecutor& e) {
   return os << e.name;
 }
 
+// Replay `i`'s lengths for 5 requests of at most 200 tokens: growing (0-3), then shrinking
+// (4-5), every request empty (6), one long request (7), then random with zeros from `rng`.
+inline std::vector<std::int32_t> replay_lengths(int i, std::mt19937_64& rng) {
+  std::vector<std::int32_t> lens(5);
+  if (i < 4) {
+    for (int b = 0; b < 5; ++b) lens[b] = std::min(200, 11 * (i + 1) * (b + 1));
+  } else if (i < 6) {
+    for (int b = 0; b < 5; ++b) lens[b] = std::max(0, 190 - 70 * (i - 4) - 7 * b);
+  } else if (i == 6) {
+    lens.assign(5, 0);
+  } else if (i == 7) {
+    lens = {0, 200, 0, 1, 0};
+  } else {
+    for (std::int32_t& x : lens) x = rng() % 5 == 0 ? 0 : static_cast<std::int32_t>(rng() % 201);
+  }
+  return lens;
+}
+
 // The instantiations' test-name generator.
 inline std::string step_executor_name(const ::testing::TestParamInfo<StepExecutor>& param) {
   return param.param.name;
@@ -36,4 +58,4 @@ inline std::string step_executor_name(const ::testing::TestParamInfo<StepExecuto
 // The tests' fixture: GetParam().make() makes a fresh executor.
 class DecodeStepSeam : public ::testing::TestWithParam<StepExecutor> {};
 
-}  // namespace leanattn::testing
+}  // namespace leanattn::step_tests

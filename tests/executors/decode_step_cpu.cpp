@@ -3,11 +3,11 @@
 
 #include "decode_step_cases.hpp"
 
-namespace leanattn::testing {
+namespace leanattn::step_tests {
 
 INSTANTIATE_TEST_SUITE_P(Cpu, DecodeStepSeam,
                          ::testing::Values(StepExecutor{
                              "cpu", [] { return make_executor("cpu", {.workers = 3}); }}),
                          step_executor_name);
 
-}  // namespace leanattn::testing
+}  // namespace leanattn::step_tests

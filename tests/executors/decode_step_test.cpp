@@ -22,7 +22,7 @@
 #include "leanattn/error.hpp"
 #include "leanattn/reference.hpp"
 
-namespace leanattn::testing {
+namespace leanattn::step_tests {
 namespace {
 
 constexpr std::int32_t kTile = 16;
@@ -39,22 +39,6 @@ DecodeProblem step_shape(KvLayout layout, std::int32_t q_len = 1) {
     p.page_size = 16;
   }
   return p;
-}
-
-std::vector<std::int32_t> length_set(int i, std::mt19937_64& rng) {
-  std::vector<std::int32_t> lens(5);
-  if (i < 4) {  // growing, then shrinking
-    for (int b = 0; b < 5; ++b) lens[b] = std::min(200, 11 * (i + 1) * (b + 1));
-  } else if (i < 6) {
-    for (int b = 0; b < 5; ++b) lens[b] = std::max(0, 190 - 70 * (i - 4) - 7 * b);
-  } else if (i == 6) {
-    lens.assign(5, 0);  // every request empty
-  } else if (i == 7) {
-    lens = {0, 200, 0, 1, 0};  // one long request
-  } else {
-    for (std::int32_t& x : lens) x = rng() % 5 == 0 ? 0 : static_cast<std::int32_t>(rng() % 201);
-  }
-  return lens;
 }
 
 std::string accuracy(harness::HostCase& c) {
@@ -107,7 +91,7 @@ TEST_P(DecodeStepSeam, OneStepReplaysTwentyLengthSets) {
       const int replays =
           layout == KvLayout::paged ? std::max(3, GetParam().replays * 2 / 5) : GetParam().replays;
       for (int i = 0; i < replays; ++i) {
-        const std::vector<std::int32_t> lens = length_set(i, rng);
+        const std::vector<std::int32_t> lens = replay_lengths(i, rng);
         const std::string what = std::string(step_planning_name(planning)) + " planning, " +
                                  (layout == KvLayout::paged ? "paged" : "contiguous") + " replay " +
                                  std::to_string(i);
@@ -198,4 +182,4 @@ TEST_P(DecodeStepSeam, RefusesMisuseByName) {
 }
 
 }  // namespace
-}  // namespace leanattn::testing
+}  // namespace leanattn::step_tests

@@ -98,6 +98,20 @@ def make_case(
     return Case(q, k, v, lens, table)
 
 
+def replay_lengths(rng: np.random.Generator, count: int, batch: int = 5,
+                   bound: int = 200) -> list:
+    """``count`` int32 length sets for one captured step of ``batch`` requests of at most
+    ``bound`` tokens: growing, shrinking, all empty, one long request, then random (zeros
+    included)."""
+    sets = [[min(bound, 11 * (i + 1) * (b + 1)) for b in range(batch)] for i in range(4)]
+    sets += [[max(0, bound - 10 - 7 * b) for b in range(batch)], [0] * batch,
+             [bound if b == 1 else int(b == 3) for b in range(batch)]]
+    while len(sets) < count:
+        sets.append([0 if rng.integers(5) == 0 else int(rng.integers(bound + 1))
+                     for _ in range(batch)])
+    return [np.asarray(s, dtype=np.int32) for s in sets[:count]]
+
+
 def to_f64(x) -> np.ndarray:
     """Any supported array (NumPy incl. bfloat16, PyTorch) as float64 NumPy."""
     if type(x).__module__.startswith("torch"):

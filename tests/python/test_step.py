@@ -12,20 +12,10 @@ import numpy as np
 import pytest
 
 import leanattn
-from conftest import assert_close, make_case, numpy_attention, numpy_variant_attention
+from conftest import (assert_close, make_case, numpy_attention, numpy_variant_attention,
+                      replay_lengths)
 
 BATCH, BOUND = 5, 200
-
-
-def length_sets(rng):
-    """Growing, shrinking, all empty, one long request, then random (zeros included)."""
-    for i in range(4):
-        yield [min(BOUND, 11 * (i + 1) * (b + 1)) for b in range(BATCH)]
-    yield [max(0, 190 - 7 * b) for b in range(BATCH)]
-    yield [0] * BATCH
-    yield [0, BOUND, 0, 1, 0]
-    for _ in range(3):
-        yield [0 if rng.integers(5) == 0 else int(rng.integers(BOUND + 1)) for _ in range(BATCH)]
 
 
 def full_case(rng, page_size=None, **kw):
@@ -44,8 +34,7 @@ def test_one_step_replays_changing_lengths(rng, planning, page_size):
         planning, 3, BATCH, BOUND)
     out = np.full(q.shape, np.nan, dtype=q.dtype)
     lse = np.full(q.shape[:2], np.nan, dtype=np.float32)
-    for lens in length_sets(rng):
-        lens = np.asarray(lens, dtype=np.int32)
+    for lens in replay_lengths(rng, 10):
         out.fill(np.nan)
         lse.fill(np.nan)
         if planning == "host":

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import assert_close, import_torch, make_case, numpy_attention
+from conftest import assert_close, import_torch, make_case, numpy_attention, replay_lengths
 
 torch = import_torch()
 import leanattn  # noqa: E402
@@ -21,16 +21,6 @@ BATCH, BOUND = 5, 200
 cuda = pytest.mark.skipif(
     not torch.cuda.is_available() or "cuda" not in leanattn.backends,
     reason="needs a CUDA device and the CUDA backend")
-
-
-def length_sets(rng, count):
-    """Growing, shrinking, all empty, one long request, then random (zeros included)."""
-    sets = [[min(BOUND, 11 * (i + 1) * (b + 1)) for b in range(BATCH)] for i in range(4)]
-    sets += [[max(0, 190 - 7 * b) for b in range(BATCH)], [0] * BATCH, [0, BOUND, 0, 1, 0]]
-    while len(sets) < count:
-        sets.append([0 if rng.integers(5) == 0 else int(rng.integers(BOUND + 1))
-                     for _ in range(BATCH)])
-    return [np.asarray(s, dtype=np.int32) for s in sets[:count]]
 
 
 def as_torch(case, device="cpu", dtype=torch.float16):
@@ -46,7 +36,7 @@ def test_op_plans_where_it_runs(rng, page_size):
     q, k, v, table = as_torch(case)
     out = torch.empty_like(q)
     lse = torch.empty(q.shape[:2])
-    for lens in length_sets(rng, 10):
+    for lens in replay_lengths(rng, 10):
         t = torch.from_numpy(lens)
         out.fill_(float("nan"))
         torch.ops.leanattn.decode_(q, k, v, t, out, lse, table, plan="device",
@@ -67,7 +57,7 @@ def test_op_with_plan_device_compiles_fullgraph(rng):
         return out + 1.0, lse
 
     compiled = torch.compile(step, fullgraph=True)
-    for lens in length_sets(rng, 3):
+    for lens in replay_lengths(rng, 3):
         t = torch.from_numpy(lens)
         out, lse = compiled(q, k, v, t)
         eager, eager_lse = step(q, k, v, t)
@@ -110,7 +100,7 @@ def test_cuda_graph_of_the_op_replays_new_lengths(rng):
     lse = torch.empty(q.shape[:2], device="cuda")
     graph = graph_of(lambda: torch.ops.leanattn.decode_(
         q, k, v, lens_dev, out, lse, table, plan="device", max_seq_len=BOUND))
-    for lens in length_sets(rng, 20):
+    for lens in replay_lengths(rng, 20):
         lens_dev.copy_(torch.from_numpy(lens))
         out.fill_(float("nan"))
         graph.replay()
@@ -129,7 +119,7 @@ def test_cuda_graph_of_a_host_planned_step(rng):
     out = torch.empty_like(q)
     step.plan([BOUND] * BATCH)
     graph = graph_of(lambda: step(q, k, v, out=out))
-    for lens in length_sets(rng, 20):
+    for lens in replay_lengths(rng, 20):
         step.plan(lens)
         out.fill_(float("nan"))
         graph.replay()
