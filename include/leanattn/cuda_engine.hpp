@@ -77,6 +77,11 @@ struct EngineOptions {
   // CUDA graph are kept until clear_plan_cache()). seq_lens are part of a plan, so a serving
   // loop uploads one plan per decode step; >= 1.
   std::int32_t plan_cache_entries = 64;
+  // DevicePlannedStep on compute capability 9.0 and later: the decode kernel is launched as the
+  // planner's programmatic dependent (griddepcontrol), so its CTAs start while the planner runs
+  // and wait for its plan, instead of after it finishes. false: plain back-to-back launches
+  // (the A/B of CudaGraph.DependentLaunchAgainstPlainLaunches). Ignored before sm_90.
+  bool dependent_launch = true;
 };
 
 class Engine {

@@ -1,8 +1,9 @@
 // Thin wrappers over the PTX instructions the decode kernel uses (sm_80 and later): cp.async
 // 16-byte (and the scales' 4-byte) copies into shared memory, fp8 pairs to floats, ldmatrix,
 // mma.sync m16n8k16 with fp32 accumulators, 16-bit packing, the gpu-scope atomics and loads of the
-// last-arriver merge, and the SM id and global timer of the optional per-CTA trace. Device code
-// only; included by the other collective/ headers.
+// last-arriver merge, the SM id and global timer of the optional per-CTA trace, and programmatic
+// dependent launch (the device planner before the decode kernel). Device code only; included by
+// the other collective/ headers and the planner.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -156,6 +157,23 @@ __device__ __forceinline__ std::uint64_t global_timer_ns() {
   std::uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
   return t;
+}
+
+// Programmatic dependent launch (sm_90 and later; nothing before): a kernel launched with
+// programmatic stream serialization may start while the kernel before it on the stream still
+// runs. grid_dependency_wait() returns once that kernel has completed and its writes are visible
+// (at once when the launch had no such dependency); launch_dependents() lets the next such
+// kernel start now (without it: when this one completes).
+__device__ __forceinline__ void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
 }
 
 }  // namespace leanattn::cuda::ptx

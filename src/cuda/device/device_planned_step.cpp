@@ -55,7 +55,7 @@ void DevicePlannedStep::run(const std::int32_t* seq_lens, const DecodeTensors& t
   ::leanattn::cuda::check(cudaLaunchKernel(lean_plan_kernel_address(), dim3(1),
                                            dim3(kPlannerThreads), planner_args, 0, s),
                           "cudaLaunchKernel (device planner)");
-  m.launch_decode(tensors, seq_lens, s);
+  m.launch_decode(tensors, seq_lens, s, /*after_planner=*/true);
 }
 
 void DevicePlannedStep::check(void* stream) {

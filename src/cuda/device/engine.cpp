@@ -61,6 +61,7 @@ Engine::Engine(const EngineOptions& options) {
   d.smem_per_sm = static_cast<std::int32_t>(prop.sharedMemPerMultiprocessor);
   d.smem_per_block = static_cast<std::int32_t>(prop.sharedMemPerBlockOptin);
   impl_->workers_override = options.workers;
+  impl_->dependent_launch = options.dependent_launch && d.cc_major >= 9;
   if (d.cc_major < 8) {
     throw CudaError("leanattn::cuda: " + d.name + " has compute capability " +
                         std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) +

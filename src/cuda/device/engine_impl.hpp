@@ -53,6 +53,7 @@ using engine_detail::kMinTileTokens;
 struct Engine::Impl {
   DeviceInfo info;
   std::int32_t workers_override = 0;
+  bool dependent_launch = false;  // EngineOptions::dependent_launch where the device has it
   std::mutex mutex;
   PlanCache plans;
   WorkspaceRegistry workspaces;  // workspaces whose counters this engine has zeroed

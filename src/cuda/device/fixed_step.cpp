@@ -47,7 +47,7 @@ void FixedStep::check_tensors(const DecodeTensors& tensors) const {
 }
 
 void FixedStep::launch_decode(const DecodeTensors& tensors, const std::int32_t* seq_lens,
-                              cudaStream_t s) {
+                              cudaStream_t s, bool after_planner) {
   auto* base = planner.as<std::byte>();
   DevicePlan dp;
   dp.worker_offsets = reinterpret_cast<const std::int32_t*>(base + layout.worker_offsets);
@@ -57,10 +57,20 @@ void FixedStep::launch_decode(const DecodeTensors& tensors, const std::int32_t* 
   KernelParams params = make_kernel_params(shape, tensors, tile_tokens, dp,
                                            workspace_pointers(workspace_layout, workspace.data()));
   void* args[] = {&params};
-  check(cudaLaunchKernel(kernel->kernel, dim3(static_cast<unsigned>(bounds.workers)),
-                         dim3(static_cast<unsigned>(kernel->threads)), args,
-                         static_cast<std::size_t>(kernel->smem_bytes), s),
-        ("cudaLaunchKernel (decode kernel " + kernel->name + ")").c_str());
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(bounds.workers));
+  config.blockDim = dim3(static_cast<unsigned>(kernel->threads));
+  config.dynamicSmemBytes = static_cast<std::size_t>(kernel->smem_bytes);
+  config.stream = s;
+  cudaLaunchAttribute dependent{};  // the kernel waits in ptx::grid_dependency_wait()
+  dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  dependent.val.programmaticStreamSerializationAllowed = 1;
+  if (after_planner && engine->dependent_launch) {
+    config.attrs = &dependent;
+    config.numAttrs = 1;
+  }
+  check(cudaLaunchKernelExC(&config, kernel->kernel, args),
+        ("cudaLaunchKernelExC (decode kernel " + kernel->name + ")").c_str());
   check(cudaGetLastError(), "decode kernel launch");
 }
 

@@ -43,9 +43,11 @@ struct FixedStep {
   // argument. Called before anything is launched.
   void check_tensors(const DecodeTensors& tensors) const;
   // Launches the decode kernel (one CTA per worker) over the plan region with `seq_lens` [batch]
-  // (device) as the requests' lengths; tensors already checked. Call with the engine's mutex
-  // held.
-  void launch_decode(const DecodeTensors& tensors, const std::int32_t* seq_lens, cudaStream_t s);
+  // (device) as the requests' lengths; tensors already checked. after_planner: the kernel just
+  // launched on `s` is the device planner, so the decode kernel may be its programmatic
+  // dependent (Engine::Impl::dependent_launch). Call with the engine's mutex held.
+  void launch_decode(const DecodeTensors& tensors, const std::int32_t* seq_lens, cudaStream_t s,
+                     bool after_planner = false);
 
   std::int64_t device_bytes() const {
     return static_cast<std::int64_t>(layout.bytes) + workspace_layout.bytes;

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 
+#include "cuda/collective/ptx.cuh"
 #include "cuda/common/lean_line.hpp"
 #include "cuda/common/planner_params.hpp"
 
@@ -79,6 +80,9 @@ __global__ void __launch_bounds__(kPlannerThreads, 1)
   constexpr int kNone = 0x7fffffff;
   __shared__ int refused;  // the first request + 1 with a length out of range, or kNone
   const int thread = static_cast<int>(threadIdx.x);
+  // The decode kernel launched after this one as a programmatic dependent (DevicePlannedStep on
+  // sm_90) may start its CTAs now: they wait in grid_dependency_wait() until this grid is done.
+  ptx::launch_dependents();
   if (thread == 0) refused = kNone;
   __syncthreads();
   for (std::int32_t b = thread; b < p.batch; b += kPlannerThreads) {

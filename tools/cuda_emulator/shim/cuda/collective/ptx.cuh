@@ -203,4 +203,9 @@ inline std::uint64_t global_timer_ns() {
                                         .count());
 }
 
+// Programmatic dependent launch: the emulator runs launches one after the other, so a kernel
+// never starts before the one it depends on has completed: nothing to wait for or release.
+inline void grid_dependency_wait() {}
+inline void launch_dependents() {}
+
 }  // namespace leanattn::cuda::ptx
