@@ -42,12 +42,18 @@ StepPlanning parse_step_planning(std::string_view text, const char* argument = "
 // longest request) or in [1, q_len).
 DecodeProblem step_problem(const DecodeProblem& shape, std::span<const std::int32_t> seq_lens);
 
+// The executors' refusals of a step's misuse, one wording: plan() on a device-planned step
+// (Error naming planning), lengths given to a host-planned step's run() (Error naming seq_lens).
+[[noreturn]] void refuse_plan_on_device_planned_step();
+[[noreturn]] void refuse_lengths_on_host_planned_run();
+
 class DecodeStep {
  public:
   virtual ~DecodeStep() = default;
 
   virtual StepPlanning planning() const = 0;
-  virtual std::int32_t workers() const = 0;  // persistent workers each step's plan is made for
+  virtual std::int32_t workers() const = 0;      // persistent workers each step's plan is for
+  virtual std::int32_t tile_tokens() const = 0;  // the lean tile of each step's plan
 
   // Host planning: plans the next run() for `seq_lens` (host int32 [<= capacity]), refused by
   // name as step_problem() refuses them; device executors copy the plan asynchronously on

@@ -5,6 +5,7 @@ A thin wrapper over the compiled module's _Step (the executor seam's DecodeStep)
 from __future__ import annotations
 
 import numbers
+import sys
 from typing import Any, Optional, Tuple, Union
 
 from . import _arrays
@@ -41,14 +42,15 @@ class DecodeStep:
     ``planning="host"``: :meth:`plan` plans the host's lengths (at most batch of them, the rest
     0) and, on CUDA, copies the plan asynchronously into fixed device buffers that the call,
     captured once, reads (FlashInfer's plan / run); bad lengths raise ValueError naming
-    seq_lens. Before the first plan() the call writes nothing (on CUDA it launches nothing: call
-    plan() once before capturing the call).
+    seq_lens; a refused plan() keeps the last plan. Before the first plan() the call writes
+    nothing (on CUDA its kernel runs over an empty plan, so a capture made then replays every
+    later plan all the same).
 
     Every call's arrays must have the shapes, dtypes, layout and variant arrays of those the step
     was made with (ValueError naming the argument otherwise); scale, causal, window_left,
     softcap, kv_dtype, v_dtype, head_dim_v, workers and tile are fixed at construction. On CUDA
-    the step must be made (and the call run once, as torch requires before a capture) outside a
-    capture: it allocates its buffers then. The CUDA engine's steps are lean, head-major, with
+    the step must be made outside a capture (it allocates its buffers then: ValueError naming
+    stream inside one). The CUDA engine's steps are lean, head-major, with
     the engine's worker count. A graph that captured a call reads the step's buffers: keep the
     step alive as long as the graph.
     """
@@ -70,6 +72,10 @@ class DecodeStep:
                 f"max_seq_len: must be an int in [1, 2**31 - 1], the most tokens any request "
                 f"of a step may have (got {max_seq_len!r})")
         q = _arrays.as_array(q)
+        if _arrays.framework(q) == "torch" and q.is_cuda and \
+                sys.modules["torch"].cuda.is_current_stream_capturing():
+            raise ValueError("stream: is capturing: a DecodeStep allocates device memory when it "
+                             "is made; make it (or call the op once) before the capture")
         self._variant = (causal, window_left, softcap)
         self._types = (kv_dtype, v_dtype)
         causal_b, window, cap, sinks_a, slopes_a = variant_args(
@@ -95,6 +101,11 @@ class DecodeStep:
     def workers(self) -> int:
         """Persistent workers each step's plan is made for."""
         return int(self._impl.workers)
+
+    @property
+    def tile(self) -> int:
+        """Tokens per lean tile of each step's plan."""
+        return int(self._impl.tile)
 
     @property
     def batch(self) -> int:
@@ -130,9 +141,9 @@ class DecodeStep:
         k_scale: Any = None, v_scale: Any = None,
     ) -> Union[Any, Tuple[Any, Any]]:
         """One step: attention as :func:`leanattn.decode` computes it, with the step's plan.
-        seq_lens: device planning, ``[batch]`` int32 on q's device (other integer dtypes, or
-        host arrays, are converted there first: not in a capture); host planning, None (the
-        lengths of the last plan()). Returns out (and lse with return_lse or lse_out) as
+        seq_lens: device planning, ``[batch]`` int32, contiguous, on q's device (another integer
+        dtype or a host array is converted there first, which a capture does not allow; a
+        non-contiguous one is refused); host planning, None (the lengths of the last plan()). Returns out (and lse with return_lse or lse_out) as
         decode does; on CUDA launched on the current stream."""
         if self.planning == "host":
             if seq_lens is not None:

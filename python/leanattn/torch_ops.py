@@ -40,8 +40,10 @@ full-graph decode; run the op once before capturing, as torch requires: that cal
 step's buffers). The op keeps one :class:`leanattn.DecodeStep` per shapes, dtypes, device,
 bound and setting (never freed: a captured graph reads its buffers), shared by every call with
 them (a model's layers, the warm-up and the capture, whatever their streams: calls on two
-streams must not overlap in time); q's batch is its capacity. A length out of bounds plans nothing on the GPU (``DecodeStep.check`` reports it); on
-the CPU it raises. Other values of plan: ValueError naming plan (a host-planned step is
+streams must not overlap in time); q's batch is its capacity and seq_lens is ``[batch]``. A
+length out of bounds raises on the CPU; on the GPU the planner plans nothing (``out`` keeps what
+it held: the functional op's is uninitialised) and :func:`check_steps` raises, naming the
+request. Other values of plan: ValueError naming plan (a host-planned step is
 ``leanattn.DecodeStep(..., planning="host")``).
 """
 
@@ -120,7 +122,8 @@ def _run(q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor]
     _decode(q, k_cache, v_cache, plan=plan, scale=scale, out=out, lse_out=lse, **planned)
 
 
-def _meta(t: Optional[torch.Tensor]) -> Any:
+def _signature(t: Optional[torch.Tensor]) -> Any:
+    """What of a tensor a kept DecodeStep is made for: shape, dtype, device."""
     return None if t is None else (tuple(t.shape), t.dtype, t.device)
 
 
@@ -141,14 +144,22 @@ def _run_step(q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Te
                          "of a step may have")
     arrays = {name: named[name] for name in _STEP_ARRAYS if name in named}
     settings = {name: named[name] for name in _STEP_SETTINGS if name in named}
-    key = (_meta(q), _meta(k_cache), _meta(v_cache), _meta(block_table), scale, bound,
-           tuple(sorted(settings.items())), tuple((n, _meta(a)) for n, a in arrays.items()))
+    key = (_signature(q), _signature(k_cache), _signature(v_cache), _signature(block_table), scale, bound,
+           tuple(sorted(settings.items())), tuple((n, _signature(a)) for n, a in arrays.items()))
     step = _STEPS.get(key)
     if step is None:
         step = _STEPS[key] = DecodeStep(q, k_cache, v_cache, max_seq_len=bound,
                                         block_table=block_table, scale=scale, **settings,
                                         **arrays)
     step(q, k_cache, v_cache, seq_lens, block_table=block_table, out=out, lse_out=lse, **arrays)
+
+
+def check_steps() -> None:
+    """Waits for the current stream and raises ValueError naming seq_lens (and the request) if
+    a ``plan="device"`` call on a GPU since the last check was given a length out of its bounds
+    (:meth:`leanattn.DecodeStep.check` of every step the ops keep). Not during a capture."""
+    for step in list(_STEPS.values()):
+        step.check()
 
 
 def _decode_impl(

@@ -50,14 +50,15 @@ Plan plan_on(const std::string& backend, const DecodeProblem& problem, const Pla
 std::string backend_for_device(int device_type);
 
 // A DecodeStep (leanattn/decode_step.hpp) made by executor `backend` for device `device_id` and
-// `workers` (0: its default), and that executor, kept alive for the step's life (the step is
-// destroyed first). Hold executor->busy() while running the step.
-struct StepOnExecutor {
+// `workers` (0: its default, the count decode() runs with, so that both share the executor), and
+// that executor, kept alive for the step's life (the step is destroyed first). Hold
+// executor->busy() while using the step.
+struct ExecutorStep {
   std::shared_ptr<ExecutorCache::Entry> executor;
   std::unique_ptr<DecodeStep> step;
 };
-StepOnExecutor make_step_on(const std::string& backend, int device_id, std::int32_t workers,
-                            const DecodeProblem& shape, const PlanOptions& options,
-                            StepPlanning planning);
+ExecutorStep make_step_on(const std::string& backend, int device_id, std::int32_t workers,
+                          const DecodeProblem& shape, const PlanOptions& options,
+                          StepPlanning planning);
 
 }  // namespace leanattn::python

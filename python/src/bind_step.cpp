@@ -26,9 +26,10 @@ namespace {
 using namespace nb::literals;
 
 struct Step {
-  StepOnExecutor on;
+  ExecutorStep held;
   DecodeProblem shape;  // every request at the bound
   Device device;
+  bool shared_kv = false;  // made without v_cache: V read from K's rows
 };
 
 // The arrays of one call as the step's problem and tensors (lengths: the shape's bound).
@@ -103,7 +104,7 @@ Step* step_new(const InArray& q, std::string_view q_dtype, const InArray& k_cach
                    k_scale, v_scale, v_dtype},
                   lens, head_dim_v, scale,
                   {.causal = causal, .window_left = window_left, .softcap = softcap});
-      validate(views.problem);  // the lengths against the cache's capacity
+      validate(views.problem);           // the lengths against the cache's capacity
     } catch (const std::exception& e) {  // every request at the bound: max_seq_len's rule
       // (the library's Error, or the ValueError decode_views raises, both "seq_lens: ...")
       const std::string_view what = e.what(), prefix = "seq_lens: ";
@@ -115,9 +116,10 @@ Step* step_new(const InArray& q, std::string_view q_dtype, const InArray& k_cach
     options.tile_tokens = tile;
     const std::string backend = backend_for_device(views.device.type);
     auto step = std::make_unique<Step>();
-    step->on = make_step_on(backend, views.device.id, workers, views.problem, options, where);
+    step->held = make_step_on(backend, views.device.id, workers, views.problem, options, where);
     step->shape = views.problem;
     step->device = views.device;
+    step->shared_kv = views.shared_kv;
     return step.release();
   });
 }
@@ -164,11 +166,13 @@ void step_run(Step& step, const InArray& q, std::string_view q_dtype, const InAr
                 s.seq_lens, s.head_dim_v, s.scale, s.variant);
     const auto [argument, rule] = difference(views.problem, s);
     if (!argument.empty()) value_error(argument, rule);
+    if (views.shared_kv != step.shared_kv)
+      value_error("v_cache", "given for one and not the other");
     if (views.device != step.device) value_error("q", "is on another device than the step's");
     attach_outputs(views, out, q_dtype, lse ? &*lse : nullptr);
     nb::gil_scoped_release no_gil;
-    const std::lock_guard<std::mutex> lock(step.on.executor->busy());
-    step.on.step->run(lens, views.tensors, reinterpret_cast<void*>(stream));
+    const std::lock_guard<std::mutex> lock(step.held.executor->busy());
+    step.held.step->run(lens, views.tensors, reinterpret_cast<void*>(stream));
   });
 }
 
@@ -176,10 +180,11 @@ void step_run(Step& step, const InArray& q, std::string_view q_dtype, const InAr
 
 void bind_step(nb::module_& m) {
   nb::class_<Step>(m, "_Step", "Private: use leanattn.DecodeStep.")
-      .def_prop_ro("workers", [](const Step& s) { return s.on.step->workers(); })
+      .def_prop_ro("workers", [](const Step& s) { return s.held.step->workers(); })
       .def_prop_ro(
           "planning",
-          [](const Step& s) { return std::string(step_planning_name(s.on.step->planning())); })
+          [](const Step& s) { return std::string(step_planning_name(s.held.step->planning())); })
+      .def_prop_ro("tile", [](const Step& s) { return s.held.step->tile_tokens(); })
       .def_prop_ro("batch", [](const Step& s) { return s.shape.batch(); })
       .def_prop_ro("value_dim", [](const Step& s) { return s.shape.value_dim(); })
       .def_prop_ro("max_seq_len", [](const Step& s) { return s.shape.seq_lens.front(); })
@@ -188,9 +193,9 @@ void bind_step(nb::module_& m) {
           [](Step& s, const SeqLensArray& seq_lens, std::uintptr_t stream) {
             translate_errors(Entry::decode, [&] {
               nb::gil_scoped_release no_gil;
-              const std::lock_guard<std::mutex> lock(s.on.executor->busy());
-              s.on.step->plan(std::span(seq_lens.data(), seq_lens.shape(0)),
-                              reinterpret_cast<void*>(stream));
+              const std::lock_guard<std::mutex> lock(s.held.executor->busy());
+              s.held.step->plan(std::span(seq_lens.data(), seq_lens.shape(0)),
+                                reinterpret_cast<void*>(stream));
             });
           },
           "seq_lens"_a.noconvert(), "stream"_a)
@@ -199,7 +204,8 @@ void bind_step(nb::module_& m) {
           [](Step& s, std::uintptr_t stream) {
             translate_errors(Entry::decode, [&] {
               nb::gil_scoped_release no_gil;
-              s.on.step->check(reinterpret_cast<void*>(stream));
+              const std::lock_guard<std::mutex> lock(s.held.executor->busy());
+              s.held.step->check(reinterpret_cast<void*>(stream));
             });
           },
           "stream"_a);

@@ -72,11 +72,12 @@ std::string backend_for_device(int device_type) {
                        ", but this leanattn was built with the backends (" + built + ") only");
 }
 
-StepOnExecutor make_step_on(const std::string& backend, int device_id, std::int32_t workers,
-                            const DecodeProblem& shape, const PlanOptions& options,
-                            StepPlanning planning) {
+ExecutorStep make_step_on(const std::string& backend, int device_id, std::int32_t workers,
+                          const DecodeProblem& shape, const PlanOptions& options,
+                          StepPlanning planning) {
   const bool host = backend == "cpu";
-  StepOnExecutor made;
+  if (host && workers == 0) workers = default_workers();  // run_on()'s key for decode()
+  ExecutorStep made;
   made.executor = executor_for(backend, host ? 0 : device_id, workers, nullptr);
   const std::lock_guard<std::mutex> lock(made.executor->busy());
   try {

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 
 #include "executors/factories.hpp"
 #include "leanattn/cpu_engine.hpp"
@@ -21,33 +22,28 @@ class CpuStep final : public DecodeStep {
   CpuStep(cpu::Engine& engine, const DecodeProblem& shape, const PlanOptions& options,
           StepPlanning planning)
       : engine_(engine), shape_(shape), options_(options), planning_(planning) {
-    validate(shape);  // Error naming the field (an empty batch included)
-    step_ = shape;
+    // The shape and the options checked now (Error naming the field), by planning it once.
+    tile_tokens_ = engine_.plan(shape_, options_).tile_tokens;
   }
 
   StepPlanning planning() const override { return planning_; }
   std::int32_t workers() const override { return engine_.workers(); }
+  std::int32_t tile_tokens() const override { return tile_tokens_; }
 
   void plan(std::span<const std::int32_t> seq_lens, void*) override {
-    require(planning_ == StepPlanning::host, "planning",
-            [] { return "is 'device': run() reads the lengths, plan() is for host planning"; });
-    step_ = step_problem(shape_, seq_lens);  // refused: the last plan stays, as on a GPU
-    plan_ = engine_.plan(step_, options_);
+    if (planning_ != StepPlanning::host) refuse_plan_on_device_planned_step();
+    set_plan(step_problem(shape_, seq_lens));  // refused: the last plan stays, as on a GPU
   }
 
   void run(const std::int32_t* seq_lens, const DecodeTensors& tensors, void*) override {
     if (planning_ == StepPlanning::device) {
-      require(seq_lens != nullptr, "seq_lens", [] {
-        return "must be given to a device-planned "
-               "step's run() ([capacity] int32)";
-      });
-      step_ = step_problem(shape_, std::span(seq_lens, shape_.seq_lens.size()));
-      plan_ = engine_.plan(step_, options_);
-    } else {
-      require(seq_lens == nullptr, "seq_lens",
-              [] { return "must be null for a host-planned step: its lengths come from plan()"; });
-      if (!plan_) return;  // nothing planned yet: nothing written
+      require(seq_lens != nullptr, "seq_lens",
+              [] { return "must be given to a device-planned step's run() ([capacity] int32)"; });
+      set_plan(step_problem(shape_, std::span(seq_lens, shape_.seq_lens.size())));
+    } else if (seq_lens != nullptr) {
+      refuse_lengths_on_host_planned_run();
     }
+    if (!plan_) return;  // host planning with nothing planned yet: nothing written
     engine_.run(step_, *plan_, tensors);
   }
 
@@ -58,8 +54,16 @@ class CpuStep final : public DecodeStep {
   DecodeProblem shape_;
   PlanOptions options_;
   StepPlanning planning_;
+  std::int32_t tile_tokens_ = 0;
   DecodeProblem step_;        // the shape with the lengths last planned
   std::optional<Plan> plan_;  // made for step_
+
+  // Plans `step`; both kept only when planning succeeds.
+  void set_plan(DecodeProblem step) {
+    Plan plan = engine_.plan(step, options_);
+    step_ = std::move(step);
+    plan_ = std::move(plan);
+  }
 };
 
 class CpuExecutor final : public Executor {

@@ -1,5 +1,5 @@
-// step_problem() and the StepPlanning names (see leanattn/decode_step.hpp): the rules every
-// executor's DecodeStep applies to a step's lengths, in one place.
+// step_problem(), the StepPlanning names and the misuse refusals (see leanattn/decode_step.hpp):
+// the rules every executor's DecodeStep applies, in one place.
 #include "leanattn/decode_step.hpp"
 
 #include <algorithm>
@@ -17,6 +17,14 @@ StepPlanning parse_step_planning(std::string_view text, const char* argument) {
   if (text == "host") return StepPlanning::host;
   if (text == "device") return StepPlanning::device;
   throw Error(argument, "must be 'host' or 'device' (got '" + std::string(text) + "')");
+}
+
+void refuse_plan_on_device_planned_step() {
+  throw Error("planning", "is 'device': run() reads the lengths, plan() is for host planning");
+}
+
+void refuse_lengths_on_host_planned_run() {
+  throw Error("seq_lens", "must be null for a host-planned step: its lengths come from plan()");
 }
 
 DecodeProblem step_problem(const DecodeProblem& shape, std::span<const std::int32_t> seq_lens) {

@@ -119,7 +119,8 @@ TEST_P(DecodeStepSeam, OneStepReplaysTwentyLengthSets) {
 }
 
 // Lengths the step's bounds refuse (past the bound, negative, in [1, q_len), more than the
-// capacity): refused naming seq_lens and nothing written; the step then runs good ones.
+// capacity): refused naming seq_lens. Device planning writes nothing; host planning keeps the
+// last plan, which the next run computes.
 TEST_P(DecodeStepSeam, RefusesLengthsOutsideItsBounds) {
   harness::HostCase c = harness::make_case(step_shape(KvLayout::contiguous, 3), 4);
   const DecodeProblem shape = c.problem;
@@ -127,8 +128,10 @@ TEST_P(DecodeStepSeam, RefusesLengthsOutsideItsBounds) {
   const std::vector<std::vector<std::int32_t>> bad = {
       {50, 201, 100, 0, 0}, {50, -1, 100, 0, 0}, {50, 2, 100, 0, 0}};
   const std::vector<std::int32_t> good = {50, 60, 200, 0, 3};
+  c.problem.seq_lens = good;
   for (StepPlanning planning : {StepPlanning::host, StepPlanning::device}) {
     const std::unique_ptr<DecodeStep> step = executor->make_step(shape, kOptions, planning);
+    if (planning == StepPlanning::host) step->plan(good, nullptr);
     for (const std::vector<std::int32_t>& lens : bad) {
       const std::string what = std::string(step_planning_name(planning)) + " planning, length " +
                                std::to_string(lens[1]);
@@ -137,25 +140,24 @@ TEST_P(DecodeStepSeam, RefusesLengthsOutsideItsBounds) {
       std::string message;
       if (planning == StepPlanning::host) {
         message = thrown([&] { step->plan(lens, nullptr); });
-        step->run(nullptr, c.tensors(), nullptr);  // nothing planned yet: nothing written
+        step->run(nullptr, c.tensors(), nullptr);  // the last plan: good's
+        EXPECT_EQ(accuracy(c), "") << what << ": the last plan was not kept";
       } else {
         message = thrown([&] { step->run(lens.data(), c.tensors(), nullptr); });
         if (message.empty()) message = thrown([&] { step->check(nullptr); });  // a GPU's planner
+        EXPECT_TRUE(c.out == poisoned) << what << ": outputs written";
       }
       EXPECT_TRUE(starts_with(message, "seq_lens: request 1 ")) << what << ": " << message;
-      EXPECT_TRUE(c.out == poisoned) << what << ": outputs written";
       EXPECT_EQ(thrown([&] { step->check(nullptr); }), "") << what << ": reported twice";
     }
     if (planning == StepPlanning::host) {
       EXPECT_TRUE(starts_with(thrown([&] { step->plan(std::vector<std::int32_t>(6, 1), nullptr); }),
                               "seq_lens: has 6 lengths, more than the step's batch capacity 5"));
-      step->plan(good, nullptr);
-      step->run(nullptr, c.tensors(), nullptr);
     } else {
+      harness::poison_outputs(c);
       step->run(good.data(), c.tensors(), nullptr);
+      EXPECT_EQ(accuracy(c), "") << "device planning after refusals";
     }
-    c.problem.seq_lens = good;
-    EXPECT_EQ(accuracy(c), "") << step_planning_name(planning) << " planning after refusals";
   }
 }
 
@@ -179,6 +181,13 @@ TEST_P(DecodeStepSeam, RefusesMisuseByName) {
   EXPECT_TRUE(starts_with(thrown([&] { host->run(lens.data(), c.tensors(), nullptr); }),
                           "seq_lens: must be null for a host-planned step"));
   EXPECT_GT(host->workers(), 0);
+  EXPECT_EQ(host->tile_tokens(), kTile);
+  // Options are checked when the step is made.
+  EXPECT_TRUE(starts_with(thrown([&] {
+                            executor->make_step(c.problem, {.tile_tokens = 1 << 17},
+                                                StepPlanning::device);
+                          }),
+                          "tile: "));
 }
 
 }  // namespace

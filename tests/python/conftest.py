@@ -104,8 +104,8 @@ def replay_lengths(rng: np.random.Generator, count: int, batch: int = 5,
     ``bound`` tokens: growing, shrinking, all empty, one long request, then random (zeros
     included)."""
     sets = [[min(bound, 11 * (i + 1) * (b + 1)) for b in range(batch)] for i in range(4)]
-    sets += [[max(0, bound - 10 - 7 * b) for b in range(batch)], [0] * batch,
-             [bound if b == 1 else int(b == 3) for b in range(batch)]]
+    sets += [[max(0, bound - 10 - 80 * i - 7 * b) for b in range(batch)] for i in range(2)]
+    sets += [[0] * batch, [bound if b == 1 else int(b == 3) for b in range(batch)]]
     while len(sets) < count:
         sets.append([0 if rng.integers(5) == 0 else int(rng.integers(bound + 1))
                      for _ in range(batch)])

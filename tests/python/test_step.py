@@ -30,8 +30,8 @@ def test_one_step_replays_changing_lengths(rng, planning, page_size):
     q, k, v, table = case.q, case.k, case.v, case.block_table
     step = leanattn.DecodeStep(q, k, v, max_seq_len=BOUND, planning=planning,
                                block_table=table, workers=3)
-    assert (step.planning, step.workers, step.batch, step.max_seq_len) == (
-        planning, 3, BATCH, BOUND)
+    assert (step.planning, step.workers, step.batch, step.max_seq_len, step.tile) == (
+        planning, 3, BATCH, BOUND, 256)  # d 64's default tile
     out = np.full(q.shape, np.nan, dtype=q.dtype)
     lse = np.full(q.shape[:2], np.nan, dtype=np.float32)
     for lens in replay_lengths(rng, 10):
@@ -60,10 +60,13 @@ def test_variants_and_query_tokens(rng):
     kw = dict(window_left=40, softcap=5.0)
     step = leanattn.DecodeStep(q, case.k, case.v, max_seq_len=BOUND, sinks=sinks,
                                alibi_slopes=slopes, workers=2, **kw)
+    out = np.empty((BATCH, 3, 4, 32), np.float32)
+    lse = np.empty((BATCH, 3, 4), np.float32)
     for lens in ([3, 0, 200, 57, 4], [0, 0, 0, 0, 0], [199, 3, 0, 0, 100]):
         lens = np.asarray(lens, dtype=np.int32)
-        out, lse = step(q, case.k, case.v, lens, sinks=sinks, alibi_slopes=slopes,
-                        return_lse=True)
+        out.fill(np.nan)
+        lse.fill(np.nan)
+        step(q, case.k, case.v, lens, sinks=sinks, alibi_slopes=slopes, out=out, lse_out=lse)
         ref, ref_lse = numpy_variant_attention(q, case.k, case.v, lens, sinks=sinks,
                                                alibi=slopes, **kw)
         assert_close(out, ref, "float32", lse, ref_lse)
@@ -78,8 +81,9 @@ def test_v_from_k_rows(rng):
     case = full_case(rng, q_heads=8, kv_heads=1, head_dim=96)
     step = leanattn.DecodeStep(case.q, case.k, None, max_seq_len=BOUND, head_dim_v=64)
     lens = np.array([5, 200, 0, 17, 120], np.int32)
-    out = step(case.q, case.k, None, lens)
-    assert out.shape == (BATCH, 8, 64)
+    out = np.full((BATCH, 8, 64), np.nan, np.float32)
+    step(case.q, case.k, None, lens, out=out)
+    assert step(case.q, case.k, None, lens).shape == (BATCH, 8, 64)
     ref, _ = numpy_attention(case.q, case.k, case.k[..., :64], lens)
     assert_close(out, ref, "float32")
 
@@ -119,6 +123,8 @@ def test_refusals_name_the_argument(rng):
          "^sinks: given for one and not the other"),
         (lambda: device(q, k, v, lens, block_table=np.zeros((5, 13), np.int32)),
          "^block_table: given for one and not the other call"),
+        (lambda: device(q, k, None, lens), "^v_cache: given for one and not the other"),
+        (lambda: leanattn.DecodeStep(q, k, v, max_seq_len=BOUND, tile=1 << 17), "^tile: "),
     ]
     for call, message in cases:
         with pytest.raises(ValueError, match=message):

@@ -6,7 +6,6 @@
 
 #include "executors/factories.hpp"
 #include "leanattn/cuda_engine.hpp"
-#include "leanattn/error.hpp"
 
 namespace leanattn::executors {
 
@@ -28,17 +27,18 @@ class CudaStep final : public DecodeStep {
     return device_ ? StepPlanning::device : StepPlanning::host;
   }
   std::int32_t workers() const override { return device_ ? device_->workers() : host_->workers(); }
+  std::int32_t tile_tokens() const override {
+    return device_ ? device_->tile_tokens() : host_->tile_tokens();
+  }
 
   void plan(std::span<const std::int32_t> seq_lens, void* stream) override {
-    require(host_ != nullptr, "planning",
-            [] { return "is 'device': run() reads the lengths, plan() is for host planning"; });
+    if (host_ == nullptr) refuse_plan_on_device_planned_step();
     host_->plan(seq_lens, stream);
   }
 
   void run(const std::int32_t* seq_lens, const DecodeTensors& tensors, void* stream) override {
     if (device_) return device_->run(seq_lens, tensors, stream);
-    require(seq_lens == nullptr, "seq_lens",
-            [] { return "must be null for a host-planned step: its lengths come from plan()"; });
+    if (seq_lens != nullptr) refuse_lengths_on_host_planned_run();
     host_->run(tensors, stream);
   }
 

@@ -91,24 +91,46 @@ def graph_of(fn):
     return graph
 
 
+def same_plan_decode(step, q, k, v, lens, table=None):
+    """leanattn.decode with the step's workers and tile: the plan the step makes (lean,
+    head-major on CUDA), so its output and lse are bitwise the step's."""
+    return leanattn.decode(q, k, v, lens, block_table=table, workers=step.workers,
+                           tile=step.tile, return_lse=True)
+
+
+def poisoned(*tensors):
+    for t in tensors:
+        t.fill_(float("nan"))
+
+
 @cuda
 def test_cuda_graph_of_the_op_replays_new_lengths(rng):
+    """Two layers' calls (two q, two outputs: one kept step) in one graph, over a paged cache."""
     case = make_case(rng, [BOUND] * BATCH, q_heads=8, kv_heads=2, head_dim=64, page_size=16)
     q, k, v, table = as_torch(case, "cuda", torch.bfloat16)
+    q2 = (q * 0.5).contiguous()
     lens_dev = torch.zeros(BATCH, dtype=torch.int32, device="cuda")
-    out = torch.empty_like(q)
-    lse = torch.empty(q.shape[:2], device="cuda")
-    graph = graph_of(lambda: torch.ops.leanattn.decode_(
-        q, k, v, lens_dev, out, lse, table, plan="device", max_seq_len=BOUND))
+    outs = [torch.empty_like(q), torch.empty_like(q)]
+    lses = [torch.empty(q.shape[:2], device="cuda"), torch.empty(q.shape[:2], device="cuda")]
+
+    def layers():
+        for query, out, lse in zip((q, q2), outs, lses):
+            torch.ops.leanattn.decode_(query, k, v, lens_dev, out, lse, table, plan="device",
+                                       max_seq_len=BOUND)
+
+    graph = graph_of(layers)
+    step = leanattn.DecodeStep(q, k, v, max_seq_len=BOUND, block_table=table)  # its workers, tile
     for lens in replay_lengths(rng, 20):
         lens_dev.copy_(torch.from_numpy(lens))
-        out.fill_(float("nan"))
+        poisoned(*outs, *lses)
         graph.replay()
         torch.cuda.synchronize()
-        want, want_lse = leanattn.decode(q, k, v, lens, block_table=table, return_lse=True)
-        assert torch.equal(out, want) and torch.equal(lse, want_lse), lens
-        ref, ref_lse = numpy_attention(q, k, v, lens, case.block_table)
-        assert_close(out, ref, "bfloat16", lse, ref_lse)
+        leanattn.torch_ops.check_steps()
+        for query, out, lse in zip((q, q2), outs, lses):
+            want, want_lse = same_plan_decode(step, query, k, v, lens, table)
+            assert torch.equal(out, want) and torch.equal(lse, want_lse), lens
+            ref, ref_lse = numpy_attention(query, k, v, lens, case.block_table)
+            assert_close(out, ref, "bfloat16", lse, ref_lse)
 
 
 @cuda
@@ -117,14 +139,18 @@ def test_cuda_graph_of_a_host_planned_step(rng):
     q, k, v, _ = as_torch(case, "cuda")
     step = leanattn.DecodeStep(q, k, v, max_seq_len=BOUND, planning="host")
     out = torch.empty_like(q)
+    lse = torch.empty(q.shape[:2], device="cuda")
     step.plan([BOUND] * BATCH)
-    graph = graph_of(lambda: step(q, k, v, out=out))
+    graph = graph_of(lambda: step(q, k, v, out=out, lse_out=lse))
     for lens in replay_lengths(rng, 20):
         step.plan(lens)
-        out.fill_(float("nan"))
+        poisoned(out, lse)
         graph.replay()
         torch.cuda.synchronize()
-        assert torch.equal(out, leanattn.decode(q, k, v, lens)), lens
+        want, want_lse = same_plan_decode(step, q, k, v, lens)
+        assert torch.equal(out, want) and torch.equal(lse, want_lse), lens
+        ref, ref_lse = numpy_attention(q, k, v, lens)
+        assert_close(out, ref, "float16", lse, ref_lse)
     with pytest.raises(ValueError, match="^seq_lens: request 1 has length 201"):
         step.plan([1, 201])
 
@@ -135,9 +161,12 @@ def test_cuda_device_step_reports_a_length_out_of_bounds(rng):
     q, k, v, _ = as_torch(case, "cuda")
     step = leanattn.DecodeStep(q, k, v, max_seq_len=BOUND)
     lens = torch.tensor([5, 201, 0, 0, 7], dtype=torch.int32, device="cuda")
-    out = torch.zeros_like(q)
+    out = torch.full_like(q, float("nan"))
     step(q, k, v, lens, out=out)
     with pytest.raises(ValueError, match="^seq_lens: request 1 "):
         step.check()
-    assert torch.count_nonzero(out) == 0  # planned nothing, wrote nothing
+    assert torch.isnan(out).all()  # planned nothing, wrote nothing
     step.check()  # cleared
+    with torch.cuda.graph(torch.cuda.CUDAGraph()):
+        with pytest.raises(ValueError, match="^stream: is capturing"):
+            leanattn.DecodeStep(q, k, v, max_seq_len=BOUND)

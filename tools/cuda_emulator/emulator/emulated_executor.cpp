@@ -20,27 +20,26 @@ class EmulatedStep final : public DecodeStep {
  public:
   EmulatedStep(const DecodeProblem& shape, std::int32_t workers, const PlanOptions& options,
                StepPlanning planning, const RunOptions& run_options)
-      : step_(shape, workers,
-              cuda::fixed_step_tile(
-                  shape, options,
-                  planning == StepPlanning::device ? "the device planner" : "a host-planned step")),
+      : tile_tokens_(cuda::fixed_step_tile(
+            shape, options,
+            planning == StepPlanning::device ? "the device planner" : "a host-planned step")),
+        step_(shape, workers, tile_tokens_),
         workers_(workers),
         planning_(planning),
         options_(run_options) {}
 
   StepPlanning planning() const override { return planning_; }
   std::int32_t workers() const override { return workers_; }
+  std::int32_t tile_tokens() const override { return tile_tokens_; }
 
   void plan(std::span<const std::int32_t> seq_lens, void*) override {
-    require(planning_ == StepPlanning::host, "planning",
-            [] { return "is 'device': run() reads the lengths, plan() is for host planning"; });
+    if (planning_ != StepPlanning::host) refuse_plan_on_device_planned_step();
     step_.plan_on_host(seq_lens);
   }
 
   void run(const std::int32_t* seq_lens, const DecodeTensors& tensors, void*) override {
     if (planning_ == StepPlanning::host) {
-      require(seq_lens == nullptr, "seq_lens",
-              [] { return "must be null for a host-planned step: its lengths come from plan()"; });
+      if (seq_lens != nullptr) refuse_lengths_on_host_planned_run();
       return step_.replay_decode(tensors, options_);
     }
     require(seq_lens != nullptr, "seq_lens", [] { return "must be a device pointer, not null"; });
@@ -54,6 +53,7 @@ class EmulatedStep final : public DecodeStep {
   }
 
  private:
+  std::int32_t tile_tokens_;
   EmulatedCapturedStep step_;
   std::int32_t workers_;
   StepPlanning planning_;
