@@ -23,7 +23,7 @@
 #include "leanattn/cuda_engine.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/reference.hpp"
-#include "stream_timing.hpp"
+#include "stream_helpers.hpp"
 
 namespace leanattn::cuda {
 namespace {
@@ -93,12 +93,8 @@ TEST(CudaGraph, DevicePlannedStepReplaysWithNewLengths) {
   // A blocking stream: the harness's poison and uploads (plain cudaMemset / cudaMemcpy on the
   // legacy stream) are ordered before the work on it.
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
-  step.run(lens.as<std::int32_t>(), d.tensors(), stream);
-  cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  cudaGraphExec_t exec =
+      captured(stream, [&] { step.run(lens.as<std::int32_t>(), d.tensors(), stream); });
 
   DeviceBuffer host_ws(1 << 24);  // Engine::run's workspace for the host plans (one, reused)
   std::mt19937 rng(4);
@@ -155,7 +151,6 @@ TEST(CudaGraph, DevicePlannedStepReplaysWithNewLengths) {
   ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
   EXPECT_THROW(step.check(stream), Error);
   EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
-  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
   EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
@@ -185,12 +180,8 @@ TEST(CudaGraph, DependentLaunchAgainstPlainLaunches) {
   for (int dependent = 0; dependent < 2; ++dependent) {
     Engine engine({.dependent_launch = dependent == 1});
     DevicePlannedStep step(engine, c.problem, {.tile_tokens = 64});
-    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
-    step.run(lens.as<std::int32_t>(), d.tensors(), stream);
-    cudaGraph_t graph = nullptr;
-    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-    cudaGraphExec_t exec = nullptr;
-    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    cudaGraphExec_t exec =
+        captured(stream, [&] { step.run(lens.as<std::int32_t>(), d.tensors(), stream); });
     for (std::size_t i = 0; i < sets.size(); ++i) {
       ASSERT_EQ(cudaMemcpy(lens.data(), sets[i].data(), 16, cudaMemcpyHostToDevice), cudaSuccess);
       d.poison();
@@ -207,7 +198,6 @@ TEST(CudaGraph, DependentLaunchAgainstPlainLaunches) {
     us[dependent] = stream_us_per_call(
         stream, 50, [&](int) { EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess); });
     EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
-    EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
   }
   for (std::size_t i = 0; i < sets.size(); ++i) {
     EXPECT_TRUE(outputs[0][i] == outputs[1][i]) << "set " << i << ": dependent != plain launch";

@@ -25,22 +25,10 @@
 #include "leanattn/cuda_engine.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/reference.hpp"
-#include "stream_timing.hpp"
+#include "stream_helpers.hpp"
 
 namespace leanattn::cuda {
 namespace {
-
-// A graph of whatever `capture` launches on `stream`.
-cudaGraphExec_t captured(cudaStream_t stream, auto&& capture) {
-  EXPECT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
-  capture();
-  cudaGraph_t graph = nullptr;
-  EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-  cudaGraphExec_t exec = nullptr;
-  EXPECT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
-  return exec;
-}
 
 TEST(CudaGraph, HostPlannedStepReplaysWithNewLengths) {
   if (!device_available()) GTEST_SKIP() << "no CUDA device (or driver) on this machine";

@@ -1,6 +1,7 @@
-// stream_us_per_call(): GPU time per call of a step enqueued on a stream, from two CUDA events
-// recorded around `calls` calls (the host's enqueue work included where it stalls the stream).
-// For the [device-plan], [host-plan] and [planner-cost] lines of the GPU tests.
+// The GPU tests' stream helpers: captured(), a graph of what a function launches on a stream;
+// stream_us_per_call(), GPU time per call of a step enqueued on a stream, from two CUDA events
+// recorded around `calls` calls (the host's enqueue work included where it stalls the stream), for
+// the [device-plan], [host-plan] and [planner-cost] lines.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,6 +9,18 @@
 #include <cuda_runtime.h>
 
 namespace leanattn::cuda {
+
+// A graph of whatever `capture` launches on `stream` (failed CUDA calls reported by gtest).
+inline cudaGraphExec_t captured(cudaStream_t stream, auto&& capture) {
+  EXPECT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  capture();
+  cudaGraph_t graph = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  EXPECT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  return exec;
+}
 
 // Calls step(i) for i in [0, calls) between two events on `stream`, waits for the second, and
 // returns the elapsed microseconds per call (0 after a failed CUDA call, reported by gtest).
