@@ -201,6 +201,9 @@ class DevicePlannedStep {
   std::int32_t workers() const;
   std::int32_t tile_tokens() const;
   std::int64_t device_bytes() const;  // the planner's buffers and the workspace
+  // Whether run() launches the decode kernel as the planner's programmatic dependent
+  // (EngineOptions::dependent_launch, on sm_90 and later with both kernels' code built for it).
+  bool dependent_launch() const;
 
  private:
   struct Impl;

@@ -49,8 +49,8 @@ class DecodeStep:
     Every call's arrays must have the shapes, dtypes, layout and variant arrays of those the step
     was made with (ValueError naming the argument otherwise); scale, causal, window_left,
     softcap, kv_dtype, v_dtype, head_dim_v, workers and tile are fixed at construction. On CUDA
-    the step must be made outside a capture (it allocates its buffers then: ValueError naming
-    stream inside one). The CUDA engine's steps are lean, head-major, with
+    the step must be made outside a capture (it allocates its buffers then; with PyTorch
+    tensors ValueError naming stream inside one). The CUDA engine's steps are lean, head-major, with
     the engine's worker count. A graph that captured a call reads the step's buffers: keep the
     step alive as long as the graph.
     """
@@ -141,10 +141,10 @@ class DecodeStep:
         k_scale: Any = None, v_scale: Any = None,
     ) -> Union[Any, Tuple[Any, Any]]:
         """One step: attention as :func:`leanattn.decode` computes it, with the step's plan.
-        seq_lens: device planning, ``[batch]`` int32, contiguous, on q's device (another integer
-        dtype or a host array is converted there first, which a capture does not allow; a
-        non-contiguous one is refused); host planning, None (the lengths of the last plan()). Returns out (and lse with return_lse or lse_out) as
-        decode does; on CUDA launched on the current stream."""
+        seq_lens: device planning, ``[batch]`` int32, contiguous, on q's device (anything else
+        is converted there first by q's framework; inside a capture pass it as it is wanted);
+        host planning, None (the lengths of the last plan()). Returns out (and lse with
+        return_lse or lse_out) as decode does; on CUDA launched on the current stream."""
         if self.planning == "host":
             if seq_lens is not None:
                 raise ValueError("seq_lens: a host-planned step takes its lengths from plan(); "

@@ -144,7 +144,7 @@ def _run_step(q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Te
                          "of a step may have")
     arrays = {name: named[name] for name in _STEP_ARRAYS if name in named}
     settings = {name: named[name] for name in _STEP_SETTINGS if name in named}
-    key = (_signature(q), _signature(k_cache), _signature(v_cache), _signature(block_table), scale, bound,
+    key = (tuple(_signature(t) for t in (q, k_cache, v_cache, block_table)), scale, bound,
            tuple(sorted(settings.items())), tuple((n, _signature(a)) for n, a in arrays.items()))
     step = _STEPS.get(key)
     if step is None:
@@ -157,9 +157,16 @@ def _run_step(q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Te
 def check_steps() -> None:
     """Waits for the current stream and raises ValueError naming seq_lens (and the request) if
     a ``plan="device"`` call on a GPU since the last check was given a length out of its bounds
-    (:meth:`leanattn.DecodeStep.check` of every step the ops keep). Not during a capture."""
+    (:meth:`leanattn.DecodeStep.check` of every step the ops keep: every one is checked and
+    cleared, the first refusal raised). Not during a capture."""
+    first: Optional[ValueError] = None
     for step in list(_STEPS.values()):
-        step.check()
+        try:
+            step.check()
+        except ValueError as e:
+            first = first or e
+    if first is not None:
+        raise first
 
 
 def _decode_impl(

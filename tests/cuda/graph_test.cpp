@@ -164,6 +164,7 @@ TEST(CudaGraph, DependentLaunchAgainstPlainLaunches) {
       harness::test_problem({4000, 4000, 4000, 4000}, 32, 8, 128, DType::bf16);
   if (!Engine().can_run(shape)) GTEST_SKIP() << "bf16 head_dim 128 not in this build";
   harness::HostCase c = harness::make_case(shape, 23);
+  const DecodeProblem bound = c.problem;  // the steps' shape (c.problem takes each set's lengths)
   DeviceCase d(c);
   DeviceBuffer lens(4 * sizeof(std::int32_t));
   cudaStream_t stream = nullptr;
@@ -179,7 +180,10 @@ TEST(CudaGraph, DependentLaunchAgainstPlainLaunches) {
   double us[2] = {0, 0};
   for (int dependent = 0; dependent < 2; ++dependent) {
     Engine engine({.dependent_launch = dependent == 1});
-    DevicePlannedStep step(engine, c.problem, {.tile_tokens = 64});
+    DevicePlannedStep step(engine, bound, {.tile_tokens = 64});
+    // The builds the device check makes have sm_90 code: the dependent launch is taken there.
+    if (dependent == 1 && engine.device().cc_major >= 9) EXPECT_TRUE(step.dependent_launch());
+    if (dependent == 0) EXPECT_FALSE(step.dependent_launch());
     cudaGraphExec_t exec =
         captured(stream, [&] { step.run(lens.as<std::int32_t>(), d.tensors(), stream); });
     for (std::size_t i = 0; i < sets.size(); ++i) {

@@ -40,6 +40,10 @@ std::int64_t DevicePlannedStep::device_bytes() const {
   return impl_->step.device_bytes();
 }
 
+bool DevicePlannedStep::dependent_launch() const {
+  return impl_->step.dependent_launch;
+}
+
 void DevicePlannedStep::run(const std::int32_t* seq_lens, const DecodeTensors& tensors,
                             void* stream) {
   FixedStep& m = impl_->step;

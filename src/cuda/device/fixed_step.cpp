@@ -27,6 +27,13 @@ FixedStep::FixedStep(Engine::Impl& e, const DecodeProblem& s, const PlanOptions&
   const int resident = e.occupancy(*kernel) * e.info.sm_count;
   bounds = {shape.batch(), shape.kv_heads,
             e.workers_override > 0 ? e.workers_override : std::min(resident, kMaxWorkers)};
+  if (e.dependent_launch) {
+    cudaFuncAttributes decode{}, plan{};
+    check(cudaFuncGetAttributes(&decode, kernel->kernel), "cudaFuncGetAttributes (decode)");
+    check(cudaFuncGetAttributes(&plan, lean_plan_kernel_address()),
+          "cudaFuncGetAttributes (planner)");
+    dependent_launch = decode.binaryVersion >= 90 && plan.binaryVersion >= 90;
+  }
   layout = planner_layout(bounds);
   planner = DeviceBuffer(layout.bytes);
   workspace_layout = device_workspace_layout(bounds.max_slots(), shape.group_size() * shape.q_len,
@@ -65,7 +72,7 @@ void FixedStep::launch_decode(const DecodeTensors& tensors, const std::int32_t* 
   cudaLaunchAttribute dependent{};  // the kernel waits in ptx::grid_dependency_wait()
   dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   dependent.val.programmaticStreamSerializationAllowed = 1;
-  if (after_planner && engine->dependent_launch) {
+  if (after_planner && dependent_launch) {
     config.attrs = &dependent;
     config.numAttrs = 1;
   }

@@ -27,6 +27,10 @@ struct FixedStep {
   const KernelHandle* kernel = nullptr;
   PlannerBounds bounds;
   std::int32_t tile_tokens = 0;
+  // The decode kernel may be launched as the planner's programmatic dependent: the engine allows
+  // it (EngineOptions::dependent_launch, sm_90) and both kernels' loaded binaries are sm_90 code
+  // (a compute_80 PTX JIT-compiled on a newer GPU has no griddepcontrol.wait in it).
+  bool dependent_launch = false;
   std::int32_t max_seq_len = 0;  // the shape's longest request: the bound of every length
   DeviceBuffer planner;          // planner_layout(bounds) bytes, zeroed
   PlannerLayout layout;

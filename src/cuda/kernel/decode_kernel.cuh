@@ -139,7 +139,8 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocksPerSm)
     p.trace[blockIdx.x * kTraceWords + 3] = 0;
   }
   // Launched as the device planner's programmatic dependent, this CTA may have started while the
-  // planner still writes the plan it reads next: wait for it (at once in any other launch).
+  // planner still writes the plan it reads next: wait for it (at once in any other launch; the
+  // trace above, which a dependent launch never has, timed the CTA's start).
   ptx::grid_dependency_wait();
   const int first = p.worker_offsets[blockIdx.x];
   const int last = p.worker_offsets[blockIdx.x + 1];
