@@ -182,8 +182,12 @@ TEST(CudaGraph, DependentLaunchAgainstPlainLaunches) {
     Engine engine({.dependent_launch = dependent == 1});
     DevicePlannedStep step(engine, bound, {.tile_tokens = 64});
     // The builds the device check makes have sm_90 code: the dependent launch is taken there.
-    if (dependent == 1 && engine.device().cc_major >= 9) EXPECT_TRUE(step.dependent_launch());
-    if (dependent == 0) EXPECT_FALSE(step.dependent_launch());
+    if (dependent == 1 && engine.device().cc_major >= 9) {
+      EXPECT_TRUE(step.dependent_launch());
+    }
+    if (dependent == 0) {
+      EXPECT_FALSE(step.dependent_launch());
+    }
     cudaGraphExec_t exec =
         captured(stream, [&] { step.run(lens.as<std::int32_t>(), d.tensors(), stream); });
     for (std::size_t i = 0; i < sets.size(); ++i) {
