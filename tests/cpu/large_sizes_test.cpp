@@ -10,17 +10,10 @@
 
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
+#include "harness/sanitized.hpp"  // LEANATTN_SANITIZED
 #include "harness/test_problem.hpp"
 #include "leanattn/cpu_engine.hpp"
 #include "leanattn/reference.hpp"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define LEANATTN_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define LEANATTN_SANITIZED 1
-#endif
-#endif
 
 namespace leanattn {
 namespace {

@@ -1,0 +1,23 @@
+// LEANATTN_SANITIZED (and harness::kSanitized): defined when this translation unit is built with
+// AddressSanitizer or ThreadSanitizer (GCC's __SANITIZE_*__, Clang's __has_feature), for tests
+// that run fewer random trials or smaller sizes there: the sanitizers look for memory and thread
+// errors, which a shorter sweep still exercises; the release stage runs the full one.
+#pragma once
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define LEANATTN_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define LEANATTN_SANITIZED 1
+#endif
+#endif
+
+namespace leanattn::harness {
+
+#ifdef LEANATTN_SANITIZED
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
+}  // namespace leanattn::harness
