@@ -62,7 +62,7 @@ from ._step import DecodeStep
 _LIB: Optional[Any] = None
 _PLANS: Dict[Tuple[Any, ...], Plan] = {}
 atexit.register(_PLANS.clear)  # plans are freed before the extension module is
-# plan="device": one step per key (_step_key), never evicted (graphs read their buffers).
+# plan="device": one step per key (_run_step's), never evicted (graphs read their buffers).
 _STEPS: Dict[Tuple[Any, ...], DecodeStep] = {}
 atexit.register(_STEPS.clear)
 

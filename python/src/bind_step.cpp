@@ -166,8 +166,9 @@ void step_run(Step& step, const InArray& q, std::string_view q_dtype, const InAr
                 s.seq_lens, s.head_dim_v, s.scale, s.variant);
     const auto [argument, rule] = difference(views.problem, s);
     if (!argument.empty()) value_error(argument, rule);
-    if (views.shared_kv != step.shared_kv)
+    if (views.shared_kv != step.shared_kv) {
       value_error("v_cache", "given for one and not the other");
+    }
     if (views.device != step.device) value_error("q", "is on another device than the step's");
     attach_outputs(views, out, q_dtype, lse ? &*lse : nullptr);
     nb::gil_scoped_release no_gil;
