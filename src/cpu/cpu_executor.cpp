@@ -1,6 +1,7 @@
 // The CPU engine behind the executor seam (leanattn/executor.hpp): host memory, every problem the
 // planner accepts; its DecodeStep reads the lengths when it runs (the host is its device) and
 // plans them then.
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <span>
@@ -39,7 +40,11 @@ class CpuStep final : public DecodeStep {
     if (planning_ == StepPlanning::device) {
       require(seq_lens != nullptr, "seq_lens",
               [] { return "must be given to a device-planned step's run() ([capacity] int32)"; });
-      set_plan(step_problem(shape_, std::span(seq_lens, shape_.seq_lens.size())));
+      const std::span lens(seq_lens, shape_.seq_lens.size());
+      // A model's layers run one step's lengths in turn: plan them once (as plan_for() does).
+      if (!plan_ || !std::equal(lens.begin(), lens.end(), step_.seq_lens.begin())) {
+        set_plan(step_problem(shape_, lens));
+      }
     } else if (seq_lens != nullptr) {
       refuse_lengths_on_host_planned_run();
     }
