@@ -5,17 +5,21 @@
 #   stock-fa-on   -fa 1, LEANATTN_GGML=0 (the library is not loaded)
 #   leanattn      -fa 1 with GGML_BACKEND_PATH=libggml-leanattn.so
 #   stock-fa-off  -fa 0, LEANATTN_GGML=0 (matrix products and a softmax)
+# and, with --configs naming it, leanattn-4k-pages: the backend with LEANATTN_GGML_HUGE_PAGES=0
+# (the KV cache left on the pages ggml gave it; integrations/llama.cpp/kv_cache_pages.hpp).
 # Each run prefills its depth (not timed) then decodes N tokens; the backend's own time per node
 # comes from LEANATTN_GGML_STATS. Prints the medians and writes
 # bench/results/llama-cpp-decode-<model>-<cpu>-<cores>c-<date>.{csv,txt}.
 #   bench/llama_cpp_decode.sh [--model smollm2] [--depths "0 4096 16384 32768"] [--runs 3]
 #                             [--tokens 32] [--threads 2] [--cache-type f16] [--tag NAME]
+#                             [--configs "stock-fa-on leanattn stock-fa-off"]
 # --tag adds "-NAME" to the file names (a second run on the same day keeps the first).
 # --cache-type q8_0 (or q4_0, ...) runs llama-bench with -ctk and -ctv of that type; llama.cpp
 # quantizes a V cache only with flash attention, so stock-fa-off runs only with f16.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=smollm2 depths="0 4096 16384 32768" runs=3 tokens=32 threads=2 tag= cache_type=f16
+configs="stock-fa-on leanattn stock-fa-off"
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) model=$2; shift 2 ;;
@@ -25,6 +29,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift 2 ;;
     --tag) tag=-$2; shift 2 ;;
     --cache-type) cache_type=$2; shift 2 ;;
+    --configs) configs=$2; shift 2 ;;
     *) echo "llama_cpp_decode.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -45,6 +50,7 @@ one() {  # config depth run
   local fa=1 envs=(LEANATTN_GGML=0)
   [ "$1" = stock-fa-off ] && fa=0
   [ "$1" = leanattn ] && envs=(LEANATTN_GGML=1 LEANATTN_GGML_STATS=1)
+  [ "$1" = leanattn-4k-pages ] && envs=(LEANATTN_GGML=1 LEANATTN_GGML_STATS=1 LEANATTN_GGML_HUGE_PAGES=0)
   local out
   out=$(env "${envs[@]}" GGML_BACKEND_PATH="$backend" "$llama/build/bin/llama-bench" -m "$gguf" \
     -fa "$fa" -ctk "$cache_type" -ctv "$cache_type" -p 0 -n "$tokens" -d "$2" -r 1 \
@@ -58,7 +64,7 @@ one() {  # config depth run
 
 for depth in $depths; do
   for run in $(seq 1 "$runs"); do
-    for config in stock-fa-on leanattn stock-fa-off; do
+    for config in $configs; do
       [ "$config" = stock-fa-off ] && [ "$cache_type" != f16 ] && continue
       one "$config" "$depth" "$run"
     done
@@ -73,7 +79,9 @@ done
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 med = lambda c, d, k: statistics.median(float(r[k]) for r in rows if r["config"] == c and r["depth"] == d)
-print(f"{'depth':>6} {'fa-on':>8} {'leanattn':>9} {'fa-off':>8} {'x fa-on':>8} {'x best':>7} {'ms/node':>8}")
+small = any(r["config"] == "leanattn-4k-pages" for r in rows)
+print(f"{'depth':>6} {'fa-on':>8} {'leanattn':>9} {'fa-off':>8} {'x fa-on':>8} {'x best':>7} {'ms/node':>8}"
+      + (f" {'4k-pages':>9} {'x 4k':>6}" if small else ""))
 for d in dict.fromkeys(r["depth"] for r in rows):
     has = lambda c: any(r["config"] == c and r["depth"] == d for r in rows)
     on, lean, off = (med(c, d, "tokens_per_s") if has(c) else 0.0
@@ -81,6 +89,10 @@ for d in dict.fromkeys(r["depth"] for r in rows):
     nodes = [float(r["leanattn_nodes"]) for r in rows if r["config"] == "leanattn" and r["depth"] == d]
     ms = [float(r["leanattn_ms"]) for r in rows if r["config"] == "leanattn" and r["depth"] == d]
     per = statistics.median(m / n for m, n in zip(ms, nodes) if n > 0) if any(nodes) else 0.0
-    print(f"{d:>6} {on:8.2f} {lean:9.2f} {off:8.2f} {lean / on:8.2f} {lean / max(on, off):7.2f} {per:8.3f}")
+    line = f"{d:>6} {on:8.2f} {lean:9.2f} {off:8.2f} {lean / max(on, 1e-9):8.2f} {lean / max(on, off, 1e-9):7.2f} {per:8.3f}"
+    if small:
+        four = med("leanattn-4k-pages", d, "tokens_per_s") if has("leanattn-4k-pages") else 0.0
+        line += f" {four:9.2f} {lean / max(four, 1e-9):6.2f}"
+    print(line)
 EOF
 } | tee "$stem.txt"

@@ -81,7 +81,7 @@ std::string format_case(const LabelledCase& lc, double probe_gbps) {
   if (c.ceiling_gbps > 0) {
     os << fmt::format(
         "  compute ceiling {:.1f} GB/s ({:.1f} cycles per token x KV head: {:.0f} FMAs + {:.0f} "
-        "widening ops on 2 pipes; {:.1f} GB/s per core)\n",
+        "widening ops at the costs above; {:.1f} GB/s per core)\n",
         c.ceiling_gbps, c.ceiling.cycles_per_token_head, c.ceiling.fma, c.ceiling.widen,
         c.ceiling.gbps_per_core);
   }
@@ -128,7 +128,8 @@ nlohmann::ordered_json to_json(const BenchRun& run) {
   j["machine"] = {{"cpu", run.machine.cpu},
                   {"cores", run.machine.cores},
                   {"date", run.machine.date},
-                  {"commit", run.machine.commit}};
+                  {"commit", run.machine.commit},
+                  {"vector_flags", run.machine.vector_flags}};
   j["probe_read_gbps"] = run.probe.median_gbps;
   j["probe_best_gbps"] = run.probe.best_gbps;
   j["probe_bytes"] = run.probe.bytes;

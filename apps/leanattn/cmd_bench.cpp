@@ -11,9 +11,11 @@
 #include "bench_report.hpp"
 #include "bench_runner/bench_backend.hpp"
 #include "bench_runner/cycle_counter.hpp"
+#include "bench_runner/vector_costs.hpp"
 #include "cache_report.hpp"
 #include "commands.hpp"
 #include "default_sweep.hpp"
+#include "harness/large_buffer.hpp"
 #include "leanattn/error.hpp"
 #include "problem_args.hpp"
 
@@ -33,6 +35,7 @@ struct BenchArgs {
   std::string json_path, csv_path;
   std::int64_t probe_mib = 0;
   bool no_pin = false;
+  bool small_pages = false;
   bool from_cache = false;
   std::int64_t cache_kib = 1024;  // --from-cache sweep: K and V per worker
 };
@@ -41,6 +44,14 @@ const char* const kShapeFlags[] = {
     "--batch",  "--q-heads", "--kv-heads", "--head-dim", "--head-dim-v", "--shared-kv",
     "--mla",    "--seq-len", "--seq-lens", "--dtype",    "--page-size",  "--q-len",
     "--window", "--softcap", "--sinks",    "--alibi",    "--non-causal"};
+
+// The compute ceiling's instruction costs, as the tables' headers say them.
+std::string describe_costs(const bench::VectorCosts& c) {
+  return fmt::format(
+      "core cycles per vector FMA {:.2f}, per widening beside FMAs f16 {:.2f} / bf16 {:.2f}; {}",
+      c.fma, c.f16_widen, c.bf16_widen,
+      c.measured ? "measured here (vector_costs.hpp)" : "assumed: 2 pipes, no clock measured");
+}
 
 // --from-cache: cycles per token x KV head on problems that stay in the CPU caches.
 int run_from_cache(const BenchArgs& a, bool sweep, double clock_ghz) {
@@ -55,6 +66,7 @@ int run_from_cache(const BenchArgs& a, bool sweep, double clock_ghz) {
   cfg.tile = a.problem.tile;
   cfg.pin_threads = !a.no_pin;
   cfg.clock_ghz = clock_ghz;
+  cfg.costs = bench::measure_vector_costs(a.simd, clock_ghz);
   cfg.shared_kv = a.problem.v_in_k();
   require(a.problem.page_size >= 0, "page_size", [&] {
     return "must be >= 0 (0 = contiguous) (got " + std::to_string(a.problem.page_size) + ")";
@@ -70,17 +82,16 @@ int run_from_cache(const BenchArgs& a, bool sweep, double clock_ghz) {
     results.push_back({c.label, bench::run_from_cache(c.problem, cfg)});
   }
   const bench::CacheResult& first = results.front().result;
-  fmt::print("leanattn bench --from-cache: {} ({} cores), commit {}, {}\n", machine.cpu,
-             machine.cores, machine.commit, machine.date);
+  fmt::print("leanattn bench --from-cache: {} ({} cores), commit {}, {}\nvector flags: {}\n",
+             machine.cpu, machine.cores, machine.commit, machine.date, machine.vector_flags);
   fmt::print(
       "{} worker(s), SIMD {}, clock {:.2f} GHz ({}), counter: {}; lean plan, {} runs on the same "
       "K/V\n",
       first.workers, first.simd, clock_ghz, bench::core_clock_method(), first.counter, cfg.repeat);
   fmt::print(
       "cycles = median counts per token x KV head of one worker; roof = the shape's compute "
-      "ceiling in the same unit ({} FMA pipes for FMAs and widening{}); of_roof = roof / "
-      "cycles\n",
-      bench::kVectorOpsPerCycle,
+      "ceiling in the same unit ({}{}); of_roof = roof / cycles\n",
+      describe_costs(*cfg.costs),
       first.per_core_cycle != 1.0
           ? fmt::format(", {:.3g} counter ticks per core cycle at the measured clock",
                         first.per_core_cycle)
@@ -97,6 +108,7 @@ int run_from_cache(const BenchArgs& a, bool sweep, double clock_ghz) {
 }
 
 int run_bench(const BenchArgs& a, bool sweep) {
+  set_large_buffer_huge_pages(!a.small_pages);
   const double clock_ghz = bench::measure_core_clock_ghz();
   if (a.from_cache) return run_from_cache(a, sweep, clock_ghz);
   const std::unique_ptr<bench::BenchBackend> backend = bench::make_bench_backend(a.backend);
@@ -120,6 +132,7 @@ int run_bench(const BenchArgs& a, bool sweep) {
   cfg.check_all_rows = a.check_all_rows;
   cfg.add_head_major = a.head_major;
   cfg.clock_ghz = clock_ghz;
+  if (a.backend == "cpu") cfg.costs = bench::measure_vector_costs(a.simd, clock_ghz);
   cfg.shared_kv = a.problem.v_in_k();
 
   std::vector<SweepCase> cases;
@@ -148,15 +161,17 @@ int run_bench(const BenchArgs& a, bool sweep) {
   run.probe = backend->probe(probe_bytes, cfg);
   const std::string device = backend->device();
   if (device.empty()) {
-    fmt::print("leanattn bench: {} ({} cores), commit {}, {}\n", run.machine.cpu, run.machine.cores,
-               run.machine.commit, run.machine.date);
+    fmt::print("leanattn bench: {} ({} cores), commit {}, {}\nvector flags: {}\n", run.machine.cpu,
+               run.machine.cores, run.machine.commit, run.machine.date, run.machine.vector_flags);
   } else {
     fmt::print("leanattn bench ({}): {}; host {}, commit {}, {}\n", a.backend, device,
                run.machine.cpu, run.machine.commit, run.machine.date);
   }
-  fmt::print("probe: {:.1f} GB/s read (median of 7 passes over {} MiB, {} {}; best {:.1f})\n\n",
+  fmt::print("probe: {:.1f} GB/s read (median of 7 passes over {} MiB, {} {}; best {:.1f})\n",
              run.probe.median_gbps, run.probe.bytes >> 20, run.probe.threads,
              backend->probe_workers(run.probe.threads), run.probe.best_gbps);
+  if (cfg.costs) fmt::print("compute ceiling: {}\n", describe_costs(*cfg.costs));
+  fmt::print("\n");
 
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const auto progress = [&](const std::string& what) {
@@ -195,6 +210,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--csv", args->csv_path, "write the results as CSV");
   cmd->add_option("--probe-mib", args->probe_mib, "probe buffer size (default: 1.25 x largest KV)");
   cmd->add_flag("--no-pin", args->no_pin, "do not pin threads to cores");
+  cmd->add_flag("--small-pages", args->small_pages,
+                "allocate K and V with 4 KiB pages (MADV_NOHUGEPAGE) instead of transparent huge "
+                "pages, as a caller's cache without them would be; the probe keeps huge pages "
+                "(docs/cpu-engine.md, \"Huge pages\")");
   cmd->add_flag("--from-cache", args->from_cache,
                 "measure the kernel from the CPU caches: small K/V (--cache-kib per worker, or the "
                 "shape flags), many runs on the same buffers (default 500), one worker unless "
@@ -226,10 +245,10 @@ void add_bench_command(CLI::App& app) {
       "             units allow for the shape on min(workers, cores) cores: per token x KV head\n"
       "             rows x (head_dim + head_dim_v) / lanes FMAs (rows = q_len x query heads per\n"
       "             KV head; AVX3_BF16's bf16 dot products count head_dim / 2 for the scores) and\n"
-      "             (head_dim + head_dim_v) / lanes widening ops (f16/bf16 to f32; f32: none), on "
-      "2\n"
-      "             pipes per\n"
-      "             cycle at the clock measured at the start; softmax, reductions and loads are\n"
+      "             (head_dim + head_dim_v) / lanes widening ops (f16/bf16 to f32; f32: none), "
+      "each\n"
+      "             at its cost in cycles measured at the start (the FMA's, and the widening's\n"
+      "             beside FMAs) at the clock measured then; softmax, reductions and loads are\n"
       "             not counted (docs/cpu-engine.md, \"Measuring the kernel\")\n"
       "  vs_head    time of head over this row's time (> 1: this row is faster)\n"
       "  vs_split   time of split over this row's time\n"

@@ -1,5 +1,5 @@
-// What a result file needs to say about where it was measured: CPU model, core count, date and
-// the commit of the build.
+// What a result file needs to say about where it was measured: CPU model, its vector features,
+// core count, date and the commit of the build.
 #pragma once
 
 #include <string>
@@ -11,6 +11,10 @@ struct MachineInfo {
   int cores = 0;       // hardware threads available
   std::string date;    // UTC, ISO 8601
   std::string commit;  // git describe of the build
+  // The vector features of /proc/cpuinfo that decide which kernel and which ceiling apply
+  // (x86: avx2, fma, f16c, avx512f, avx512_bf16, avx512_fp16, amx_*, ...; Arm: asimd, sve, ...),
+  // space-separated: machines of one name differ (some expose AMX or AVX512-FP16, some not).
+  std::string vector_flags;
 };
 
 MachineInfo machine_info();

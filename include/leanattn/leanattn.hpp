@@ -17,6 +17,7 @@
 #include "leanattn/executor_cache.hpp"
 #include "leanattn/hardware.hpp"
 #include "leanattn/heuristics.hpp"
+#include "leanattn/huge_pages.hpp"
 #include "leanattn/plan.hpp"
 #include "leanattn/plan_format.hpp"
 #include "leanattn/planner.hpp"

@@ -7,6 +7,7 @@
 //   LEANATTN_GGML=0        not loaded (score 0): stock llama.cpp, for A/B runs in one binary
 //   LEANATTN_GGML_STATS=1  when a backend is freed, one line on stderr: the FLASH_ATTN_EXT nodes
 //                          it computed (the placement test reads it)
+//   LEANATTN_GGML_HUGE_PAGES=0  leaves the KV cache's pages as they are (kv_cache_pages.hpp)
 // It refuses to load (score 0, one log line) into a ggml other than the one it was built
 // against: ggml_version() and ggml_commit() must be those of the build's ggml-version.h, since
 // the backend interface's structs change between commits without the API version changing (a
@@ -25,6 +26,7 @@
 #include "ggml-backend-impl.h"
 #include "ggml-backend.h"
 #include "ggml-impl.h"
+#include "kv_cache_pages.hpp"
 #ifdef LEANATTN_GGML_OPENMP
 #include <omp.h>
 #endif
@@ -35,6 +37,7 @@
 namespace {
 
 using leanattn::llama_cpp::FlashAttnRunner;
+using leanattn::llama_cpp::KvCachePages;
 
 const char* const kName = "LEANATTN";
 
@@ -54,6 +57,7 @@ void log_once(const std::string& message) {
 
 struct BackendContext {
   FlashAttnRunner runner;
+  KvCachePages pages;
   long long computed = 0;  // FLASH_ATTN_EXT nodes
   double seconds = 0.0;    // in FlashAttnRunner::run
   ~BackendContext() {
@@ -82,6 +86,9 @@ ggml_status graph_compute(ggml_backend_t backend, ggml_cgraph* graph) {
     switch (node->op) {
       case GGML_OP_FLASH_ATTN_EXT:
         try {
+          if (const std::string moved = ctx->pages.advise(node); !moved.empty()) {
+            GGML_LOG_INFO("leanattn: KV cache %s\n", moved.c_str());
+          }
           const auto start = std::chrono::steady_clock::now();
           ctx->runner.run(node);
           ctx->seconds +=

@@ -7,7 +7,10 @@
 #include "bench_runner/cpu_bench.hpp"
 #include "bench_runner/cycle_counter.hpp"
 #include "bench_runner/roofline.hpp"
+#include "bench_runner/vector_costs.hpp"
 #include "harness/test_problem.hpp"
+#include "leanattn/cpu_engine.hpp"
+#include "leanattn/error.hpp"
 
 namespace leanattn::bench {
 namespace {
@@ -43,6 +46,41 @@ TEST(Roofline, CountsFmasAndWideningPerTokenAndKvHead) {
   const ComputeCeiling multi = compute_ceiling(q3, {8, true}, 2.0);
   EXPECT_DOUBLE_EQ(multi.fma, 3 * 128.0);
   EXPECT_DOUBLE_EQ(multi.bytes_per_token_head, 512.0);
+}
+
+TEST(Roofline, CostsEachInstructionAtItsMeasuredCycles) {
+  // GQA 32/8, d 128, f16, AVX-512 lanes, a Zen 4's costs: 64 FMAs at 1 cycle, 16 widenings at 1.5.
+  const VectorCosts zen4{.fma = 1.0, .f16_widen = 1.5, .bf16_widen = 1.25, .int_op = 1.0};
+  const DecodeProblem gqa = shape(32, 8, 128, DType::f16, 64);
+  EXPECT_DOUBLE_EQ(compute_ceiling(gqa, {16, true}, 0.0, false, &zen4).cycles_per_token_head,
+                   64.0 + 16 * 1.5);
+  // bf16 K, q8_0 V (a pair): K's 8 vectors at bf16's cost, V's at f16's plus 4 integer ops each.
+  DecodeProblem pair = shape(32, 8, 128, DType::bf16, 64);
+  pair.v_dtype = DType::q8_0;
+  EXPECT_DOUBLE_EQ(compute_ceiling(pair, {16, true}, 0.0, false, &zen4).cycles_per_token_head,
+                   64.0 + 8 * 1.25 + 8 * (1.5 + 4.0));
+  // The assumed costs are the two-pipe model's: (FMAs + widening ops) / 2, emulated f16 at 6.
+  EXPECT_DOUBLE_EQ(assumed_vector_costs({4, false}).f16_widen, kEmulatedF16Ops / 2);
+  EXPECT_DOUBLE_EQ(assumed_vector_costs({8, true}).fma, 0.5);
+}
+
+TEST(VectorCosts, MeasuresTheKernelsTargetOrSaysItAssumed) {
+  EXPECT_FALSE(measure_vector_costs("", 0.0).measured);  // no clock
+  const double ghz = measure_core_clock_ghz();
+  if (ghz <= 0) GTEST_SKIP() << "no core clock measured on this architecture";
+  for (const std::string& name : cpu::simd_targets()) {
+    const VectorCosts c = measure_vector_costs(name, ghz);
+    if (!c.measured) continue;  // a target this file was not compiled for
+    // One vector FMA costs 1/4 to 8 cycles on any core (4 pipes to an emulation under qemu);
+    // a widening beside it costs nothing more (pipes of its own) up to a few cycles (emulated).
+    EXPECT_GT(c.fma, 0.2) << name;
+    EXPECT_LT(c.fma, 8.0) << name;
+    EXPECT_GE(c.f16_widen, 0.0) << name;
+    EXPECT_LT(c.f16_widen, 40.0) << name;
+    EXPECT_GE(c.bf16_widen, 0.0) << name;
+    EXPECT_EQ(c.int_op, c.fma) << name;
+  }
+  EXPECT_THROW(measure_vector_costs("AVX9", ghz), Error);
 }
 
 TEST(CycleCounter, CountsForwardAndNamesItself) {

@@ -40,7 +40,8 @@ CacheResult run_from_cache(const DecodeProblem& problem, const CacheBenchConfig&
   r.workers = engine.workers();
   r.kv_bytes = c.problem.kv_bytes(cfg.shared_kv);
   r.clock_ghz = cfg.clock_ghz;
-  r.ceiling = compute_ceiling(c.problem, simd_shape(r.simd), cfg.clock_ghz, cfg.shared_kv);
+  r.ceiling = compute_ceiling(c.problem, simd_shape(r.simd), cfg.clock_ghz, cfg.shared_kv,
+                              cfg.costs ? &*cfg.costs : nullptr);
 
   PlanOptions options;
   options.tile_tokens = cfg.tile;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "bench_runner/roofline.hpp"
@@ -18,8 +19,9 @@ struct CacheBenchConfig {
   std::string simd;           // "" = best
   std::int32_t tile = 0;
   bool pin_threads = true;
-  double clock_ghz = 0.0;  // measured core clock (measure_core_clock_ghz)
-  bool shared_kv = false;  // V is the start of K's rows (absorbed MLA): no V cache
+  double clock_ghz = 0.0;            // measured core clock (measure_core_clock_ghz)
+  std::optional<VectorCosts> costs;  // measured (vector_costs.hpp); none: the assumed ones
+  bool shared_kv = false;            // V is the start of K's rows (absorbed MLA): no V cache
 };
 
 struct CacheResult {

@@ -88,8 +88,8 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, cp
   result.simd = engine.simd_target();
   result.workers = engine.workers();
   result.kv_bytes = c.problem.kv_bytes(cfg.shared_kv);
-  result.ceiling =
-      compute_ceiling(c.problem, simd_shape(result.simd), cfg.clock_ghz, cfg.shared_kv);
+  result.ceiling = compute_ceiling(c.problem, simd_shape(result.simd), cfg.clock_ghz, cfg.shared_kv,
+                                   cfg.costs ? &*cfg.costs : nullptr);
   result.ceiling_gbps = result.ceiling.gbps_per_core * std::min(result.workers, default_workers());
 
   // Rotated copies of K and V so that small caches are read from memory, not from the CPU caches.

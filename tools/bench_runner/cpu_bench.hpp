@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,8 +40,9 @@ struct BenchConfig {
   bool check_all_rows = false;   // check every row instead (slow on long contexts)
   bool pin_threads = true;
   std::int64_t rotate_bytes = 512ll << 20;  // rotate KV copies until at least this much is cycled
-  double clock_ghz = 0.0;  // measured core clock, for the compute ceiling (0: none)
-  bool shared_kv = false;  // V is the start of K's rows (absorbed MLA): no V cache
+  double clock_ghz = 0.0;            // measured core clock, for the compute ceiling (0: none)
+  std::optional<VectorCosts> costs;  // measured (vector_costs.hpp); none: the assumed ones
+  bool shared_kv = false;            // V is the start of K's rows (absorbed MLA): no V cache
 };
 
 // One timed row: its name ("lean", "split", "head", "lean-invariant", "lean-head-major",

@@ -59,8 +59,8 @@ struct ReadProbe::Impl {
   Impl(std::int64_t bytes, std::int32_t t, bool pin)
       : n(std::max<std::size_t>(kChunk, static_cast<std::size_t>(bytes) / 4 / kChunk * kChunk)),
         threads(t),
-        // The same kind of memory as the benchmarked caches (harness::HostCase): huge pages.
-        buf(static_cast<float*>(allocate_large(n * sizeof(float))), free_large),
+        // Huge pages, as the benchmarked caches (harness::HostCase) unless --small-pages.
+        buf(static_cast<float*>(allocate_large(n * sizeof(float), LargePages::huge)), free_large),
         pool(t, true, pin),
         sums(static_cast<std::size_t>(t)) {}
 

@@ -6,9 +6,10 @@
 //   widening 2 x head_dim / lanes x ops    (K and V to f32 once each: 1 op for f16 with an
 //                                          instruction (F16C, AVX-512) and for bf16 (a shift),
 //                                          kEmulatedF16Ops for f16 without one, 0 for f32);
-// on kVectorOpsPerCycle pipes (the two FMA pipes of Zen 3 and of the Xeon server cores, which also
-// run the conversions). The softmax (one exp per score), the reductions and the loads are left
-// out: the ceiling is an ideal no kernel reaches. Used by `leanattn bench` (of_roof).
+// each at its cost in core cycles (VectorCosts: measured on this machine by vector_costs.hpp, or
+// assumed: kVectorOpsPerCycle pipes that run FMAs and conversions alike, as on Zen 3 and the Xeon
+// server cores). The softmax (one exp per score), the reductions and the loads are left out: the
+// ceiling is an ideal no kernel reaches. Used by `leanattn bench` (of_roof).
 #pragma once
 
 #include <cstdint>
@@ -28,18 +29,31 @@ struct SimdShape {
   bool bf16_dot = false;  // bf16 Q . K by dot products of 2 pairs per f32 lane (AVX3_BF16)
 };
 
+// Core cycles per vector instruction of the kernel's target (per vector of its f32 lanes).
+struct VectorCosts {
+  double fma = 1.0 / kVectorOpsPerCycle;         // an FMA, or a bf16 dot product
+  double f16_widen = 1.0 / kVectorOpsPerCycle;   // f16 -> f32 beside the FMAs
+  double bf16_widen = 1.0 / kVectorOpsPerCycle;  // bf16 -> f32 beside the FMAs
+  double int_op = 1.0 / kVectorOpsPerCycle;      // each integer op of the 8-bit and block loaders
+  bool measured = false;                         // false: the assumed costs below
+};
+
+// kVectorOpsPerCycle pipes for every op; f16 without an instruction kEmulatedF16Ops slots.
+VectorCosts assumed_vector_costs(SimdShape simd);
+
 struct ComputeCeiling {
   double fma = 0.0;                  // vector FMAs (or bf16 dot products) per token x KV head
   double widen = 0.0;                // vector widening ops per token x KV head
-  double cycles_per_token_head = 0;  // (fma + widen) / kVectorOpsPerCycle
+  double cycles_per_token_head = 0;  // each op at its VectorCosts
   double bytes_per_token_head = 0;   // K's and V's rows (K's alone with V in K's rows)
   double gbps_per_core = 0.0;        // bytes / cycles x clock (0 without a clock)
 };
 
 // clock_ghz: the measured core clock (0: cycles only). shared_kv: V is read from K's rows (the
-// kernel still widens it for the value product, so only the bytes change).
+// kernel still widens it for the value product, so only the bytes change). costs: the measured
+// ones (vector_costs.hpp); without them, assumed_vector_costs(simd).
 ComputeCeiling compute_ceiling(const DecodeProblem& problem, SimdShape simd, double clock_ghz,
-                               bool shared_kv = false);
+                               bool shared_kv = false, const VectorCosts* costs = nullptr);
 
 // The SIMD shape of a CPU kernel target by name ("AVX3", "AVX2", ...).
 SimdShape simd_shape(const std::string& target);

@@ -1,0 +1,90 @@
+// leanattn::use_huge_pages(): the 2 MiB-aligned interior of a caller's buffer is advised, the
+// pages already touched are collapsed into huge pages where the kernel allows it (checked in
+// /proc/self/smaps, not taken from the return value), and the contents stay as they were.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "leanattn/huge_pages.hpp"
+
+namespace leanattn {
+namespace {
+
+constexpr std::size_t kHuge = std::size_t{2} << 20;
+
+// The AnonHugePages (KiB) of the mapping of /proc/self/smaps that holds `p`; -1 if not found.
+long anon_huge_kib(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto addr = reinterpret_cast<std::uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= addr && addr < hi;
+    } else if (inside && line.rfind("AnonHugePages:", 0) == 0) {
+      return std::stol(line.substr(14));
+    }
+  }
+  return -1;
+}
+
+std::string thp_setting() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+TEST(HugePages, AdvisesTheAlignedInteriorAndCollapsesWithoutChangingTheContents) {
+  // 9 MiB starting 1 MiB into a 2 MiB-aligned block: interior [2 MiB, 10 MiB) = 8 MiB.
+  const std::size_t block = 12 * (std::size_t{1} << 20);
+  std::unique_ptr<std::uint8_t, decltype(&std::free)> mem(
+      static_cast<std::uint8_t*>(std::aligned_alloc(kHuge, block)), &std::free);
+  ASSERT_NE(mem, nullptr);
+  std::uint8_t* data = mem.get() + (std::size_t{1} << 20);
+  const std::size_t bytes = 9 * (std::size_t{1} << 20);
+  for (std::size_t i = 0; i < bytes; ++i) data[i] = static_cast<std::uint8_t>(i * 131 + 7);
+
+  const HugePageAdvice a = use_huge_pages(data, bytes, true);
+#if defined(__linux__)
+  EXPECT_EQ(a.advised_bytes, 8 * (std::size_t{1} << 20)) << "errno " << a.error;
+  if (a.collapsed_bytes > 0) {
+    EXPECT_EQ(a.collapsed_bytes, a.advised_bytes);
+    EXPECT_GE(anon_huge_kib(mem.get() + kHuge), 8 * 1024) << "THP: " << thp_setting();
+  } else {
+    std::cout << "no collapse here (errno " << a.error << ", THP: " << thp_setting() << ")\n";
+  }
+#else
+  EXPECT_EQ(a.advised_bytes, 0u);
+#endif
+  for (std::size_t i = 0; i < bytes; ++i) {
+    ASSERT_EQ(data[i], static_cast<std::uint8_t>(i * 131 + 7)) << "byte " << i;
+  }
+}
+
+TEST(HugePages, LeavesBuffersWithoutAWholeHugePageAlone) {
+  std::unique_ptr<std::uint8_t, decltype(&std::free)> mem(
+      static_cast<std::uint8_t*>(std::aligned_alloc(kHuge, 2 * kHuge)), &std::free);
+  ASSERT_NE(mem, nullptr);
+  // 3 MiB from 1 MiB in: no aligned 2 MiB inside [1 MiB, 4 MiB) but [2, 4): advised 2 MiB;
+  // 2 MiB from 1 MiB in: none.
+#if defined(__linux__)
+  const std::size_t expected = kHuge;
+#else
+  const std::size_t expected = 0;
+#endif
+  EXPECT_EQ(use_huge_pages(mem.get() + (1 << 20), 2 * kHuge - (1 << 20), false).advised_bytes,
+            expected);
+  EXPECT_EQ(use_huge_pages(mem.get() + (1 << 20), kHuge, false).advised_bytes, 0u);
+  EXPECT_EQ(use_huge_pages(nullptr, 1 << 30, true).advised_bytes, 0u);
+}
+
+}  // namespace
+}  // namespace leanattn
