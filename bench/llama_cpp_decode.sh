@@ -8,7 +8,8 @@
 # and, with --configs naming it, leanattn-4k-pages: the backend with LEANATTN_GGML_HUGE_PAGES=0
 # (the KV cache left on the pages ggml gave it; integrations/llama.cpp/kv_cache_pages.hpp).
 # Each run prefills its depth (not timed) then decodes N tokens; the backend's own time per node
-# comes from LEANATTN_GGML_STATS. Prints the medians and writes
+# and the KV cache it moved to huge pages come from LEANATTN_GGML_STATS. Prints the medians and
+# writes
 # bench/results/llama-cpp-decode-<model>-<cpu>-<cores>c-<date>.{csv,txt}.
 #   bench/llama_cpp_decode.sh [--model smollm2] [--depths "0 4096 16384 32768"] [--runs 3]
 #                             [--tokens 32] [--threads 2] [--cache-type f16] [--tag NAME]
@@ -33,6 +34,12 @@ while [ $# -gt 0 ]; do
     *) echo "llama_cpp_decode.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
+for c in $configs; do
+  case "$c" in
+    stock-fa-on | leanattn | leanattn-4k-pages | stock-fa-off) ;;
+    *) echo "llama_cpp_decode.sh: unknown configuration '$c'" >&2; exit 2 ;;
+  esac
+done
 llama=$(scripts/llama-cpp.sh)
 gguf=$(scripts/gguf-model.sh "$model")
 cmake -S . -B build/llama -G Ninja -DCMAKE_BUILD_TYPE=Release -DLEANATTN_CUDA=OFF \
@@ -44,7 +51,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //; s/(R)//g; s/ Processo
 ct=$([ "$cache_type" = f16 ] || echo "-$cache_type")
 stem="bench/results/llama-cpp-decode-$model$ct-$cpu-$(nproc)c-$(date +%Y-%m-%d)$tag"
 csv="$stem.csv"
-echo "config,depth,run,tokens_per_s,leanattn_nodes,leanattn_ms" >"$csv"
+echo "config,depth,run,tokens_per_s,leanattn_nodes,leanattn_ms,huge_page_mib" >"$csv"
 
 one() {  # config depth run
   local fa=1 envs=(LEANATTN_GGML=0)
@@ -57,9 +64,11 @@ one() {  # config depth run
     -t "$threads" -o csv 2>&1)
   local ts nodes ms
   ts=$(echo "$out" | grep '^"' | tail -1 | awk -F'","' '{ print $(NF - 1) }')
-  nodes=$(echo "$out" | sed -n 's/^leanattn: computed \([0-9]*\) FLASH_ATTN_EXT nodes in \([0-9.]*\) ms/\1/p')
-  ms=$(echo "$out" | sed -n 's/^leanattn: computed [0-9]* FLASH_ATTN_EXT nodes in \([0-9.]*\) ms/\1/p')
-  echo "$1,$2,$3,$ts,${nodes:-0},${ms:-0}" | tee -a "$csv"
+  local stats='^leanattn: computed \([0-9]*\) FLASH_ATTN_EXT nodes in \([0-9.]*\) ms; \([0-9]*\) MiB.*'
+  nodes=$(echo "$out" | sed -n "s/$stats/\1/p")
+  ms=$(echo "$out" | sed -n "s/$stats/\2/p")
+  mib=$(echo "$out" | sed -n "s/$stats/\3/p")
+  echo "$1,$2,$3,$ts,${nodes:-0},${ms:-0},${mib:-0}" | tee -a "$csv"
 }
 
 for depth in $depths; do
@@ -89,7 +98,8 @@ for d in dict.fromkeys(r["depth"] for r in rows):
     nodes = [float(r["leanattn_nodes"]) for r in rows if r["config"] == "leanattn" and r["depth"] == d]
     ms = [float(r["leanattn_ms"]) for r in rows if r["config"] == "leanattn" and r["depth"] == d]
     per = statistics.median(m / n for m, n in zip(ms, nodes) if n > 0) if any(nodes) else 0.0
-    line = f"{d:>6} {on:8.2f} {lean:9.2f} {off:8.2f} {lean / max(on, 1e-9):8.2f} {lean / max(on, off, 1e-9):7.2f} {per:8.3f}"
+    line = (f"{d:>6} {on:8.2f} {lean:9.2f} {off:8.2f} {lean / max(on, 1e-9):8.2f}"
+            f" {lean / max(on, off, 1e-9):7.2f} {per:8.3f}")
     if small:
         four = med("leanattn-4k-pages", d, "tokens_per_s") if has("leanattn-4k-pages") else 0.0
         line += f" {four:9.2f} {lean / max(four, 1e-9):6.2f}"

@@ -53,18 +53,30 @@ fi
 
 echo "== llama: placement in SmolLM2-135M-Instruct (llama-bench -fa 1 -p 0 -n 8 -r 1 -d 600)"
 model=$(timed setup scripts/gguf-model.sh smollm2)
-placement() {
+placement() {  # prints the nodes the backend computed and the MiB of KV cache it moved
   GGML_BACKEND_PATH=$backend LEANATTN_GGML_STATS=1 "$bin/llama-bench" -m "$model" -fa 1 -p 0 \
-    -n 8 -r 1 -d 600 -t 2 -o md 2>&1 | tee /dev/stderr | sed -n 's/^leanattn: computed \([0-9]*\) .*/\1/p' |
-    awk '{ s += $1 } END { print s + 0 }'
+    -n 8 -r 1 -d 600 -t 2 -o md 2>&1 | tee /dev/stderr |
+    sed -n 's/^leanattn: computed \([0-9]*\) .*; \([0-9]*\) MiB of KV cache.*/\1 \2/p' |
+    awk '{ n += $1; m += $2 } END { print n + 0, m + 0 }'
 }
-with=$(placement)
-without=$(LEANATTN_GGML=0 placement)
-echo "placement: $with FLASH_ATTN_EXT nodes computed by leanattn with the backend, $without without"
+read -r with moved <<<"$(placement)"
+read -r without _ <<<"$(LEANATTN_GGML=0 placement)"
+echo "placement: $with FLASH_ATTN_EXT nodes computed by leanattn with the backend, $without" \
+  "without; $moved MiB of the KV cache moved to huge pages"
 # 8 decoded tokens and llama-bench's warm-up, 30 layers each: every node of every step.
 if [ "$with" -lt $((30 * 8)) ] || [ $((with % 30)) -ne 0 ] || [ "$without" -ne 0 ]; then
   echo "llama: placement failed"
   exit 1
+fi
+# The cache (about 17 MiB at this depth) on huge pages, where the kernel has MADV_COLLAPSE (6.1+).
+kernel=$(uname -r)
+major=${kernel%%.*} minor=${kernel#*.}
+minor=${minor%%.*}
+if [ "$major" -gt 6 ] || { [ "$major" -eq 6 ] && [ "$minor" -ge 1 ]; }; then
+  if [ "$moved" -eq 0 ]; then
+    echo "llama: the backend moved none of the KV cache to huge pages (Linux $kernel)"
+    exit 1
+  fi
 fi
 echo "1 passed, 0 failed, 0 skipped"
 

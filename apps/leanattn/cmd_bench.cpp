@@ -48,9 +48,9 @@ const char* const kShapeFlags[] = {
 // The compute ceiling's instruction costs, as the tables' headers say them.
 std::string describe_costs(const bench::VectorCosts& c) {
   return fmt::format(
-      "core cycles per vector FMA {:.2f}, per widening beside FMAs f16 {:.2f} / bf16 {:.2f}; {}",
-      c.fma, c.f16_widen, c.bf16_widen,
-      c.measured ? "measured here (vector_costs.hpp)" : "assumed: 2 pipes, no clock measured");
+      "core cycles per vector FMA {:.2f}, per widening beside FMAs f16 {:.2f} / bf16 {:.2f}, per "
+      "integer op {:.2f}; {}",
+      c.fma, c.f16_widen, c.bf16_widen, c.int_op, c.source);
 }
 
 // --from-cache: cycles per token x KV head on problems that stay in the CPU caches.

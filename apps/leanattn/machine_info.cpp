@@ -57,6 +57,7 @@ MachineInfo machine_info() {
     m.cpu = "aarch64 (CPU implementer " + implementer + ", part " + part + ")";
   } else if (!model.empty()) {
     m.cpu = "aarch64 emulated (qemu-user) on " + model;
+    m.vector_flags = "(emulated; the host's: " + m.vector_flags + ")";
   } else {
     m.cpu = "aarch64 (CPU unknown)";
   }

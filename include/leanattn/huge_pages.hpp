@@ -14,15 +14,18 @@ namespace leanattn {
 struct HugePageAdvice {
   std::size_t advised_bytes = 0;    // the 2 MiB-aligned interior marked MADV_HUGEPAGE
   std::size_t collapsed_bytes = 0;  // of which moved into huge pages now (MADV_COLLAPSE)
-  int error = 0;                    // errno of the first call that failed (0: none)
+  int error = 0;                    // errno of the first madvise() that failed (0: none)
 };
 
 // Marks the 2 MiB-aligned interior of [data, data + bytes) for transparent huge pages: pages
 // touched from now on come as huge pages. With `collapse`, the pages already touched are also
-// moved into huge pages at once (MADV_COLLAPSE, Linux 6.1 and later: the kernel copies them, a
-// few hundred ms per GiB, and the memory's contents and addresses stay as they were); without
-// it, khugepaged collapses them over time. Advice only: where THP is "never", or off Linux,
-// nothing changes and the result says so (advised_bytes 0 or error set). Never throws.
+// moved into huge pages at once, one 2 MiB region at a time (MADV_COLLAPSE, Linux 6.1 and later,
+// whatever the THP setting: the kernel copies them, and the memory's contents and addresses stay
+// as they were); without it, khugepaged collapses them over time where THP is not "never".
+// Advice only: off Linux, on a kernel without THP or for memory marked MADV_NOHUGEPAGE nothing
+// changes and the result says so (advised_bytes 0, error set, or collapsed_bytes short of
+// advised_bytes with the first failure's errno; regions never touched do not collapse and get
+// huge pages at their first touch instead). Never throws.
 HugePageAdvice use_huge_pages(void* data, std::size_t bytes, bool collapse);
 
 }  // namespace leanattn

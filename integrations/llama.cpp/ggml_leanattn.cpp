@@ -6,7 +6,8 @@
 // and the version policy.
 //   LEANATTN_GGML=0        not loaded (score 0): stock llama.cpp, for A/B runs in one binary
 //   LEANATTN_GGML_STATS=1  when a backend is freed, one line on stderr: the FLASH_ATTN_EXT nodes
-//                          it computed (the placement test reads it)
+//                          it computed and the KV cache it moved to huge pages (the placement
+//                          test reads it)
 //   LEANATTN_GGML_HUGE_PAGES=0  leaves the KV cache's pages as they are (kv_cache_pages.hpp)
 // It refuses to load (score 0, one log line) into a ggml other than the one it was built
 // against: ggml_version() and ggml_commit() must be those of the build's ggml-version.h, since
@@ -63,8 +64,10 @@ struct BackendContext {
   ~BackendContext() {
     const char* stats = std::getenv("LEANATTN_GGML_STATS");
     if (stats != nullptr && std::strcmp(stats, "1") == 0) {
-      std::fprintf(stderr, "leanattn: computed %lld FLASH_ATTN_EXT nodes in %.3f ms\n", computed,
-                   seconds * 1e3);
+      std::fprintf(stderr,
+                   "leanattn: computed %lld FLASH_ATTN_EXT nodes in %.3f ms; %zu MiB of KV cache "
+                   "moved to huge pages\n",
+                   computed, seconds * 1e3, pages.moved_bytes() >> 20);
     }
   }
 };

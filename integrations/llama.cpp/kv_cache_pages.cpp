@@ -1,6 +1,8 @@
 // KvCachePages (see kv_cache_pages.hpp).
 #include "kv_cache_pages.hpp"
 
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -11,26 +13,34 @@
 
 namespace leanattn::llama_cpp {
 
-namespace {
-
-bool switched_off() {
+KvCachePages::KvCachePages() {
   const char* env = std::getenv("LEANATTN_GGML_HUGE_PAGES");
-  return env != nullptr && (std::strcmp(env, "0") == 0 || std::strcmp(env, "off") == 0);
+  on_ = env == nullptr || (std::strcmp(env, "0") != 0 && std::strcmp(env, "off") != 0);
 }
 
-}  // namespace
-
 std::string KvCachePages::advise(const ggml_tensor* node) {
-  if (switched_off()) return "";
+  if (!on_) return "";
   std::string log;
   for (const ggml_tensor* t : {node->src[1], node->src[2]}) {
     ggml_backend_buffer_t buffer = t->view_src != nullptr ? t->view_src->buffer : t->buffer;
-    if (buffer == nullptr || !seen_.insert(buffer).second) continue;
+    if (buffer == nullptr ||
+        ggml_backend_buffer_get_type(buffer) != ggml_backend_cpu_buffer_type() ||
+        ggml_backend_buffer_get_usage(buffer) != GGML_BACKEND_BUFFER_USAGE_ANY) {
+      continue;
+    }
+    void* base = ggml_backend_buffer_get_base(buffer);
     const std::size_t size = ggml_backend_buffer_get_size(buffer);
-    const HugePageAdvice a = use_huge_pages(ggml_backend_buffer_get_base(buffer), size, true);
+    if (done_.count({base, size}) != 0) continue;
+    const auto start = std::chrono::steady_clock::now();
+    const HugePageAdvice a = use_huge_pages(base, size, true);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (a.error != EAGAIN && a.error != ENOMEM) done_.insert({base, size});
+    moved_ += a.collapsed_bytes;
     log += (log.empty() ? "" : "; ") + std::to_string(size >> 20) + " MiB buffer of " +
-           std::string(t->name) + ": " + std::to_string(a.collapsed_bytes >> 20) +
-           " MiB moved to huge pages" +
+           std::string(t->name) + ": " + std::to_string(a.collapsed_bytes >> 20) + " of " +
+           std::to_string(a.advised_bytes >> 20) + " MiB moved to huge pages in " +
+           std::to_string(static_cast<long>(ms)) + " ms" +
            (a.error != 0 ? " (madvise: " + std::string(std::strerror(a.error)) + ")" : "");
   }
   return log;

@@ -11,40 +11,48 @@
 
 namespace leanattn {
 
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
 namespace {
 constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
-#if defined(__linux__) && !defined(MADV_COLLAPSE)
-constexpr int MADV_COLLAPSE = 25;  // Linux 6.1's value, for older headers
+#if defined(MADV_COLLAPSE)
+constexpr int kMadvCollapse = MADV_COLLAPSE;
+#else
+constexpr int kMadvCollapse = 25;  // Linux 6.1's value, for older headers
 #endif
 }  // namespace
 
 HugePageAdvice use_huge_pages(void* data, std::size_t bytes, bool collapse) {
   HugePageAdvice out;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
   const auto start = reinterpret_cast<std::uintptr_t>(data);
   const std::uintptr_t first = (start + kHugePage - 1) / kHugePage * kHugePage;
   const std::uintptr_t last = (start + bytes) / kHugePage * kHugePage;
-  if (data == nullptr || last <= first) return out;
-  void* interior = reinterpret_cast<void*>(first);
+  if (data == nullptr || last <= first || start + bytes < start) return out;
   const std::size_t size = last - first;
-  if (madvise(interior, size, MADV_HUGEPAGE) != 0) {
+  if (madvise(reinterpret_cast<void*>(first), size, MADV_HUGEPAGE) != 0) {
     out.error = errno;
     return out;
   }
   out.advised_bytes = size;
-  if (collapse) {
-    if (madvise(interior, size, MADV_COLLAPSE) == 0) {
-      out.collapsed_bytes = size;
-    } else {
-      out.error = errno;  // EINVAL before Linux 6.1; EAGAIN / ENOMEM when memory is short
+  // One huge page at a time, so that the bytes moved are counted exactly: the kernel collapses
+  // what it can and fails the rest (EINVAL before Linux 6.1 or on a region never touched, which
+  // MADV_HUGEPAGE already covers at its first touch; EAGAIN / ENOMEM when memory is short).
+  for (std::uintptr_t p = first; collapse && p < last; p += kHugePage) {
+    if (madvise(reinterpret_cast<void*>(p), kHugePage, kMadvCollapse) == 0) {
+      out.collapsed_bytes += kHugePage;
+    } else if (out.error == 0) {
+      out.error = errno;
+      if (out.error == EINVAL && out.collapsed_bytes == 0 && p == first) {
+        // No MADV_COLLAPSE here at all (a kernel before 6.1): the other pages would fail alike.
+        break;
+      }
     }
   }
-#else
-  (void)data;
-  (void)bytes;
-  (void)collapse;
-#endif
   return out;
 }
+#else
+HugePageAdvice use_huge_pages(void*, std::size_t, bool) {
+  return {};
+}
+#endif
 
 }  // namespace leanattn

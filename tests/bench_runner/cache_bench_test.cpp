@@ -3,6 +3,8 @@
 // of run_cpu_case.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "bench_runner/cache_bench.hpp"
 #include "bench_runner/cpu_bench.hpp"
 #include "bench_runner/cycle_counter.hpp"
@@ -59,26 +61,36 @@ TEST(Roofline, CostsEachInstructionAtItsMeasuredCycles) {
   pair.v_dtype = DType::q8_0;
   EXPECT_DOUBLE_EQ(compute_ceiling(pair, {16, true}, 0.0, false, &zen4).cycles_per_token_head,
                    64.0 + 8 * 1.25 + 8 * (1.5 + 4.0));
-  // The assumed costs are the two-pipe model's: (FMAs + widening ops) / 2, emulated f16 at 6.
+  // The assumed costs are the two-pipe model's: (FMAs + widening ops) / 2 for every cache type,
+  // with and without an f16 conversion instruction (emulated: kEmulatedF16Ops ops).
+  for (const DType t : {DType::f32, DType::f16, DType::bf16, DType::int8, DType::fp8_e5m2,
+                        DType::fp8_e4m3, DType::q8_0, DType::q4_0}) {
+    for (const bool f16c : {true, false}) {
+      const ComputeCeiling c = compute_ceiling(shape(32, 8, 128, t, 64), {8, f16c}, 0.0);
+      EXPECT_DOUBLE_EQ(c.cycles_per_token_head, (c.fma + c.widen) / 2) << dtype_name(t);
+    }
+  }
   EXPECT_DOUBLE_EQ(assumed_vector_costs({4, false}).f16_widen, kEmulatedF16Ops / 2);
   EXPECT_DOUBLE_EQ(assumed_vector_costs({8, true}).fma, 0.5);
 }
 
 TEST(VectorCosts, MeasuresTheKernelsTargetOrSaysItAssumed) {
-  EXPECT_FALSE(measure_vector_costs("", 0.0).measured);  // no clock
+  const VectorCosts none = measure_vector_costs("", 0.0);  // no clock
+  EXPECT_FALSE(none.measured);
+  EXPECT_NE(none.source.find("no core clock"), std::string::npos);
   const double ghz = measure_core_clock_ghz();
   if (ghz <= 0) GTEST_SKIP() << "no core clock measured on this architecture";
   for (const std::string& name : cpu::simd_targets()) {
     const VectorCosts c = measure_vector_costs(name, ghz);
     if (!c.measured) continue;  // a target this file was not compiled for
-    // One vector FMA costs 1/4 to 8 cycles on any core (4 pipes to an emulation under qemu);
-    // a widening beside it costs nothing more (pipes of its own) up to a few cycles (emulated).
+    // One vector FMA costs 1/4 to 8 cycles on any core (4 pipes to an emulation); a widening
+    // beside it costs nothing more (pipes of its own) up to a few cycles (emulated).
     EXPECT_GT(c.fma, 0.2) << name;
     EXPECT_LT(c.fma, 8.0) << name;
-    EXPECT_GE(c.f16_widen, 0.0) << name;
     EXPECT_LT(c.f16_widen, 40.0) << name;
-    EXPECT_GE(c.bf16_widen, 0.0) << name;
-    EXPECT_EQ(c.int_op, c.fma) << name;
+    EXPECT_LT(c.bf16_widen, 40.0) << name;
+    EXPECT_DOUBLE_EQ(c.int_op, 0.5) << name;  // assumed, and said so
+    EXPECT_NE(c.source.find("measured"), std::string::npos) << name;
   }
   EXPECT_THROW(measure_vector_costs("AVX9", ghz), Error);
 }
@@ -131,6 +143,20 @@ TEST(CacheBench, ReportsCyclesPerTokenAndKvHeadAndChecksEveryRow) {
   }
 }
 
+TEST(CacheBench, CostsTheCeilingAtTheGivenInstructionCosts) {
+  CacheBenchConfig cfg;
+  cfg.repeat = 5;
+  cfg.pin_threads = false;
+  cfg.clock_ghz = 2.0;
+  cfg.costs = VectorCosts{.fma = 0.7, .f16_widen = 1.3, .bf16_widen = 0.9, .int_op = 0.4};
+  const CacheResult r = run_from_cache(shape(8, 2, 64, DType::f16, 64), cfg);
+  EXPECT_DOUBLE_EQ(r.ceiling.cycles_per_token_head,
+                   compute_ceiling(r.problem, simd_shape(r.simd), 2.0, false, &*cfg.costs)
+                       .cycles_per_token_head);
+  EXPECT_NE(r.ceiling.cycles_per_token_head,
+            compute_ceiling(r.problem, simd_shape(r.simd), 2.0).cycles_per_token_head);
+}
+
 TEST(CpuBench, OfRoofDividesByTheLowerOfProbeAndComputeCeiling) {
   BenchConfig cfg;
   cfg.repeat = 3;
@@ -146,6 +172,12 @@ TEST(CpuBench, OfRoofDividesByTheLowerOfProbeAndComputeCeiling) {
     EXPECT_TRUE(s.ok);
     EXPECT_DOUBLE_EQ(s.roof_fraction, s.gbps / roof);
   }
+  cfg.costs = VectorCosts{.fma = 0.7, .f16_widen = 1.3, .bf16_widen = 0.9, .int_op = 0.4};
+  const CaseResult costed = run_cpu_case(shape(8, 2, 64, DType::f16, 300), cfg, nullptr);
+  EXPECT_DOUBLE_EQ(costed.ceiling.cycles_per_token_head,
+                   compute_ceiling(costed.problem, simd_shape(costed.simd), 2.0, false, &*cfg.costs)
+                       .cycles_per_token_head);
+  cfg.costs.reset();
   cfg.clock_ghz = 0.0;  // no clock, no ceiling
   const CaseResult none = run_cpu_case(shape(8, 2, 64, DType::f16, 300), cfg, nullptr);
   EXPECT_EQ(none.ceiling_gbps, 0.0);

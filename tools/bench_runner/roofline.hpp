@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "leanattn/problem.hpp"
 
@@ -36,6 +37,7 @@ struct VectorCosts {
   double bf16_widen = 1.0 / kVectorOpsPerCycle;  // bf16 -> f32 beside the FMAs
   double int_op = 1.0 / kVectorOpsPerCycle;      // each integer op of the 8-bit and block loaders
   bool measured = false;                         // false: the assumed costs below
+  std::string source = "assumed: 2 pipes for every op";  // what was measured, what assumed
 };
 
 // kVectorOpsPerCycle pipes for every op; f16 without an instruction kEmulatedF16Ops slots.

@@ -25,9 +25,13 @@ struct VectorLoops {
   double (*f16)(std::int64_t iterations) = nullptr;
   double (*bf16)(std::int64_t iterations) = nullptr;
 };
-inline constexpr int kChains = 10;  // independent accumulators: FMA latency 4 x 2 pipes, and more
-// The loops' inputs come from, and their results go to, volatiles, so that the compiler can
-// neither evaluate the chains itself nor merge equal ones.
+// Independent accumulators: enough for two pipes at an FMA latency of 4 (or SSE4's multiply and
+// add, latency 6-8, at two per cycle) with registers to spare on AVX2's 16; four-pipe cores
+// (Neoverse V1/V2) would need 16 and read about 0.33 cycles per FMA instead of 0.25.
+inline constexpr int kChains = 12;
+// The loops' inputs come from, and their results go to, volatiles (read after the first clock
+// reading, written before the second), so that the compiler can neither evaluate the chains
+// itself, nor merge equal ones, nor move them out of the timed span.
 inline volatile float accumulator_seed = 1.0f;
 inline volatile float accumulator_sink = 0.0f;
 
@@ -48,70 +52,72 @@ using Clock = std::chrono::steady_clock;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-// Ten different starting values.
-void start(VF& a0, VF& a1, VF& a2, VF& a3, VF& a4, VF& a5, VF& a6, VF& a7, VF& a8, VF& a9) {
-  const DF df;
-  const float s = accumulator_seed;
-  a0 = hn::Set(df, s), a1 = hn::Set(df, s + 1), a2 = hn::Set(df, s + 2), a3 = hn::Set(df, s + 3);
-  a4 = hn::Set(df, s + 4), a5 = hn::Set(df, s + 5), a6 = hn::Set(df, s + 6);
-  a7 = hn::Set(df, s + 7), a8 = hn::Set(df, s + 8), a9 = hn::Set(df, s + 9);
-}
+// kChains accumulators with different starting values (from the volatile seed), and their sum
+// to the volatile sink. Written out: scalable vectors cannot live in arrays.
+#define LEANATTN_CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 
-// Keeps the accumulators alive (their sum goes to a volatile).
-void keep(VF a0, VF a1, VF a2, VF a3, VF a4, VF a5, VF a6, VF a7, VF a8, VF a9) {
-  accumulator_sink =
-      hn::GetLane(hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)),
-                          hn::Add(hn::Add(hn::Add(a4, a5), hn::Add(a6, a7)), hn::Add(a8, a9))));
+// Hides a pointer's value from the optimiser, so that loads through it stay in the loop.
+template <typename T>
+const T* opaque(const T* p) {
+#if defined(__GNUC__)
+  asm volatile("" : "+r"(p));
+#endif
+  return p;
 }
 
 double fma_loop(std::int64_t iterations) {
   const DF df;
-  const VF x = hn::Set(df, accumulator_seed * 0.999f), y = hn::Set(df, accumulator_seed * 1e-3f);
-  VF a0, a1, a2, a3, a4, a5, a6, a7, a8, a9;
-  start(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
   const auto t0 = Clock::now();
+  const float seed = accumulator_seed;
+  const VF x = hn::Set(df, seed * 0.999f), y = hn::Set(df, seed * 1e-3f);
+#define LEANATTN_START(i) VF a##i = hn::Set(df, seed + i);
+  LEANATTN_CHAINS(LEANATTN_START)
   for (std::int64_t i = 0; i < iterations; ++i) {
-    a0 = hn::MulAdd(a0, x, y), a1 = hn::MulAdd(a1, x, y), a2 = hn::MulAdd(a2, x, y);
-    a3 = hn::MulAdd(a3, x, y), a4 = hn::MulAdd(a4, x, y), a5 = hn::MulAdd(a5, x, y);
-    a6 = hn::MulAdd(a6, x, y), a7 = hn::MulAdd(a7, x, y), a8 = hn::MulAdd(a8, x, y);
-    a9 = hn::MulAdd(a9, x, y);
+#define LEANATTN_FMA(i) a##i = hn::MulAdd(a##i, x, y);
+    LEANATTN_CHAINS(LEANATTN_FMA)
   }
-  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-  keep(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
-  return s;
+  VF sum = hn::Zero(df);
+#define LEANATTN_SUM(i) sum = hn::Add(sum, a##i);
+  LEANATTN_CHAINS(LEANATTN_SUM)
+  accumulator_sink = hn::GetLane(sum);
+  return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// kChains vectors of 16-bit values widened and multiplied into their own accumulators per
-// round, from four rotating rows of an L1-resident buffer (so the loads and widenings stay in
-// the loop). T: hwy::float16_t or hwy::bfloat16_t.
+// kChains vectors of 16-bit values loaded from L1, widened and multiplied into their own
+// accumulators per round, from four rotating rows of a small buffer (the pointer hidden from
+// the optimiser, so that the loads and widenings stay in the loop). Values 0.5-0.51: the chains
+// converge. T: hwy::float16_t or hwy::bfloat16_t.
 template <typename T>
 double widen_loop(std::int64_t iterations) {
   const DF df;
   const hn::Rebind<T, DF> dh;
   const std::size_t n = hn::Lanes(df);
   std::vector<T> rows(4 * kChains * n);
-  // Values near 1 (1.0 is 0x3C00 in f16, 0x3F80 in bf16).
-  const std::uint16_t one = std::is_same_v<T, hwy::bfloat16_t> ? 0x3F80 : 0x3C00;
+  const std::uint16_t half = std::is_same_v<T, hwy::bfloat16_t> ? 0x3F00 : 0x3800;  // 0.5
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const auto bits = static_cast<std::uint16_t>(one + i % 7);
+    const auto bits = static_cast<std::uint16_t>(half + i % 7);
     std::memcpy(&rows[i], &bits, sizeof(bits));
   }
-  const VF y = hn::Set(df, accumulator_seed * 1e-3f);
-  VF a0, a1, a2, a3, a4, a5, a6, a7, a8, a9;
-  start(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
   const auto t0 = Clock::now();
+  const float seed = accumulator_seed;
+  const VF y = hn::Set(df, seed * 1e-3f);
+  LEANATTN_CHAINS(LEANATTN_START)
   for (std::int64_t i = 0; i < iterations; ++i) {
-    const T* p = rows.data() + static_cast<std::size_t>(i & 3) * kChains * n;
-    const auto w = [&](int c) { return hn::PromoteTo(df, hn::LoadU(dh, p + c * n)); };
-    a0 = hn::MulAdd(a0, w(0), y), a1 = hn::MulAdd(a1, w(1), y), a2 = hn::MulAdd(a2, w(2), y);
-    a3 = hn::MulAdd(a3, w(3), y), a4 = hn::MulAdd(a4, w(4), y), a5 = hn::MulAdd(a5, w(5), y);
-    a6 = hn::MulAdd(a6, w(6), y), a7 = hn::MulAdd(a7, w(7), y), a8 = hn::MulAdd(a8, w(8), y);
-    a9 = hn::MulAdd(a9, w(9), y);
+    const T* p = opaque(rows.data() + static_cast<std::size_t>(i & 3) * kChains * n);
+#define LEANATTN_WIDEN_FMA(i) \
+  a##i = hn::MulAdd(a##i, hn::PromoteTo(df, hn::LoadU(dh, p + i * n)), y);
+    LEANATTN_CHAINS(LEANATTN_WIDEN_FMA)
   }
-  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-  keep(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
-  return s;
+  VF sum = hn::Zero(df);
+  LEANATTN_CHAINS(LEANATTN_SUM)
+  accumulator_sink = hn::GetLane(sum);
+  return std::chrono::duration<double>(Clock::now() - t0).count();
 }
+#undef LEANATTN_WIDEN_FMA
+#undef LEANATTN_SUM
+#undef LEANATTN_FMA
+#undef LEANATTN_START
+#undef LEANATTN_CHAINS
 
 [[maybe_unused]] static const int kRegistered = register_vector_loops(
     {HWY_TARGET, &fma_loop, &widen_loop<hwy::float16_t>, &widen_loop<hwy::bfloat16_t>});
@@ -134,9 +140,9 @@ std::vector<VectorLoops>& vector_loops() {
 
 namespace {
 
-// Core cycles per round of `loop`: the best of 7 runs of about 2 ms each.
+// Core cycles per round of `loop`: the best of 7 runs of 1-2 ms each (6M FMAs).
 double cycles_per_round(double (*loop)(std::int64_t), double clock_ghz) {
-  constexpr std::int64_t kRounds = 200000;
+  constexpr std::int64_t kRounds = 500000;
   loop(kRounds / 10);  // warm-up (and the AVX-512 licence, where there is one)
   double best = 1e30;
   for (int i = 0; i < 7; ++i) best = std::min(best, loop(kRounds));
@@ -146,20 +152,25 @@ double cycles_per_round(double (*loop)(std::int64_t), double clock_ghz) {
 }  // namespace
 
 VectorCosts measure_vector_costs(const std::string& simd, double clock_ghz) {
-  const VectorCosts assumed = assumed_vector_costs(simd_shape(simd));
-  if (clock_ghz <= 0) return assumed;
-  const std::int64_t target = cpu::find_simd_kernel(simd).target;
+  VectorCosts c = assumed_vector_costs(simd_shape(simd));
+  const cpu::SimdKernel kernel = cpu::find_simd_kernel(simd);
+  if (clock_ghz <= 0) {
+    c.source = "assumed (no core clock measured here)";
+    return c;
+  }
   for (const detail::VectorLoops& l : detail::vector_loops()) {
-    if (l.target != target) continue;
-    VectorCosts c = assumed;
+    if (l.target != kernel.target) continue;
     c.fma = cycles_per_round(l.fma, clock_ghz) / detail::kChains;
     c.f16_widen = std::max(0.0, cycles_per_round(l.f16, clock_ghz) / detail::kChains - c.fma);
     c.bf16_widen = std::max(0.0, cycles_per_round(l.bf16, clock_ghz) / detail::kChains - c.fma);
-    c.int_op = c.fma;
     c.measured = true;
+    c.source =
+        "FMA and widening measured here; the 8-bit loaders' integer ops assumed at half a cycle, "
+        "a bf16 dot product at an FMA's cost";
     return c;
   }
-  return assumed;
+  c.source = "assumed (the bench runner has no loops for " + kernel.name + ")";
+  return c;
 }
 
 }  // namespace leanattn::bench

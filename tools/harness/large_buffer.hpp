@@ -12,7 +12,7 @@
 
 namespace leanattn {
 
-// Which pages a buffer of 2 MiB or more gets: `configured` follows set_large_buffer_pages()
+// Which pages a buffer of 2 MiB or more gets: `configured` follows set_large_buffer_huge_pages()
 // (huge unless a benchmark asked otherwise), `huge` always asks for huge pages (the read probe:
 // the machine's best read, whatever the caches get).
 enum class LargePages { configured, huge };
