@@ -29,7 +29,7 @@ py=$(bench/peers/vllm_install.sh)
 cpu=$( (grep -m1 'model name' /proc/cpuinfo || echo ": $(uname -m)") |
   sed 's/.*: //; s/(R)//g; s/ Processor//; s/ /-/g' | tr 'A-Z' 'a-z')
 stem="bench/results/cpu-vllm-peer-$cpu-$(nproc)c-$(date -u +%Y-%m-%d)$tag"
-log=$stem.log  # every tool's own output
+log=$(mktemp --suffix=-vllm-vs-leanattn.log)  # every tool's own output, kept after the run
 csv="$stem.csv"
 echo "round,label,impl,dtype,median_us,gbps,max_abs_err,probe_gbps" >"$csv"
 : >"$log"
