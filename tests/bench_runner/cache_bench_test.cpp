@@ -10,6 +10,7 @@
 #include "bench_runner/cycle_counter.hpp"
 #include "bench_runner/roofline.hpp"
 #include "bench_runner/vector_costs.hpp"
+#include "harness/sanitized.hpp"
 #include "harness/test_problem.hpp"
 #include "leanattn/cpu_engine.hpp"
 #include "leanattn/error.hpp"
@@ -84,11 +85,14 @@ TEST(VectorCosts, MeasuresTheKernelsTargetOrSaysItAssumed) {
     const VectorCosts c = measure_vector_costs(name, ghz);
     if (!c.measured) continue;  // a target this file was not compiled for
     // One vector FMA costs 1/4 to 8 cycles on any core (4 pipes to an emulation); a widening
-    // beside it costs nothing more (pipes of its own) up to a few cycles (emulated).
+    // beside it costs nothing more (pipes of its own) up to a few cycles (emulated). Under the
+    // sanitizers Highway's ops are calls (25 cycles per FMA under ASan): no upper bounds there.
     EXPECT_GT(c.fma, 0.2) << name;
-    EXPECT_LT(c.fma, 8.0) << name;
-    EXPECT_LT(c.f16_widen, 40.0) << name;
-    EXPECT_LT(c.bf16_widen, 40.0) << name;
+    if (!harness::kSanitized) {
+      EXPECT_LT(c.fma, 8.0) << name;
+      EXPECT_LT(c.f16_widen, 40.0) << name;
+      EXPECT_LT(c.bf16_widen, 40.0) << name;
+    }
     EXPECT_DOUBLE_EQ(c.int_op, 0.5) << name;  // assumed, and said so
     EXPECT_NE(c.source.find("measured"), std::string::npos) << name;
   }
