@@ -23,13 +23,14 @@ import argparse
 import csv
 import glob
 import math
-import mmap
 import os
 import sys
 import time
 
 import numpy as np
 import torch
+
+from torch_decode import huge_empty  # the caches on transparent huge pages, as the other peers
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 FIELDS = ["impl", "label", "q_heads", "kv_heads", "head_dim", "dtype", "seq_lens", "threads",
@@ -93,16 +94,6 @@ def pick_isa(a, dtype):
     if torch.cpu._is_amx_tile_supported() and dtype == torch.bfloat16 and a.block_size % 32 == 0:
         return "amx"
     return "vec" if a.block_size % 32 == 0 else "vec16"
-
-
-def huge_empty(shape, dtype):
-    """A tensor on transparent huge pages: anonymous mmap advised MADV_HUGEPAGE (Linux)."""
-    count = math.prod(shape)
-    nbytes = max(1, count * torch.empty((), dtype=dtype).element_size())
-    buf = mmap.mmap(-1, (nbytes + (2 << 20) - 1) // (2 << 20) * (2 << 20))
-    if hasattr(mmap, "MADV_HUGEPAGE"):
-        buf.madvise(mmap.MADV_HUGEPAGE)
-    return torch.frombuffer(buf, dtype=dtype, count=count).view(*shape)
 
 
 def main():
