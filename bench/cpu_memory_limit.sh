@@ -23,8 +23,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ -x "$bin" ]] || { echo "cpu_memory_limit.sh: no leanattn at $bin" >&2; exit 2; }
-cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //; s/(R)//g; s/ Processor//; s/ /-/g' |
-  tr 'A-Z' 'a-z')
+model=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //' || uname -m)
+cpu=$(echo "$model" | sed 's/(R)//g; s/ Processor//; s/ /-/g' | tr 'A-Z' 'a-z')
 stem=bench/results/cpu-memory-limit-$cpu-$(nproc)c-$(date -u +%F)$tag
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -57,11 +57,12 @@ for r in $(seq "$rounds"); do
 done
 {
   echo "bench/cpu_memory_limit.sh --rounds $rounds --simd $simds ($parts)"
-  echo "machine: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores"
+  echo "machine: $model, $(nproc) cores"
   echo "vector flags: $(grep -m1 -E '^(flags|Features)' /proc/cpuinfo | tr ' ' '\n' |
     grep -E '^(avx2|fma|f16c|avx512f|avx512_bf16|avx512_fp16|avx512_vnni|amx_tile|amx_bf16|asimd|sve|sve2|bf16)$' | tr '\n' ' ')"
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD)"
-  grep -h "compute ceiling:" "$tmp"/dram-*.txt 2>/dev/null | sort | uniq -c | sort -rn | head -3
+  grep -h "compute ceiling:" "$tmp"/dram-*.txt 2>/dev/null | sort | uniq -c | sort -rn | head -3 ||
+    true
   python3 - "$tmp" "$stem" <<'PY'
 import csv, glob, os, statistics, sys
 tmp, stem = sys.argv[1], sys.argv[2]

@@ -62,12 +62,13 @@ one() {  # config depth run
   out=$(env "${envs[@]}" GGML_BACKEND_PATH="$backend" "$llama/build/bin/llama-bench" -m "$gguf" \
     -fa "$fa" -ctk "$cache_type" -ctv "$cache_type" -p 0 -n "$tokens" -d "$2" -r 1 \
     -t "$threads" -o csv 2>&1)
-  local ts nodes ms
+  local ts
   ts=$(echo "$out" | grep '^"' | tail -1 | awk -F'","' '{ print $(NF - 1) }')
   local stats='^leanattn: computed \([0-9]*\) FLASH_ATTN_EXT nodes in \([0-9.]*\) ms; \([0-9]*\) MiB.*'
-  nodes=$(echo "$out" | sed -n "s/$stats/\1/p")
-  ms=$(echo "$out" | sed -n "s/$stats/\2/p")
-  mib=$(echo "$out" | sed -n "s/$stats/\3/p")
+  local nodes ms mib  # the last stats line (one per backend freed; llama-bench frees one)
+  nodes=$(echo "$out" | sed -n "s/$stats/\1/p" | tail -1)
+  ms=$(echo "$out" | sed -n "s/$stats/\2/p" | tail -1)
+  mib=$(echo "$out" | sed -n "s/$stats/\3/p" | tail -1)
   echo "$1,$2,$3,$ts,${nodes:-0},${ms:-0},${mib:-0}" | tee -a "$csv"
 }
 

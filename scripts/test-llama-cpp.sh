@@ -59,8 +59,10 @@ placement() {  # prints the nodes the backend computed and the MiB of KV cache i
     sed -n 's/^leanattn: computed \([0-9]*\) .*; \([0-9]*\) MiB of KV cache.*/\1 \2/p' |
     awk '{ n += $1; m += $2 } END { print n + 0, m + 0 }'
 }
-read -r with moved <<<"$(placement)"
-read -r without _ <<<"$(LEANATTN_GGML=0 placement)"
+out=$(placement)
+read -r with moved <<<"$out"
+out=$(LEANATTN_GGML=0 placement)
+read -r without _ <<<"$out"
 echo "placement: $with FLASH_ATTN_EXT nodes computed by leanattn with the backend, $without" \
   "without; $moved MiB of the KV cache moved to huge pages"
 # 8 decoded tokens and llama-bench's warm-up, 30 layers each: every node of every step.
@@ -71,7 +73,7 @@ fi
 # The cache (about 17 MiB at this depth) on huge pages, where the kernel has MADV_COLLAPSE (6.1+).
 kernel=$(uname -r)
 major=${kernel%%.*} minor=${kernel#*.}
-minor=${minor%%.*}
+minor=${minor%%[!0-9]*}
 if [ "$major" -gt 6 ] || { [ "$major" -eq 6 ] && [ "$minor" -ge 1 ]; }; then
   if [ "$moved" -eq 0 ]; then
     echo "llama: the backend moved none of the KV cache to huge pages (Linux $kernel)"

@@ -1,6 +1,7 @@
 // KvCachePages (see kv_cache_pages.hpp).
 #include "kv_cache_pages.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -30,13 +31,16 @@ std::string KvCachePages::advise(const ggml_tensor* node) {
     }
     void* base = ggml_backend_buffer_get_base(buffer);
     const std::size_t size = ggml_backend_buffer_get_size(buffer);
-    if (done_.count({base, size}) != 0) continue;
+    Buffer& b = buffers_[{base, size}];
+    if (b.done) continue;
     const auto start = std::chrono::steady_clock::now();
     const HugePageAdvice a = use_huge_pages(base, size, true);
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (a.error != EAGAIN && a.error != ENOMEM) done_.insert({base, size});
-    moved_ += a.collapsed_bytes;
+    // Pages already huge collapse again without error: count only what this attempt added.
+    moved_ += a.collapsed_bytes > b.moved ? a.collapsed_bytes - b.moved : 0;
+    b.moved = std::max(b.moved, a.collapsed_bytes);
+    b.done = (a.error != EAGAIN && a.error != ENOMEM) || ++b.attempts >= kAttempts;
     log += (log.empty() ? "" : "; ") + std::to_string(size >> 20) + " MiB buffer of " +
            std::string(t->name) + ": " + std::to_string(a.collapsed_bytes >> 20) + " of " +
            std::to_string(a.advised_bytes >> 20) + " MiB moved to huge pages in " +

@@ -10,7 +10,7 @@
 #pragma once
 
 #include <cstddef>
-#include <set>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -23,7 +23,8 @@ class KvCachePages {
   KvCachePages();  // reads LEANATTN_GGML_HUGE_PAGES
 
   // Moves the KV cache buffers of `node`'s K and V (src[1], src[2]) onto huge pages, each once
-  // (a buffer the kernel could not collapse for want of memory is tried again next time);
+  // (a buffer the kernel could not wholly collapse for want of memory is tried again at the next
+  // nodes, kAttempts times in all);
   // returns a line for the log per buffer handled ("" when there was none).
   std::string advise(const ggml_tensor* node);
 
@@ -31,9 +32,15 @@ class KvCachePages {
   std::size_t moved_bytes() const { return moved_; }
 
  private:
+  static constexpr int kAttempts = 3;
+  struct Buffer {
+    std::size_t moved = 0;  // bytes on huge pages after the last attempt
+    int attempts = 0;
+    bool done = false;
+  };
   bool on_ = true;
   std::size_t moved_ = 0;
-  std::set<std::pair<const void*, std::size_t>> done_;  // (base, size) of the buffers handled
+  std::map<std::pair<const void*, std::size_t>, Buffer> buffers_;  // by (base, size)
 };
 
 }  // namespace leanattn::llama_cpp

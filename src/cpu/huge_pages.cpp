@@ -24,9 +24,10 @@ constexpr int kMadvCollapse = 25;  // Linux 6.1's value, for older headers
 HugePageAdvice use_huge_pages(void* data, std::size_t bytes, bool collapse) {
   HugePageAdvice out;
   const auto start = reinterpret_cast<std::uintptr_t>(data);
+  if (data == nullptr || bytes > UINTPTR_MAX - start || start > UINTPTR_MAX - kHugePage) return out;
   const std::uintptr_t first = (start + kHugePage - 1) / kHugePage * kHugePage;
   const std::uintptr_t last = (start + bytes) / kHugePage * kHugePage;
-  if (data == nullptr || last <= first || start + bytes < start) return out;
+  if (last <= first) return out;
   const std::size_t size = last - first;
   if (madvise(reinterpret_cast<void*>(first), size, MADV_HUGEPAGE) != 0) {
     out.error = errno;
@@ -41,10 +42,6 @@ HugePageAdvice use_huge_pages(void* data, std::size_t bytes, bool collapse) {
       out.collapsed_bytes += kHugePage;
     } else if (out.error == 0) {
       out.error = errno;
-      if (out.error == EINVAL && out.collapsed_bytes == 0 && p == first) {
-        // No MADV_COLLAPSE here at all (a kernel before 6.1): the other pages would fail alike.
-        break;
-      }
     }
   }
   return out;
