@@ -11,16 +11,19 @@
 # and the KV cache it moved to huge pages come from LEANATTN_GGML_STATS. Prints the medians and
 # writes
 # bench/results/llama-cpp-decode-<model>-<cpu>-<cores>c-<date>.{csv,txt}.
+# --prompt N measures prompt processing at each depth instead (llama-bench -p N -n 0: the
+# backend declines batches of more than 8 rows, so this checks that having it loaded costs
+# nothing there); the files are then llama-cpp-prompt<N>-<model>-....
 #   bench/llama_cpp_decode.sh [--model smollm2] [--depths "0 4096 16384 32768"] [--runs 3]
 #                             [--tokens 32] [--threads 2] [--cache-type f16] [--tag NAME]
-#                             [--configs "stock-fa-on leanattn stock-fa-off"]
+#                             [--configs "stock-fa-on leanattn stock-fa-off"] [--prompt N]
 # --tag adds "-NAME" to the file names (a second run on the same day keeps the first).
 # --cache-type q8_0 (or q4_0, ...) runs llama-bench with -ctk and -ctv of that type; llama.cpp
 # quantizes a V cache only with flash attention, so stock-fa-off runs only with f16.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=smollm2 depths="0 4096 16384 32768" runs=3 tokens=32 threads=2 tag= cache_type=f16
-configs="stock-fa-on leanattn stock-fa-off"
+configs="stock-fa-on leanattn stock-fa-off" prompt=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) model=$2; shift 2 ;;
@@ -31,6 +34,7 @@ while [ $# -gt 0 ]; do
     --tag) tag=-$2; shift 2 ;;
     --cache-type) cache_type=$2; shift 2 ;;
     --configs) configs=$2; shift 2 ;;
+    --prompt) prompt=$2; shift 2 ;;
     *) echo "llama_cpp_decode.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -49,7 +53,9 @@ backend=$PWD/build/llama/integrations/llama.cpp/libggml-leanattn.so
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //; s/(R)//g; s/ Processor//; s/ /-/g' |
   tr 'A-Z' 'a-z')
 ct=$([ "$cache_type" = f16 ] || echo "-$cache_type")
-stem="bench/results/llama-cpp-decode-$model$ct-$cpu-$(nproc)c-$(date +%Y-%m-%d)$tag"
+what=decode counts=(-p 0 -n "$tokens")
+if [ "$prompt" -gt 0 ]; then what=prompt$prompt counts=(-p "$prompt" -n 0); fi
+stem="bench/results/llama-cpp-$what-$model$ct-$cpu-$(nproc)c-$(date +%Y-%m-%d)$tag"
 csv="$stem.csv"
 echo "config,depth,run,tokens_per_s,leanattn_nodes,leanattn_ms,huge_page_mib" >"$csv"
 
@@ -60,7 +66,7 @@ one() {  # config depth run
   [ "$1" = leanattn-4k-pages ] && envs=(LEANATTN_GGML=1 LEANATTN_GGML_STATS=1 LEANATTN_GGML_HUGE_PAGES=0)
   local out
   out=$(env "${envs[@]}" GGML_BACKEND_PATH="$backend" "$llama/build/bin/llama-bench" -m "$gguf" \
-    -fa "$fa" -ctk "$cache_type" -ctv "$cache_type" -p 0 -n "$tokens" -d "$2" -r 1 \
+    -fa "$fa" -ctk "$cache_type" -ctv "$cache_type" "${counts[@]}" -d "$2" -r 1 \
     -t "$threads" -o csv 2>&1)
   local ts
   ts=$(echo "$out" | grep '^"' | tail -1 | awk -F'","' '{ print $(NF - 1) }')
@@ -82,7 +88,7 @@ for depth in $depths; do
 done
 
 {
-  echo "llama.cpp decode, $model, llama-bench -p 0 -n $tokens -t $threads -ctk/-ctv $cache_type, $runs alternated runs"
+  echo "llama.cpp $what, $model, llama-bench ${counts[*]} -t $threads -ctk/-ctv $cache_type, $runs alternated runs"
   echo "machine: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores"
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD), llama.cpp: $llama"
   python3 - "$csv" <<'EOF'

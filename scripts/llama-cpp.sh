@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # llama.cpp from the registry, built once per machine and kept outside the clone, as the torch
 # venv is. The `llama-cpp-python` sdist on PyPI vendors llama.cpp's whole tree (tools and tests
-# included); this pins one release of it, unpacks `vendor/llama.cpp` and builds it the way
-# llama.cpp's release binaries are built, so that what is measured is what users run:
+# included); this pins one release of it, unpacks it whole and builds its `vendor/llama.cpp` the
+# way llama.cpp's release binaries are built, so that what is measured is what users run:
 #   - shared libraries and GGML_BACKEND_DL=ON: every backend, the CPU one included, is a module
 #     that `ggml_backend_load_all()` loads, so every tool (llama-cli, llama-server,
 #     llama-perplexity, not only llama-bench and test-backend-ops) reads GGML_BACKEND_PATH and
@@ -12,11 +12,14 @@
 #     the native build would pick; OpenMP as by default;
 #   - only the tools measured and tested here: llama-bench, llama-cli, llama-completion,
 #     llama-perplexity, llama-batched-bench, llama-server, test-backend-ops.
-# The tree has no git history: its ggml_commit() says "unknown", and ggml_version() (0.25.3) is
-# what a backend built against it checks when it is loaded (integrations/llama.cpp).
-# Cache: ${LEANATTN_CACHE:-~/.cache/leanattn}/llama.cpp-<version>-<hash of this script>/ with src/,
-# build/ and the binaries in build/bin; other versions' folders are removed. Prints that folder on
-# stdout (everything else on stderr).
+# The sdist carries the submodule's git metadata (a shallow gitdir under its .git/modules): built
+# inside it, as pip builds the package (scripts/llama-cpp-python.sh), ggml_commit() is the
+# vendored commit ("0c1e570-dirty"), the same in both builds; a backend built against this tree
+# checks it and ggml_version() (0.25.3) when it is loaded (integrations/llama.cpp).
+# Cache: ${LEANATTN_CACHE:-~/.cache/leanattn}/llama.cpp-<version>-<hash of this script>/ with
+# sdist/ (the unpacked package), src/ (a link to its vendor/llama.cpp), build/ and the binaries in
+# build/bin; other versions' folders are removed. Prints that folder on stdout (everything else on
+# stderr).
 #   scripts/llama-cpp.sh            build if missing, print the folder
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,11 +39,12 @@ fetch() {
   for old in "$cache"/llama.cpp-*; do
     if [ -e "$old" ] && [ "$old" != "$dir" ]; then rm -rf "$old" || return; fi
   done
-  rm -rf "$dir" && mkdir -p "$dir/download" "$dir/src" &&
+  rm -rf "$dir" && mkdir -p "$dir/download" "$dir/sdist" &&
     python3 -m pip download -q --no-deps --no-binary :all: "llama-cpp-python==$version" \
       -d "$dir/download" >&2 &&
-    tar -xzf "$dir/download/llama_cpp_python-$version.tar.gz" -C "$dir/src" \
-      --strip-components=3 "llama_cpp_python-$version/vendor/llama.cpp" &&
+    tar -xzf "$dir/download/llama_cpp_python-$version.tar.gz" -C "$dir/sdist" \
+      --strip-components=1 &&
+    ln -s sdist/vendor/llama.cpp "$dir/src" &&
     rm -rf "$dir/download"
 }
 
@@ -59,9 +63,11 @@ build() {
   echo "== llama.cpp: building ${targets[*]} (minutes)" >&2
   local features
   mapfile -t features < <(cpu_features)
-  # GIT_CEILING_DIRECTORIES: llama.cpp asks git for its commit; the unpacked tree has none, and
-  # git must not answer with a repository above the cache.
-  GIT_CEILING_DIRECTORIES=$dir cmake -S "$dir/src" -B "$dir/build" -G Ninja \
+  # GIT_CEILING_DIRECTORIES: llama.cpp asks git for its commit, which the sdist's own gitdir
+  # answers; a repository above the cache must not. The source by its real path, not src/:
+  # llama.cpp makes the gitdir's index (reached by "..") a configure input, and through the link
+  # ninja would look for it elsewhere and regenerate forever.
+  GIT_CEILING_DIRECTORIES=$dir cmake -S "$dir/sdist/vendor/llama.cpp" -B "$dir/build" -G Ninja \
     -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_BACKEND_DL=ON -DGGML_NATIVE=OFF \
     "${features[@]}" \
     -DGGML_CCACHE=OFF -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_OPENSSL=OFF \

@@ -11,9 +11,9 @@
 //   LEANATTN_GGML_HUGE_PAGES=0  leaves the KV cache's pages as they are (kv_cache_pages.hpp)
 // It refuses to load (score 0, one log line) into a ggml other than the one it was built
 // against: ggml_version() and ggml_commit() must be those of the build's ggml-version.h, since
-// the backend interface's structs change between commits without the API version changing (a
-// tree built without git history, as PyPI's sdist, reports the commit "unknown": then the
-// version alone tells builds apart).
+// the backend interface's structs change between commits without the API version changing
+// (PyPI's sdist carries the vendored commit's git metadata, so pip's build of llama-cpp-python
+// and scripts/llama-cpp.sh's both report it; a tree without any reports "unknown").
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
