@@ -38,6 +38,10 @@ while [ $# -gt 0 ]; do
     *) echo "llama_cpp_decode.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
+case "$prompt" in
+  '' | *[!0-9]*) echo "llama_cpp_decode.sh: --prompt must be a token count (got '$prompt')" >&2
+    exit 2 ;;
+esac
 for c in $configs; do
   case "$c" in
     stock-fa-on | leanattn | leanattn-4k-pages | stock-fa-off) ;;
@@ -88,7 +92,8 @@ for depth in $depths; do
 done
 
 {
-  echo "llama.cpp $what, $model, llama-bench ${counts[*]} -t $threads -ctk/-ctv $cache_type, $runs alternated runs"
+  echo "llama.cpp $what, $model, llama-bench ${counts[*]} -t $threads -ctk/-ctv $cache_type," \
+    "$runs alternated runs"
   echo "machine: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores"
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD), llama.cpp: $llama"
   python3 - "$csv" <<'EOF'

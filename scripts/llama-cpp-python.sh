@@ -7,8 +7,9 @@
 # the same release that scripts/llama-cpp.sh builds the tools from, so that
 # libggml-leanattn.so built against that tree loads into it
 # (tests/llama_cpp/python_package_check.py, docs/llama-cpp.md). pip keeps the built wheel in
-# its cache (keyed by the sdist, not by CMAKE_ARGS: `pip cache remove llama_cpp_python` after
-# changing them); ccache misses here, since pip builds in a new temporary folder each time.
+# its cache, keyed by the sdist, not by CMAKE_ARGS (nor by the CPU GGML_NATIVE built for): a
+# wheel with the multimodal library is refused as stale (`pip cache remove llama_cpp_python`
+# after changing them). ccache misses here: pip builds in a new temporary folder each time.
 # Cache: ${LEANATTN_CACHE:-~/.cache/leanattn}/venv-llama-cpp-python-<version>-<hash of this
 # script>/; other versions' venvs are removed. Prints the venv's python on stdout (everything
 # else on stderr).
@@ -33,8 +34,13 @@ make_venv() {
     python3 -m venv "$venv" &&
     CMAKE_ARGS="-DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
       "$venv/bin/python" -m pip install -q \
-      --no-binary llama-cpp-python "llama-cpp-python==$version" >&2 &&
-    touch "$venv/.complete"
+      --no-binary llama-cpp-python "llama-cpp-python==$version" >&2 || return
+  if compgen -G "$venv/lib/python*/site-packages/llama_cpp/lib/libmtmd*" >/dev/null; then
+    echo "llama-cpp-python: pip installed a wheel built with other CMAKE_ARGS (libmtmd is in" \
+      "it) from its cache; run: python3 -m pip cache remove llama_cpp_python" >&2
+    return 1
+  fi
+  touch "$venv/.complete"
 }
 
 [ -f "$venv/.complete" ] || timed setup make_venv
