@@ -23,7 +23,8 @@
 #   llama     scripts/test-llama-cpp.sh: the ggml backend (integrations/llama.cpp) in a stock
 #             llama.cpp built once per machine and cached: llama.cpp's test-backend-ops, the
 #             node translation against an fp64 oracle, placement in a real GGUF model, and
-#             SmolLM2 and Gemma 3 270M against stock llama.cpp (greedy tokens, KL divergence)
+#             SmolLM2 and Gemma 3 270M against stock llama.cpp (greedy tokens, KL divergence),
+#             and the backend in the llama-cpp-python package as pip builds it
 # Stages can be chosen: scripts/test.sh release asan ... (default: all). Exit code non-zero if
 # any stage failed. Printed last: a timing table, each stage's seconds split into build
 # (compiling, linking, wheels), setup (installs, venvs) and run (the tests), its tests passed,
