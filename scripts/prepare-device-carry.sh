@@ -81,6 +81,7 @@ echo "prepare-device-carry.sh: $(du -sh "$carry" | cut -f1) in $carry"
 # Dry run: the whole project (CPU and CUDA parts) against the carried prefix only.
 build=$root/build/carry-check
 rm -rf "$build"
+mkdir -p "$root/build"  # a fresh clone has none; the logs sit beside the build directory
 echo "prepare-device-carry.sh: building the project against .carry only ($build)"
 mapfile -t carry_args < <(cmake_args "$carry")
 # One kernel configuration keeps this quick; the device script builds them all.
