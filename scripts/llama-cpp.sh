@@ -9,25 +9,47 @@
 #     loads an out-of-tree backend from it (docs/llama-cpp.md);
 #   - one CPU backend for this CPU: GGML_NATIVE is refused with GGML_BACKEND_DL, so the features
 #     /proc/cpuinfo lists are turned on one by one (GGML_AVX2, GGML_AVX512, ...), which is what
-#     the native build would pick; OpenMP as by default;
+#     the native build would pick, but AMX: ggml's AMX matrix product crashes on Sapphire Rapids
+#     VMs (SIGSEGV in ggml_backend_amx_mul_mat on SmolLM2's q4_1 weights, seen here; upstream
+#     ggml-org/llama.cpp#20824, closed without a fix); OpenMP as by default;
 #   - only the tools measured and tested here: llama-bench, llama-cli, llama-completion,
 #     llama-perplexity, llama-batched-bench, llama-server, test-backend-ops.
 # The sdist carries the submodule's git metadata (a shallow gitdir under its .git/modules): built
 # inside it, as pip builds the package (scripts/llama-cpp-python.sh), ggml_commit() is the
 # vendored commit ("0c1e570-dirty"), the same in both builds; a backend built against this tree
 # checks it and ggml_version() (0.25.3) when it is loaded (integrations/llama.cpp).
-# Cache: ${LEANATTN_CACHE:-~/.cache/leanattn}/llama.cpp-<version>-<hash of this script>/ with
-# sdist/ (the unpacked package), src/ (a link to its vendor/llama.cpp), build/ and the binaries in
-# build/bin; other versions' folders are removed. Prints that folder on stdout (everything else on
-# stderr).
+# Cache: ${LEANATTN_CACHE:-~/.cache/leanattn}/llama.cpp-<version>-<hash of this script and the
+# feature list: a build for one CPU may not run on another>/ with sdist/ (the unpacked package),
+# src/ (a link to its vendor/llama.cpp), build/ and the binaries in build/bin; other folders are
+# removed. Prints that folder on stdout (everything else on stderr).
 #   scripts/llama-cpp.sh            build if missing, print the folder
+#   scripts/llama-cpp.sh --cpu-features   print the -DGGML_<feature>=ON list, one per line
+#                                   (scripts/llama-cpp-python.sh builds the package with it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/stage-timing.sh
 
 version=0.3.36  # llama-cpp-python; vendors llama.cpp with ggml 0.25.3 (backend API version 2)
+
+# GGML_<feature>=ON for each x86 feature this CPU has (what GGML_NATIVE would detect, AMX left
+# out: above).
+cpu_features() {
+  local flags
+  flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+  local pair
+  for pair in sse4_2:SSE42 avx:AVX f16c:F16C fma:FMA avx2:AVX2 bmi2:BMI2 avx512f:AVX512 \
+    avx512vbmi:AVX512_VBMI avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16 avx_vnni:AVX_VNNI; do
+    case "$flags" in *" ${pair%%:*} "*) echo "-DGGML_${pair#*:}=ON" ;; esac
+  done
+}
+
+if [ "${1:-}" = "--cpu-features" ]; then
+  cpu_features
+  exit 0
+fi
+
 cache=${LEANATTN_CACHE:-$HOME/.cache/leanattn}
-key=$(sha256sum scripts/llama-cpp.sh | cut -c1-12)
+key=$({ cat scripts/llama-cpp.sh; cpu_features; } | sha256sum | cut -c1-12)
 dir="$cache/llama.cpp-$version-$key"
 targets=(llama-bench llama-cli llama-completion llama-perplexity llama-batched-bench llama-server
          test-backend-ops ggml-cpu)
@@ -46,17 +68,6 @@ fetch() {
       --strip-components=1 &&
     ln -s sdist/vendor/llama.cpp "$dir/src" &&
     rm -rf "$dir/download"
-}
-
-# GGML_<feature>=ON for each x86 feature this CPU has (what GGML_NATIVE would detect).
-cpu_features() {
-  local flags
-  flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
-  local pair
-  for pair in sse4_2:SSE42 avx:AVX f16c:F16C fma:FMA avx2:AVX2 bmi2:BMI2 avx512f:AVX512 \
-    avx512vbmi:AVX512_VBMI avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16 avx_vnni:AVX_VNNI; do
-    case "$flags" in *" ${pair%%:*} "*) echo "-DGGML_${pair#*:}=ON" ;; esac
-  done
 }
 
 build() {
