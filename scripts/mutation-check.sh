@@ -60,19 +60,41 @@ run_suite() {
 
 status=0
 start=$SECONDS
+# The suites run $(nproc) at a time (the correct code's among them), each into its own file:
+# much of a suite is the fp64 reference on one thread. The report below is in the list's order.
+results=$(mktemp -d)
+trap 'rm -rf "$results"' EXIT
+suite() {  # suite NAME MUTATION: NAME.out (the failures), NAME.rc and NAME.s (its seconds)
+  local t0=$SECONDS rc=0
+  run_suite "$2" >"$results/$1.out" || rc=1
+  echo "$rc" >"$results/$1.rc"
+  echo $((SECONDS - t0)) >"$results/$1.s"
+}
+names=(correct "${mutations[@]}")
+running=0
+for name in "${names[@]}"; do
+  m=$name
+  [ "$name" = correct ] && m=""
+  suite "$name" "$m" &
+  running=$((running + 1))
+  if [ "$running" -ge "$(nproc)" ]; then
+    wait -n
+    running=$((running - 1))
+  fi
+done
+wait
 echo "== correct code"
-if failures=$(run_suite ""); then
+if [ "$(cat "$results/correct.rc")" -eq 0 ]; then
   echo "   passes"
 else
   echo "   FAILS on correct code:"
-  sed 's/^/     /' <<<"$failures"
+  sed 's/^/     /' "$results/correct.out"
   status=1
 fi
 for m in "${mutations[@]}"; do
-  t0=$SECONDS
-  failures=$(run_suite "$m")
+  failures=$(cat "$results/$m.out")
   n=$(grep -c . <<<"$failures")
-  echo "== $m: $n failing ($((SECONDS - t0))s)"
+  echo "== $m: $n failing ($(cat "$results/$m.s")s)"
   if [ "$n" -eq 0 ]; then
     echo "   NOT CAUGHT"
     status=1
