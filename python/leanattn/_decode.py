@@ -5,7 +5,7 @@ check the Python-level arguments, allocate the outputs in q's framework and pass
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 
@@ -16,18 +16,46 @@ from ._plan import Plan
 from ._variant import is_plain, variant_args
 
 _STRATEGIES = ("lean", "split", "head")
-_FAST_NUMPY = (np.dtype(np.float32), np.dtype(np.float16))
 
 
-def _inputs(
-    q: Any, k_cache: Any, v_cache: Any, seq_lens: Any, block_table: Any,
-    kv_dtype: Optional[str] = None, v_dtype: Optional[str] = None,
-) -> Tuple[Any, str, Any, Any, str, np.ndarray, Any, str]:
-    """Views of the inputs for the compiled module: (q, q_hint, k, v, kv_hint, lens, table,
-    v_hint), v_hint "" for a V of K's type (v_dtype None); v None for V in K's rows (v_cache
-    None)."""
+# The keywords of decode() that describe a problem beyond q, k_cache, v_cache and seq_lens, with
+# their types in torch's schema language and their defaults: the one list that describe(),
+# reference(), DecodeStep and the torch ops (their schemas, in this order) take.
+PROBLEM_FIELDS: Dict[str, Tuple[str, Any]] = {
+    "block_table": ("Tensor?", None),
+    "scale": ("float?", None),
+    "sinks": ("Tensor?", None),
+    "alibi_slopes": ("Tensor?", None),
+    "k_scale": ("Tensor?", None),
+    "v_scale": ("Tensor?", None),
+    "kv_dtype": ("str?", None),
+    "softcap": ("float?", None),
+    "window_left": ("int?", None),
+    "v_dtype": ("str?", None),
+    "head_dim_v": ("int?", None),
+    "causal": ("bool", True),
+}
+# Those that are arrays: a DecodeStep takes them at every call (it fixes the others when made).
+ARRAY_FIELDS = ("block_table", "sinks", "alibi_slopes", "k_scale", "v_scale")
+# Those a plan is made for: decode's fast path takes them beside a plan (_plan.plan_for).
+PLANNED_FIELDS = ("causal", "window_left", "softcap", "head_dim_v")
+
+
+def describe(q: Any, k_cache: Any, v_cache: Any, seq_lens: Any, problem: Dict[str, Any]) -> Any:
+    """The compiled module's description of a call (``_leanattn.Problem``) from decode()'s
+    arguments, those of ``problem`` named in PROBLEM_FIELDS (TypeError for any other), each
+    checked in Python as :func:`decode` documents: q and the caches as views in q's framework
+    with their dtype hints (NumPy bfloat16 and float8 as integer views), sinks, slopes and scales
+    on q's device, seq_lens on the host, or None (a plan's; a step's bound). The compiled module
+    checks the rest when it reads the arrays."""
+    unknown = problem.keys() - PROBLEM_FIELDS.keys()
+    if unknown:
+        raise TypeError(f"{min(unknown)}: not an argument of leanattn.decode")
+    f = problem.get
+    q = _arrays.as_array(q)
     qv, q_hint = _arrays.tensor_view(q, "q")
-    kv, k_hint = _arrays.kv_view(k_cache, "k_cache", kv_dtype)
+    kv, k_hint = _arrays.kv_view(k_cache, "k_cache", f("kv_dtype"))
+    v_dtype = f("v_dtype")
     if v_cache is None:
         if v_dtype is not None:
             raise ValueError(
@@ -39,20 +67,29 @@ def _inputs(
         # V's own type; whether it mixes with K's is the compiled module's check (v_dtype).
         vv, v_hint = _arrays.value_view(v_cache, v_dtype)
     else:
-        vv, v_hint = _arrays.kv_view(v_cache, "v_cache", kv_dtype)
+        vv, v_hint = _arrays.kv_view(v_cache, "v_cache", f("kv_dtype"))
         if k_hint != v_hint:
             raise TypeError(
                 f"v_cache: dtype must match k_cache's ({_arrays.dtype_name(k_hint)}), "
                 f"got {_arrays.dtype_name(v_hint)}; for V of another type than K's, pass v_dtype"
             )
         v_hint = ""
-    lens = _arrays.host_index_array(seq_lens, "seq_lens", 1, "[batch]")
-    table = None
-    if block_table is not None and _arrays.on_cuda(q):
-        table = _arrays.device_index_array(block_table, "block_table", 2, "[batch, max_pages]", q)
-    elif block_table is not None:
-        table = _arrays.host_index_array(block_table, "block_table", 2, "[batch, max_pages]")
-    return qv, q_hint, kv, vv, k_hint, lens, table, v_hint
+    lens = None
+    if seq_lens is not None:
+        lens = _arrays.host_index_array(seq_lens, "seq_lens", 1, "[batch]")
+    table = f("block_table")
+    if table is not None and _arrays.on_cuda(q):
+        table = _arrays.device_index_array(table, "block_table", 2, "[batch, max_pages]", q)
+    elif table is not None:
+        table = _arrays.host_index_array(table, "block_table", 2, "[batch, max_pages]")
+    causal, window, cap, sinks, slopes = variant_args(
+        f("causal", True), f("window_left"), f("softcap"), f("sinks"), f("alibi_slopes"),
+        q_heads=_q_rows(q)[-1], like=q)
+    return _ext.Problem(
+        qv, kv, vv, lens, table, _arrays.optional_scale(f("scale")), causal, window, cap,
+        _arrays.optional_positive_int(f("head_dim_v"), "head_dim_v"), sinks, slopes,
+        _arrays.scale_array(f("k_scale"), "k_scale", q),
+        _arrays.scale_array(f("v_scale"), "v_scale", q), k_hint, v_hint, q_hint)
 
 
 def decode(
@@ -214,19 +251,21 @@ def decode(
         ValueError: a shape or value breaks a rule (the message starts with the argument name).
         TypeError: an unsupported dtype.
     """
-    quantized = (kv_dtype is not None or k_scale is not None or v_scale is not None
-                 or v_dtype is not None)
     width = _arrays.optional_positive_int(head_dim_v, "head_dim_v")
     if (
         sinks is None
         and alibi_slopes is None
-        and not quantized
+        and kv_dtype is None
+        and k_scale is None
+        and v_scale is None
+        and v_dtype is None
         and out is not None
         and type(plan) is Plan
         and seq_lens is None
         and block_table is None
         and tile is None
         and strategy == "lean"
+        and (width == 0 or (v_cache is None and width == plan._impl.head_dim_v))
     ):
         scale_f = 0.0 if scale is None else _arrays.optional_scale(scale)
         workers_n = 0 if workers is None else _arrays.optional_positive_int(
@@ -236,38 +275,28 @@ def decode(
             causal, window_left, softcap, None, None) else variant_args(
                 causal, window_left, softcap, None, None, q_heads=0)[:3]
         stream = _arrays.current_stream(q) if getattr(q, "is_cuda", False) else 0
-        done = _ext._decode_planned(q, k_cache, v_cache, out, lse_out, plan._impl, scale_f,
-                                    workers_n, stream, causal_b, window, cap, width)
-        if not done and type(q) is np.ndarray and q.dtype in _FAST_NUMPY:
-            # NumPy float32/float16 (DLPack describes them): no Python-level checks either.
-            if v_cache is None and width == 0:
-                width = plan._impl.head_dim_v
-            _ext._decode(q, "", k_cache, v_cache, "", plan._lens(), None, out, lse_out,
-                         scale_f, "lean", workers_n, 0, plan._impl, 0, causal_b, window, cap,
-                         None, None, None, None, "", width)
-            done = True
-        if done:
+        # PyTorch tensors, or host float32/float16 arrays (NumPy): no Python-level checks.
+        if _ext._decode_planned(q, k_cache, v_cache, out, lse_out, plan._impl, scale_f,
+                                workers_n, stream, causal_b, window, cap):
             return (out, lse_out) if (return_lse or lse_out is not None) else out
-    return _decode_general(q, k_cache, v_cache, seq_lens, block_table, scale, strategy,
-                           workers, tile, return_lse, plan, out, lse_out,
-                           (causal, window_left, softcap, sinks, alibi_slopes),
-                           (kv_dtype, k_scale, v_scale, v_dtype), width)
+    return _decode_general(
+        q, k_cache, v_cache, seq_lens, strategy, workers, tile, return_lse, plan, out, lse_out,
+        dict(block_table=block_table, scale=scale, causal=causal, window_left=window_left,
+             softcap=softcap, sinks=sinks, alibi_slopes=alibi_slopes, kv_dtype=kv_dtype,
+             k_scale=k_scale, v_scale=v_scale, v_dtype=v_dtype, head_dim_v=head_dim_v))
 
 
 def _decode_general(
-    q: Any, k_cache: Any, v_cache: Any, seq_lens: Any, block_table: Any,
-    scale: Optional[float], strategy: str, workers: Optional[int], tile: Optional[int],
-    return_lse: bool, plan: Optional[Plan], out: Any, lse_out: Any,
-    variant: Tuple[Any, Any, Any, Any, Any] = (True, None, None, None, None),
-    quantization: Tuple[Any, Any, Any, Any] = (None, None, None, None),
-    head_dim_v: int = 0,
+    q: Any, k_cache: Any, v_cache: Any, seq_lens: Any, strategy: str, workers: Optional[int],
+    tile: Optional[int], return_lse: bool, plan: Optional[Plan], out: Any, lse_out: Any,
+    problem: Dict[str, Any],
 ) -> Union[Any, Tuple[Any, Any]]:
-    """decode() with every argument checked in Python (any framework, any option); head_dim_v
-    0: v_cache's width (the plan's, or head_dim, without v_cache)."""
+    """decode() with every argument checked in Python (any framework, any option); ``problem``:
+    the keywords of PROBLEM_FIELDS."""
     strategy = _arrays.require_str(strategy, "strategy")
     workers_n = _arrays.optional_positive_int(workers, "workers", _ext.MAX_WORKERS)
     tile_n = _arrays.optional_positive_int(tile, "tile")
-    scale_f = _arrays.optional_scale(scale)
+    width = _arrays.optional_positive_int(problem["head_dim_v"], "head_dim_v")
     plan_impl = None
     if plan is not None:
         if not isinstance(plan, Plan):
@@ -279,27 +308,20 @@ def _decode_general(
         if tile_n and tile_n != plan.tile:
             raise ValueError(f"tile: the plan was made for tile {plan.tile} (got {tile_n})")
         plan_impl = plan._impl
-        if v_cache is None and head_dim_v == 0:
-            head_dim_v = plan_impl.head_dim_v
-        if seq_lens is None:
-            seq_lens = np.asarray(plan_impl.seq_lens, dtype=np.int32)
+        if v_cache is None and width == 0:
+            width = plan_impl.head_dim_v  # V in K's rows at the plan's width
     elif strategy not in _STRATEGIES:
         raise ValueError(f"strategy: must be one of lean, split, head (got '{strategy}')")
-    if seq_lens is None:
+    elif seq_lens is None:
         raise ValueError("seq_lens: required unless plan is given")
 
     q = _arrays.as_array(q)
-    kv_dtype, k_scale, v_scale, v_dtype = quantization
-    qv, q_hint, kv, vv, kv_hint, lens, table, v_hint = _inputs(
-        q, k_cache, v_cache, seq_lens, block_table, kv_dtype, v_dtype)
-    # On q's device: with CUDA q, sinks, slopes and scales are device arrays (never host copies).
-    ks = _arrays.scale_array(k_scale, "k_scale", q)
-    vs = _arrays.scale_array(v_scale, "v_scale", q)
+    described = describe(q, k_cache, v_cache, seq_lens, problem)
     rows = _q_rows(q)  # (batch, q_heads) or (batch, q_len, q_heads)
-    causal_b, window, cap, sinks_a, slopes_a = variant_args(*variant, q_heads=rows[-1], like=q)
     if out is None:
-        width = _value_width(int(q.shape[-1]), vv, v_hint or kv_hint, head_dim_v)
-        out, out_view = _arrays.empty_like(q, rows + (width,))
+        v_type = described.v_dtype or described.kv_dtype
+        out, out_view = _arrays.empty_like(
+            q, rows + (_value_width(int(q.shape[-1]), described.v_cache, v_type, width),))
     else:
         out_view = _arrays.output_view(out, "out", q)
     want_lse = return_lse or lse_out is not None
@@ -308,9 +330,8 @@ def _decode_general(
         lse_view = _arrays.output_view(lse_out, "lse_out", q)
     elif return_lse:
         lse, lse_view = _arrays.empty_like(q, rows, float32=True)
-    _ext._decode(qv, q_hint, kv, vv, kv_hint, lens, table, out_view, lse_view, scale_f,
-                 strategy, workers_n, tile_n, plan_impl, _arrays.current_stream(q), causal_b,
-                 window, cap, sinks_a, slopes_a, ks, vs, v_hint, head_dim_v)
+    _ext._decode(described, out_view, lse_view, strategy, workers_n, tile_n, plan_impl,
+                 _arrays.current_stream(q))
     return (out, lse) if want_lse else out
 
 
@@ -333,6 +354,13 @@ def _value_width(head_dim: int, v_view: Any, v_type: str, head_dim_v: int) -> in
     return last // block * _blocks.VALUES
 
 
+def output_width(q: Any, v_cache: Any, problem: Dict[str, Any]) -> int:
+    """V's and the output's width for q and v_cache (arrays or fake tensors: shapes only) and
+    decode's keywords ``problem`` (those of V's width and type), as decode reads it."""
+    v_type = problem.get("v_dtype") or problem.get("kv_dtype") or ""
+    return _value_width(int(q.shape[-1]), v_cache, v_type, problem.get("head_dim_v") or 0)
+
+
 def _q_rows(q: Any) -> Tuple[int, ...]:
     """q's row shape: (batch, q_heads) for 3-D q, (batch, q_len, q_heads) for 4-D q."""
     shape = tuple(int(n) for n in q.shape)
@@ -352,43 +380,25 @@ def reference(
     block_table: Any = None,
     scale: Optional[float] = None,
     return_lse: bool = False,
-    *,
-    causal: bool = True,
-    window_left: Optional[int] = None,
-    softcap: Optional[float] = None,
-    sinks: Any = None,
-    alibi_slopes: Any = None,
-    kv_dtype: Optional[str] = None,
-    k_scale: Any = None,
-    v_scale: Any = None,
-    v_dtype: Optional[str] = None,
-    head_dim_v: Optional[int] = None,
+    **problem: Any,
 ) -> Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
     """The library's fp64 reference of :func:`decode`: two-pass softmax attention straight from
     the definition (C++ ``reference::naive_attention``), sharing no code with the engines.
 
-    Same arguments and rules as :func:`decode` (variants included, written out literally; an
-    8-bit cache dequantized literally, stored x scale, in fp64; a q8_0 / q4_0 cache's blocks as
-    d x q; K and V each read as its own type with ``v_dtype``; V of its own width, or v_cache None
-    with ``head_dim_v``: V the first head_dim_v values of K's rows).
-    Device arrays are copied to the host first. Slow (a scalar loop): meant for tests and small
-    problems.
+    Same arguments and rules as :func:`decode`; ``problem``: its keywords that describe the
+    problem (causal, window_left, softcap, sinks, alibi_slopes, kv_dtype, k_scale, v_scale,
+    v_dtype, head_dim_v). Variants are written out literally; an 8-bit cache dequantized
+    literally, stored x scale, in fp64; a q8_0 / q4_0 cache's blocks as d x q; K and V each read
+    as its own type with ``v_dtype``; V of its own width, or v_cache None with ``head_dim_v``: V
+    the first head_dim_v values of K's rows. Device arrays are copied to the host first. Slow (a
+    scalar loop): meant for tests and small problems.
 
     Returns:
         ``out`` ``[batch, (q_len,) q_heads, head_dim_v]`` float64 NumPy array; with ``return_lse``
         also ``lse`` ``[batch, (q_len,) q_heads]`` float64 (``-inf`` for an empty sequence).
     """
-    scale_f = _arrays.optional_scale(scale)
-    width = _arrays.optional_positive_int(head_dim_v, "head_dim_v")
     q, k_cache = _arrays.to_host(q), _arrays.to_host(k_cache)
     v_cache = None if v_cache is None else _arrays.to_host(v_cache)
-    rows = _q_rows(q)
-    causal_b, window, cap, sinks_a, slopes_a = variant_args(
-        causal, window_left, softcap, sinks, alibi_slopes, rows[-1])
-    qv, q_hint, kv, vv, kv_hint, lens, table, v_hint = _inputs(
-        q, k_cache, v_cache, seq_lens, block_table, kv_dtype, v_dtype)
-    out, lse = _ext._reference(qv, q_hint, kv, vv, kv_hint, lens, table, scale_f, causal_b,
-                               window, cap, sinks_a, slopes_a,
-                               _arrays.scale_array(k_scale, "k_scale"),
-                               _arrays.scale_array(v_scale, "v_scale"), v_hint, width)
+    problem = dict(problem, block_table=block_table, scale=scale)
+    out, lse = _ext._reference(describe(q, k_cache, v_cache, seq_lens, problem))
     return (out, lse) if return_lse else out

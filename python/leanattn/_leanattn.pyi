@@ -49,31 +49,55 @@ class Plan:
     def text(self) -> str: ...
     def picture(self, width: int) -> str: ...
 
+class Problem:
+    """A call's description (leanattn._decode.describe builds it): the arrays and keywords of
+    leanattn.decode, whose docstring states their shapes and rules, with dtype hints ("" = the
+    array's own) and 0 / -1 for None."""
+
+    def __init__(
+        self,
+        q: Any,
+        k_cache: Any,
+        v_cache: Optional[Any] = ...,
+        seq_lens: Optional[np.ndarray] = ...,
+        block_table: Optional[Any] = ...,
+        scale: float = ...,
+        causal: bool = ...,
+        window_left: int = ...,
+        softcap: float = ...,
+        head_dim_v: int = ...,
+        sinks: Optional[Any] = ...,
+        alibi_slopes: Optional[Any] = ...,
+        k_scale: Optional[Any] = ...,
+        v_scale: Optional[Any] = ...,
+        kv_dtype: str = ...,
+        v_dtype: str = ...,
+        q_dtype: str = ...,
+    ) -> None: ...
+    @property
+    def v_cache(self) -> Optional[Any]: ...
+    @property
+    def kv_dtype(self) -> str: ...
+    @property
+    def v_dtype(self) -> str: ...
+    @property
+    def sinks(self) -> Optional[Any]: ...
+    @property
+    def alibi_slopes(self) -> Optional[Any]: ...
+    @property
+    def k_scale(self) -> Optional[Any]: ...
+    @property
+    def v_scale(self) -> Optional[Any]: ...
+
 def _decode(
-    q: Any,
-    q_dtype: str,
-    k_cache: Any,
-    v_cache: Optional[Any],
-    kv_dtype: str,
-    seq_lens: np.ndarray,
-    block_table: Optional[Any],
+    problem: Problem,
     out: Any,
     lse: Optional[Any],
-    scale: float,
-    strategy: str,
-    workers: int,
-    tile: int,
-    plan: Optional[Plan],
-    stream: int,
-    causal: bool = ...,
-    window_left: int = ...,
-    softcap: float = ...,
-    sinks: Optional[Any] = ...,
-    alibi_slopes: Optional[Any] = ...,
-    k_scale: Optional[Any] = ...,
-    v_scale: Optional[Any] = ...,
-    v_dtype: str = ...,
-    head_dim_v: int = ...,
+    strategy: str = ...,
+    workers: int = ...,
+    tile: int = ...,
+    plan: Optional[Plan] = ...,
+    stream: int = ...,
 ) -> None: ...
 def _decode_planned(
     q: Any,
@@ -88,7 +112,6 @@ def _decode_planned(
     causal: bool = ...,
     window_left: int = ...,
     softcap: float = ...,
-    head_dim_v: int = ...,
 ) -> bool: ...
 def _make_plan(
     seq_lens: np.ndarray,
@@ -111,25 +134,7 @@ def _make_plan(
     backend: str = ...,
     head_dim_v: int = ...,
 ) -> Plan: ...
-def _reference(
-    q: Any,
-    q_dtype: str,
-    k_cache: Any,
-    v_cache: Optional[Any],
-    kv_dtype: str,
-    seq_lens: np.ndarray,
-    block_table: Optional[Any],
-    scale: float,
-    causal: bool = ...,
-    window_left: int = ...,
-    softcap: float = ...,
-    sinks: Optional[Any] = ...,
-    alibi_slopes: Optional[Any] = ...,
-    k_scale: Optional[Any] = ...,
-    v_scale: Optional[Any] = ...,
-    v_dtype: str = ...,
-    head_dim_v: int = ...,
-) -> Tuple[np.ndarray, np.ndarray]: ...
+def _reference(problem: Problem) -> Tuple[np.ndarray, np.ndarray]: ...
 def _merge_states(
     out_a: Any, lse_a: Any, out_b: Any, lse_b: Any, out: Any, lse: Any, out_dtype: str
 ) -> None: ...
@@ -151,42 +156,13 @@ class _Step:
     def check(self, stream: int) -> None: ...
 
 def _step_new(
-    q: Any,
-    q_dtype: str,
-    k_cache: Any,
-    v_cache: Optional[Any],
-    kv_dtype: str,
-    block_table: Optional[Any],
-    max_seq_len: int,
-    scale: float,
-    planning: str,
-    workers: int,
-    tile: int,
-    causal: bool,
-    window_left: int,
-    softcap: float,
-    sinks: Optional[Any],
-    alibi_slopes: Optional[Any],
-    k_scale: Optional[Any],
-    v_scale: Optional[Any],
-    v_dtype: str,
-    head_dim_v: int,
+    problem: Problem, max_seq_len: int, planning: str, workers: int, tile: int
 ) -> _Step: ...
 def _step_run(
     step: _Step,
-    q: Any,
-    q_dtype: str,
-    k_cache: Any,
-    v_cache: Optional[Any],
-    kv_dtype: str,
+    problem: Problem,
     seq_lens: Optional[Any],
-    block_table: Optional[Any],
     out: Any,
     lse: Optional[Any],
-    sinks: Optional[Any],
-    alibi_slopes: Optional[Any],
-    k_scale: Optional[Any],
-    v_scale: Optional[Any],
-    v_dtype: str,
     stream: int,
 ) -> None: ...

@@ -253,3 +253,17 @@ def plan(
         _arrays.optional_positive_int(head_dim_v, "head_dim_v"),
     )
     return Plan(impl)
+
+
+def plan_for(seq_lens: Any, q: Any, k_cache: Any, v_cache: Any, problem: Dict[str, Any],
+             **options: Any) -> Plan:
+    """The plan of :func:`plan` for arrays as :func:`leanattn.decode` reads them: a 3-D q
+    ``[batch, q_heads, head_dim]``, k_cache and v_cache (their shapes only) and ``problem``,
+    decode's keywords (those of PLANNED_FIELDS are planned for, the types set V's width);
+    ``options``: plan()'s own (workers, backend, ...)."""
+    from ._decode import PLANNED_FIELDS, output_width
+
+    settings = {name: problem[name] for name in PLANNED_FIELDS if name in problem}
+    settings["head_dim_v"] = output_width(q, v_cache, problem)
+    return plan(seq_lens, q_heads=int(q.shape[-2]), kv_heads=int(k_cache.shape[2]),
+                head_dim=int(q.shape[-1]), **settings, **options)

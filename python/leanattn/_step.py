@@ -10,8 +10,7 @@ from typing import Any, Optional, Tuple, Union
 
 from . import _arrays
 from . import _leanattn as _ext
-from ._decode import _inputs, _q_rows
-from ._variant import variant_args
+from ._decode import ARRAY_FIELDS, _q_rows, describe
 
 _PLANNINGS = ("device", "host")
 
@@ -46,9 +45,11 @@ class DecodeStep:
     nothing (on CUDA its kernel runs over an empty plan, so a capture made then replays every
     later plan all the same).
 
-    Every call's arrays must have the shapes, dtypes, layout and variant arrays of those the step
-    was made with (ValueError naming the argument otherwise); scale, causal, window_left,
-    softcap, kv_dtype, v_dtype, head_dim_v, workers and tile are fixed at construction. On CUDA
+    ``problem`` takes :func:`leanattn.decode`'s keywords that describe the problem (block_table,
+    scale, causal, window_left, softcap, sinks, alibi_slopes, kv_dtype, k_scale, v_scale,
+    v_dtype and V's width). Every call's arrays must have the shapes, dtypes, layout and variant
+    arrays of those the step was made with (ValueError naming the argument otherwise); the
+    keywords that are no arrays are fixed at construction, with workers and tile. On CUDA
     the step must be made outside a capture (it allocates its buffers then; with PyTorch
     tensors ValueError naming stream inside one). The CUDA engine's steps are lean, head-major, with
     the engine's worker count. A graph that captured a call reads the step's buffers: keep the
@@ -57,11 +58,8 @@ class DecodeStep:
 
     def __init__(
         self, q: Any, k_cache: Any, v_cache: Any = None, *, max_seq_len: int,
-        planning: str = "device", block_table: Any = None, scale: Optional[float] = None,
-        workers: Optional[int] = None, tile: Optional[int] = None, causal: bool = True,
-        window_left: Optional[int] = None, softcap: Optional[float] = None, sinks: Any = None,
-        alibi_slopes: Any = None, kv_dtype: Optional[str] = None, k_scale: Any = None,
-        v_scale: Any = None, v_dtype: Optional[str] = None, head_dim_v: Optional[int] = None,
+        planning: str = "device", workers: Optional[int] = None, tile: Optional[int] = None,
+        **problem: Any,
     ) -> None:
         planning = _arrays.require_str(planning, "planning")
         if planning not in _PLANNINGS:
@@ -76,19 +74,13 @@ class DecodeStep:
                 sys.modules["torch"].cuda.is_current_stream_capturing():
             raise ValueError("stream: is capturing: a DecodeStep allocates device memory when it "
                              "is made; make it (or call the op once) before the capture")
-        self._variant = (causal, window_left, softcap)
-        self._types = (kv_dtype, v_dtype)
-        causal_b, window, cap, sinks_a, slopes_a = variant_args(
-            causal, window_left, softcap, sinks, alibi_slopes, q_heads=_q_rows(q)[-1], like=q)
-        qv, q_hint, kv, vv, kv_hint, _, table, v_hint = _inputs(
-            q, k_cache, v_cache, [], block_table, kv_dtype, v_dtype)
+        # What every call describes again with its own arrays: the settings fixed here.
+        self._settings = {name: value for name, value in problem.items()
+                          if name not in ARRAY_FIELDS}
         self._impl = _ext._step_new(
-            qv, q_hint, kv, vv, kv_hint, table, int(max_seq_len), _arrays.optional_scale(scale),
-            planning, _arrays.optional_positive_int(workers, "workers", _ext.MAX_WORKERS),
-            _arrays.optional_positive_int(tile, "tile"), causal_b, window, cap, sinks_a,
-            slopes_a, _arrays.scale_array(k_scale, "k_scale", q),
-            _arrays.scale_array(v_scale, "v_scale", q), v_hint,
-            _arrays.optional_positive_int(head_dim_v, "head_dim_v"))
+            describe(q, k_cache, v_cache, None, problem), int(max_seq_len), planning,
+            _arrays.optional_positive_int(workers, "workers", _ext.MAX_WORKERS),
+            _arrays.optional_positive_int(tile, "tile"))
         self._stream = _arrays.stream_source(q)
         self._on_cuda = _arrays.on_cuda(q)
 
@@ -158,12 +150,10 @@ class DecodeStep:
         else:
             lens = _arrays.host_index_array(seq_lens, "seq_lens", 1, "[batch]")
         q = _arrays.as_array(q)
-        kv_dtype, v_dtype = self._types
         rows = _q_rows(q)
-        _, _, _, sinks_a, slopes_a = variant_args(*self._variant, sinks, alibi_slopes,
-                                                  q_heads=rows[-1], like=q)
-        qv, q_hint, kv, vv, kv_hint, _, table, v_hint = _inputs(
-            q, k_cache, v_cache, [], block_table, kv_dtype, v_dtype)
+        problem = describe(q, k_cache, v_cache, None, dict(
+            self._settings, block_table=block_table, sinks=sinks, alibi_slopes=alibi_slopes,
+            k_scale=k_scale, v_scale=v_scale))
         if out is None:
             out, out_view = _arrays.empty_like(q, rows + (int(self._impl.value_dim),))
         else:
@@ -173,8 +163,5 @@ class DecodeStep:
             lse_view = _arrays.output_view(lse_out, "lse_out", q)
         elif return_lse:
             lse, lse_view = _arrays.empty_like(q, rows, float32=True)
-        _ext._step_run(self._impl, qv, q_hint, kv, vv, kv_hint, lens, table, out_view, lse_view,
-                       sinks_a, slopes_a, _arrays.scale_array(k_scale, "k_scale", q),
-                       _arrays.scale_array(v_scale, "v_scale", q), v_hint,
-                       _arrays.current_stream(q))
+        _ext._step_run(self._impl, problem, lens, out_view, lse_view, _arrays.current_stream(q))
         return (out, lse) if (return_lse or lse_out is not None) else out

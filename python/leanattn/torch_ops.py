@@ -3,32 +3,19 @@ writing ``out``), registered with torch.library together with fake (meta) implem
 that ``torch.compile(fullgraph=True)`` traces through them with no graph break.
 
 Importing this module registers the ops (once); ``import leanattn`` imports it when torch is
-already imported, so nothing is paid without torch. Schemas::
+already imported, so nothing is paid without torch. Schemas (``_OPTIONS``: the problem's keywords
+of ``leanattn._decode.PROBLEM_FIELDS``, then plan and max_seq_len)::
 
     decode(Tensor q, Tensor k_cache, Tensor? v_cache, Tensor seq_lens, Tensor? block_table=None,
-           float? scale=None, Tensor? sinks=None, Tensor? alibi_slopes=None,
-           Tensor? k_scale=None, Tensor? v_scale=None, str? kv_dtype=None,
-           float? softcap=None, int? window_left=None, str? v_dtype=None,
-           int? head_dim_v=None, str? plan=None, int? max_seq_len=None)
+           float? scale=None, Tensor? sinks=None, ..., str? plan=None, int? max_seq_len=None)
            -> (Tensor out, Tensor lse)
     decode_(Tensor q, Tensor k_cache, Tensor? v_cache, Tensor seq_lens, Tensor(a!) out,
-            Tensor(b!)? lse_out=None, Tensor? block_table=None, float? scale=None,
-            Tensor? sinks=None, Tensor? alibi_slopes=None, Tensor? k_scale=None,
-            Tensor? v_scale=None, str? kv_dtype=None, float? softcap=None,
-            int? window_left=None, str? v_dtype=None, int? head_dim_v=None, str? plan=None,
-            int? max_seq_len=None) -> ()
+            Tensor(b!)? lse_out=None, Tensor? block_table=None, ..., int? max_seq_len=None) -> ()
 
-Shapes are those of :func:`leanattn.decode`: q ``[batch, q_heads, head_dim]``, caches
-``[batch, capacity, kv_heads, head_dim]`` (or paged with block_table; V's last dimension its own
-width head_dim_v <= head_dim, DeepSeek's K 192 / V 128; v_cache None: V is the first head_dim_v
-values of K's rows, absorbed MLA's latent cache, head_dim_v None then meaning head_dim),
-seq_lens ``[batch]`` integer (read on the host), out ``[batch, q_heads, head_dim_v]`` in q's
-dtype (the fake implementation gives that shape), lse ``[batch, q_heads]`` float32; sinks and
-alibi_slopes ``[q_heads]`` float32, an 8-bit cache's k_scale / v_scale tensors (the layouts of
-:func:`leanattn.decode`; kv_dtype for uint8 caches of fp8 bytes, or of ggml's q8_0 / q4_0
-blocks, CPU only, whose last dimension is the row's bytes; v_dtype "f16", "q8_0" or "q4_0" for a
-V of another type than K's, as in :func:`leanattn.decode`, CPU only); softcap and window_left
-as in :func:`leanattn.decode` (Gemma 2's soft-cap, a sliding-window layer). On CUDA the tensors
+Shapes, types and keywords are those of :func:`leanattn.decode` (its docstring is the contract),
+with a 3-D q ``[batch, q_heads, head_dim]``: out ``[batch, q_heads, V's width]`` in q's dtype (the
+fake implementation gives that shape), lse ``[batch, q_heads]`` float32, seq_lens ``[batch]``
+integer (read on the host). On CUDA the tensors
 are read on q's device as they are (float32, contiguous) or converted there by torch: they never
 make a host round trip (no ``.cpu()``, no ``.item()``); seq_lens alone is read on the host.
 
@@ -54,9 +41,9 @@ from typing import Any, Dict, Optional, Tuple
 
 import torch
 
-from ._decode import _value_width
+from ._decode import ARRAY_FIELDS, PLANNED_FIELDS, PROBLEM_FIELDS, output_width
 from ._decode import decode as _decode
-from ._plan import Plan, plan as _make_plan
+from ._plan import Plan, plan_for
 from ._step import DecodeStep
 
 _LIB: Optional[Any] = None
@@ -66,59 +53,51 @@ atexit.register(_PLANS.clear)  # plans are freed before the extension module is
 _STEPS: Dict[Tuple[Any, ...], DecodeStep] = {}
 atexit.register(_STEPS.clear)
 
-
-# The optional arguments of the ops' schemas, after scale: (sinks, alibi_slopes, k_scale,
-# v_scale, kv_dtype, softcap, window_left, v_dtype, head_dim_v, plan, max_seq_len), all None for
-# plain attention over a 16-bit cache planned on the host.
-_EXTRAS = ("sinks", "alibi_slopes", "k_scale", "v_scale", "kv_dtype", "softcap", "window_left",
-           "v_dtype", "head_dim_v", "plan", "max_seq_len")
-# Those a DecodeStep fixes at construction (plan="device"); the arrays go to each call.
-_STEP_SETTINGS = ("kv_dtype", "softcap", "window_left", "v_dtype", "head_dim_v")
-_STEP_ARRAYS = ("sinks", "alibi_slopes", "k_scale", "v_scale")
-# Those a plan is made for: the calls with only these keep the fast path.
-_PLANNED = ("softcap", "window_left", "head_dim_v")
+# The ops' optional arguments, in their schemas' order, with their schema types and defaults:
+# the problem's keywords (decode's), then how the step is planned.
+_OPTIONS: Dict[str, Tuple[str, Any]] = dict(
+    PROBLEM_FIELDS, plan=("str?", None), max_seq_len=("int?", None))
+_SCHEMA = ", ".join(f"{kind} {name}={'None' if default is None else default}"
+                    for name, (kind, default) in _OPTIONS.items())
 
 
-def _out_shape(q: torch.Tensor, v_cache: Optional[torch.Tensor], extras: Tuple[Any, ...]
+def _named(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """The ops' optional arguments by name, passed by position (in _OPTIONS' order) or by
+    keyword, those left at their defaults out."""
+    given = dict(zip(_OPTIONS, args), **kwargs)
+    return {name: value for name, value in given.items()
+            if value is not None and value is not _OPTIONS[name][1]}
+
+
+def _out_shape(q: torch.Tensor, v_cache: Optional[torch.Tensor], named: Dict[str, Any]
                ) -> Tuple[int, ...]:
-    """The output's shape, q's with V's width last (head_dim_v, else v_cache's, for ggml's blocks
-    from its row bytes, else head_dim): what decode writes, and the fake implementations give."""
-    named = dict(zip(_EXTRAS, extras))
-    v_type = named["v_dtype"] or named["kv_dtype"] or ""
-    width = _value_width(int(q.shape[-1]), v_cache, v_type, named["head_dim_v"] or 0)
-    return tuple(q.shape[:-1]) + (width,)
+    """The output's shape, q's with V's width last: what decode writes, and the fake
+    implementations give."""
+    return tuple(q.shape[:-1]) + (output_width(q, v_cache, named),)
 
 
 def _run(q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor],
          seq_lens: torch.Tensor, out: torch.Tensor, lse: Optional[torch.Tensor],
-         block_table: Optional[torch.Tensor], scale: Optional[float],
-         extras: Tuple[Any, ...]) -> None:
-    """decode into out/lse. With a host seq_lens, no block table and no extras but softcap,
-    window_left and head_dim_v, through a plan kept per lengths, shapes (V's width included) and
-    those, so the call takes
-    decode's fast path (every layer of a step reuses it). The other extras (sinks, slopes,
-    scales) go to decode as they are: on CUDA it keeps them on q's device."""
-    named = {name: value for name, value in zip(_EXTRAS, extras) if value is not None}
+         named: Dict[str, Any]) -> None:
+    """decode into out/lse. With a host seq_lens and no options but the scale and those a plan
+    is made for, through a plan kept per lengths, shapes (V's width included) and those, so the
+    call takes decode's fast path (every layer of a step reuses it). The others (arrays, types)
+    go to decode as they are: on CUDA it keeps them on q's device."""
     if "plan" in named or "max_seq_len" in named:
-        _run_step(q, k_cache, v_cache, seq_lens, out, lse, block_table, scale, named)
+        _run_step(q, k_cache, v_cache, seq_lens, out, lse, named)
         return
-    planned = {name: named[name] for name in _PLANNED if name in named}
-    if (len(named) > len(planned) or block_table is not None or seq_lens.device.type != "cpu"
-            or q.device.type != "cpu"):
-        _decode(q, k_cache, v_cache, seq_lens, block_table=block_table, scale=scale, out=out,
-                lse_out=lse, **named)
+    scale = named.pop("scale", None)
+    planned = {name: named[name] for name in PLANNED_FIELDS if name in named}
+    if len(named) > len(planned) or seq_lens.device.type != "cpu" or q.device.type != "cpu":
+        _decode(q, k_cache, v_cache, seq_lens, scale=scale, out=out, lse_out=lse, **named)
         return
-    width = _out_shape(q, v_cache, extras)[-1]  # V's (decode checks out against it)
-    key = (tuple(seq_lens.tolist()), q.shape[1], k_cache.shape[2], q.shape[2], width,
-           planned.get("softcap"), planned.get("window_left"))
+    key = (tuple(seq_lens.tolist()), tuple(q.shape[1:]), k_cache.shape[2],
+           output_width(q, v_cache, named), tuple(sorted(planned.items())))
     plan = _PLANS.get(key)
     if plan is None:
         if len(_PLANS) >= 64:
             _PLANS.clear()
-        plan = _PLANS[key] = _make_plan(
-            seq_lens, q_heads=q.shape[1], kv_heads=k_cache.shape[2], head_dim=q.shape[2],
-            head_dim_v=width, softcap=planned.get("softcap"),
-            window_left=planned.get("window_left"))
+        plan = _PLANS[key] = plan_for(seq_lens, q, k_cache, v_cache, planned)
     _decode(q, k_cache, v_cache, plan=plan, scale=scale, out=out, lse_out=lse, **planned)
 
 
@@ -129,29 +108,26 @@ def _signature(t: Optional[torch.Tensor]) -> Any:
 
 def _run_step(q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor],
               seq_lens: torch.Tensor, out: torch.Tensor, lse: Optional[torch.Tensor],
-              block_table: Optional[torch.Tensor], scale: Optional[float],
               named: Dict[str, Any]) -> None:
     """plan="device": the op through the DecodeStep of these shapes and settings (made on the
     first call, kept)."""
-    kind = named.get("plan")
+    kind = named.pop("plan", None)
     if kind != "device":
         raise ValueError(
             f"plan: must be 'device' (seq_lens read where the op runs) or None (got {kind!r}); "
             "a host-planned step is leanattn.DecodeStep(..., planning='host')")
-    bound = named.get("max_seq_len")
+    bound = named.pop("max_seq_len", None)
     if bound is None:
         raise ValueError("max_seq_len: required with plan='device': the most tokens any request "
                          "of a step may have")
-    arrays = {name: named[name] for name in _STEP_ARRAYS if name in named}
-    settings = {name: named[name] for name in _STEP_SETTINGS if name in named}
-    key = (tuple(_signature(t) for t in (q, k_cache, v_cache, block_table)), scale, bound,
+    arrays = {name: value for name, value in named.items() if name in ARRAY_FIELDS}
+    settings = {name: value for name, value in named.items() if name not in ARRAY_FIELDS}
+    key = (tuple(_signature(t) for t in (q, k_cache, v_cache)), bound,
            tuple(sorted(settings.items())), tuple((n, _signature(a)) for n, a in arrays.items()))
     step = _STEPS.get(key)
     if step is None:
-        step = _STEPS[key] = DecodeStep(q, k_cache, v_cache, max_seq_len=bound,
-                                        block_table=block_table, scale=scale, **settings,
-                                        **arrays)
-    step(q, k_cache, v_cache, seq_lens, block_table=block_table, out=out, lse_out=lse, **arrays)
+        step = _STEPS[key] = DecodeStep(q, k_cache, v_cache, max_seq_len=bound, **named)
+    step(q, k_cache, v_cache, seq_lens, out=out, lse_out=lse, **arrays)
 
 
 def check_steps() -> None:
@@ -169,69 +145,36 @@ def check_steps() -> None:
         raise first
 
 
-def _decode_impl(
-    q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor],
-    seq_lens: torch.Tensor, block_table: Optional[torch.Tensor] = None,
-    scale: Optional[float] = None,
-    sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
-    k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
-    kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
-    window_left: Optional[int] = None, v_dtype: Optional[str] = None,
-    head_dim_v: Optional[int] = None, plan: Optional[str] = None,
-    max_seq_len: Optional[int] = None,
-) -> Tuple[torch.Tensor, torch.Tensor]:
-    extras = (sinks, alibi_slopes, k_scale, v_scale, kv_dtype, softcap, window_left, v_dtype,
-              head_dim_v, plan, max_seq_len)
-    out = q.new_empty(_out_shape(q, v_cache, extras))
+# The ops' implementations: the arguments of their schemas, the options (_OPTIONS) by position or
+# keyword as the caller passed them.
+def _decode_impl(q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor],
+                 seq_lens: torch.Tensor, *args: Any, **kwargs: Any
+                 ) -> Tuple[torch.Tensor, torch.Tensor]:
+    named = _named(args, kwargs)
+    out = q.new_empty(_out_shape(q, v_cache, named))
     lse = torch.empty(q.shape[:2], dtype=torch.float32, device=q.device)
-    _run(q, k_cache, v_cache, seq_lens, out, lse, block_table, scale, extras)
+    _run(q, k_cache, v_cache, seq_lens, out, lse, named)
     return out, lse
 
 
-def _decode_fake(
-    q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor],
-    seq_lens: torch.Tensor, block_table: Optional[torch.Tensor] = None,
-    scale: Optional[float] = None,
-    sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
-    k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
-    kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
-    window_left: Optional[int] = None, v_dtype: Optional[str] = None,
-    head_dim_v: Optional[int] = None, plan: Optional[str] = None,
-    max_seq_len: Optional[int] = None,
-) -> Tuple[torch.Tensor, torch.Tensor]:
-    extras = (sinks, alibi_slopes, k_scale, v_scale, kv_dtype, softcap, window_left, v_dtype,
-              head_dim_v, plan, max_seq_len)
-    return q.new_empty(_out_shape(q, v_cache, extras)), q.new_empty(q.shape[:2],
-                                                                    dtype=torch.float32)
+def _decode_fake(q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor],
+                 seq_lens: torch.Tensor, *args: Any, **kwargs: Any
+                 ) -> Tuple[torch.Tensor, torch.Tensor]:
+    return (q.new_empty(_out_shape(q, v_cache, _named(args, kwargs))),
+            q.new_empty(q.shape[:2], dtype=torch.float32))
 
 
-def _decode_inplace_impl(
-    q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor],
-    seq_lens: torch.Tensor, out: torch.Tensor, lse_out: Optional[torch.Tensor] = None,
-    block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
-    sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
-    k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
-    kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
-    window_left: Optional[int] = None, v_dtype: Optional[str] = None,
-    head_dim_v: Optional[int] = None, plan: Optional[str] = None,
-    max_seq_len: Optional[int] = None,
-) -> None:
-    _run(q, k_cache, v_cache, seq_lens, out, lse_out, block_table, scale,
-         (sinks, alibi_slopes, k_scale, v_scale, kv_dtype, softcap, window_left,
-          v_dtype, head_dim_v, plan, max_seq_len))
+def _decode_inplace_impl(q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor],
+                         seq_lens: torch.Tensor, out: torch.Tensor,
+                         lse_out: Optional[torch.Tensor] = None, *args: Any, **kwargs: Any
+                         ) -> None:
+    _run(q, k_cache, v_cache, seq_lens, out, lse_out, _named(args, kwargs))
 
 
-def _decode_inplace_fake(
-    q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor],
-    seq_lens: torch.Tensor, out: torch.Tensor, lse_out: Optional[torch.Tensor] = None,
-    block_table: Optional[torch.Tensor] = None, scale: Optional[float] = None,
-    sinks: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
-    k_scale: Optional[torch.Tensor] = None, v_scale: Optional[torch.Tensor] = None,
-    kv_dtype: Optional[str] = None, softcap: Optional[float] = None,
-    window_left: Optional[int] = None, v_dtype: Optional[str] = None,
-    head_dim_v: Optional[int] = None, plan: Optional[str] = None,
-    max_seq_len: Optional[int] = None,
-) -> None:
+def _decode_inplace_fake(q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Tensor],
+                         seq_lens: torch.Tensor, out: torch.Tensor,
+                         lse_out: Optional[torch.Tensor] = None, *args: Any, **kwargs: Any
+                         ) -> None:
     return None
 
 
@@ -241,18 +184,10 @@ def register() -> None:
     if _LIB is not None:
         return
     lib = torch.library.Library("leanattn", "DEF")
-    extras = ("Tensor? sinks=None, Tensor? alibi_slopes=None, Tensor? k_scale=None, "
-              "Tensor? v_scale=None, str? kv_dtype=None, float? softcap=None, "
-              "int? window_left=None, str? v_dtype=None, int? head_dim_v=None, "
-              "str? plan=None, int? max_seq_len=None")  # _EXTRAS
-    lib.define(
-        "decode(Tensor q, Tensor k_cache, Tensor? v_cache, Tensor seq_lens, "
-        f"Tensor? block_table=None, float? scale=None, {extras}) -> (Tensor, Tensor)"
-    )
-    lib.define(
-        "decode_(Tensor q, Tensor k_cache, Tensor? v_cache, Tensor seq_lens, Tensor(a!) out, "
-        f"Tensor(b!)? lse_out=None, Tensor? block_table=None, float? scale=None, {extras}) -> ()"
-    )
+    lib.define("decode(Tensor q, Tensor k_cache, Tensor? v_cache, Tensor seq_lens, "
+               f"{_SCHEMA}) -> (Tensor, Tensor)")
+    lib.define("decode_(Tensor q, Tensor k_cache, Tensor? v_cache, Tensor seq_lens, "
+               f"Tensor(a!) out, Tensor(b!)? lse_out=None, {_SCHEMA}) -> ()")
     for key in ("CPU", "CUDA"):
         lib.impl("decode", _decode_impl, key)
         lib.impl("decode_", _decode_inplace_impl, key)

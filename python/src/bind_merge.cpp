@@ -8,7 +8,7 @@
 #include <cstring>
 #include <limits>
 
-#include "array_views.hpp"
+#include "array_rules.hpp"
 #include "bindings.hpp"
 #include "errors.hpp"
 #include "leanattn/core/float16.hpp"

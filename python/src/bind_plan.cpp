@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "array_views.hpp"
+#include "array_rules.hpp"
 #include "backends.hpp"
 #include "bindings.hpp"
 #include "errors.hpp"

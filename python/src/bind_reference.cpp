@@ -1,12 +1,10 @@
 // _leanattn._reference: the library's fp64 reference (reference::naive_attention) on the
 // caller's host arrays, returned as new float64 NumPy arrays. Public wrapper: leanattn.reference.
 #include <nanobind/ndarray.h>
-#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
-#include <nanobind/stl/string_view.h>
 
-#include "array_views.hpp"
 #include "bindings.hpp"
+#include "decode_views.hpp"
 #include "errors.hpp"
 #include "leanattn/reference.hpp"
 #include "numpy_result.hpp"
@@ -18,21 +16,12 @@ namespace {
 using namespace nb::literals;
 using F64Array = nb::ndarray<nb::numpy, double>;
 
-// Same arguments as _decode (host arrays only). Returns out [batch, (q_len,) q_heads, head_dim_v]
-// and lse [batch, (q_len,) q_heads] (natural log, -inf for an empty sequence), both float64.
-std::pair<F64Array, F64Array> reference(
-    const InArray& q, std::string_view q_dtype, const InArray& k_cache,
-    const std::optional<InArray>& v_cache, std::string_view kv_dtype, const SeqLensArray& seq_lens,
-    const std::optional<InArray>& block_table, float scale, bool causal, std::int32_t window_left,
-    float softcap, const std::optional<HeadArray>& sinks,
-    const std::optional<HeadArray>& alibi_slopes, const std::optional<ScaleArray>& k_scale,
-    const std::optional<ScaleArray>& v_scale, std::string_view v_dtype, std::int32_t head_dim_v) {
+// problem: a _leanattn.Problem of host arrays with its seq_lens. Returns out [batch, (q_len,)
+// q_heads, V's width] and lse [batch, (q_len,) q_heads] (natural log, -inf for an empty
+// sequence), both float64.
+std::pair<F64Array, F64Array> reference(nb::handle problem) {
   DecodeViews views;
-  decode_views(views, q, q_dtype, k_cache, v_cache ? &*v_cache : nullptr, kv_dtype, v_dtype,
-               head_dim_v, std::span<const std::int32_t>(seq_lens.data(), seq_lens.shape(0)),
-               block_table ? &*block_table : nullptr, scale);
-  attach_variant(views, causal, window_left, softcap, sinks, alibi_slopes);
-  attach_kv_scales(views, k_scale, v_scale);
+  read_problem(views, problem);
   if (views.device.type != nb::device::cpu::value) {
     value_error("q", "reference() reads host memory: pass CPU arrays");
   }
@@ -64,13 +53,7 @@ std::pair<F64Array, F64Array> reference(
 }  // namespace
 
 void bind_reference(nb::module_& m) {
-  m.def("_reference", &reference, "q"_a.noconvert(), "q_dtype"_a, "k_cache"_a.noconvert(),
-        "v_cache"_a.noconvert().none(), "kv_dtype"_a, "seq_lens"_a.noconvert(),
-        "block_table"_a.noconvert().none(), "scale"_a, "causal"_a = true, "window_left"_a = -1,
-        "softcap"_a = 0.0f, "sinks"_a.noconvert().none() = nb::none(),
-        "alibi_slopes"_a.noconvert().none() = nb::none(),
-        "k_scale"_a.noconvert().none() = nb::none(), "v_scale"_a.noconvert().none() = nb::none(),
-        "v_dtype"_a = "", "head_dim_v"_a = 0, "Private: use leanattn.reference.");
+  m.def("_reference", &reference, "problem"_a, "Private: use leanattn.reference.");
 }
 
 }  // namespace leanattn::python

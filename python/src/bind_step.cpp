@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "array_views.hpp"
 #include "backends.hpp"
 #include "bindings.hpp"
+#include "decode_views.hpp"
 #include "errors.hpp"
 
 namespace leanattn::python {
@@ -28,40 +28,20 @@ using namespace nb::literals;
 struct Step {
   ExecutorStep held;
   DecodeProblem shape;  // every request at the bound
+  std::int32_t max_seq_len = 0;
   Device device;
   bool shared_kv = false;  // made without v_cache: V read from K's rows
 };
-
-// The arrays of one call as the step's problem and tensors (lengths: the shape's bound).
-struct StepArrays {
-  const InArray& q;
-  std::string_view q_dtype;
-  const InArray& k_cache;
-  const std::optional<InArray>& v_cache;
-  std::string_view kv_dtype;
-  const std::optional<InArray>& block_table;
-  const std::optional<HeadArray>& sinks;
-  const std::optional<HeadArray>& alibi_slopes;
-  const std::optional<ScaleArray>& k_scale;
-  const std::optional<ScaleArray>& v_scale;
-  std::string_view v_dtype;
-};
-
-void read_arrays(DecodeViews& views, const StepArrays& a, std::span<const std::int32_t> lens,
-                 std::int32_t head_dim_v, float scale, const AttentionVariant& variant) {
-  decode_views(views, a.q, a.q_dtype, a.k_cache, a.v_cache ? &*a.v_cache : nullptr, a.kv_dtype,
-               a.v_dtype, head_dim_v, lens, a.block_table ? &*a.block_table : nullptr, scale);
-  attach_variant(views, variant.causal, variant.window_left, variant.softcap, a.sinks,
-                 a.alibi_slopes);
-  attach_kv_scales(views, a.k_scale, a.v_scale);
-}
 
 // The argument whose array differs from the step's shape, and how; "" when none does.
 std::pair<std::string, std::string> difference(const DecodeProblem& got, const DecodeProblem& s) {
   auto text = [](std::int64_t a, std::int64_t b) {
     return " (the step's " + std::to_string(b) + ", got " + std::to_string(a) + ")";
   };
-  if (got.batch() != s.batch()) return {"q", "batch" + text(got.batch(), s.batch())};
+  if (got.batch() != s.batch()) {
+    return {"q", "batch (q.shape[0]) must be the step's " + std::to_string(s.batch()) + " (got " +
+                     std::to_string(got.batch()) + ")"};
+  }
   if (got.q_len != s.q_len) return {"q", "q_len" + text(got.q_len, s.q_len)};
   if (got.q_heads != s.q_heads) return {"q", "q_heads" + text(got.q_heads, s.q_heads)};
   if (got.head_dim != s.head_dim) return {"q", "head_dim" + text(got.head_dim, s.head_dim)};
@@ -84,29 +64,18 @@ std::pair<std::string, std::string> difference(const DecodeProblem& got, const D
   return {"", ""};
 }
 
-// max_seq_len >= 1 is the Python layer's check; workers 0 / tile 0: defaults; planning "host" or
-// "device". The arrays as decode's (bind_decode.cpp), which check them.
-Step* step_new(const InArray& q, std::string_view q_dtype, const InArray& k_cache,
-               const std::optional<InArray>& v_cache, std::string_view kv_dtype,
-               const std::optional<InArray>& block_table, std::int32_t max_seq_len, float scale,
-               std::string_view planning, std::int32_t workers, std::int32_t tile, bool causal,
-               std::int32_t window_left, float softcap, const std::optional<HeadArray>& sinks,
-               const std::optional<HeadArray>& alibi_slopes,
-               const std::optional<ScaleArray>& k_scale, const std::optional<ScaleArray>& v_scale,
-               std::string_view v_dtype, std::int32_t head_dim_v) {
+// problem: a _leanattn.Problem of the step's arrays (no seq_lens); max_seq_len >= 1 is the Python
+// layer's check; workers 0 / tile 0: defaults; planning "host" or "device".
+Step* step_new(nb::handle problem, std::int32_t max_seq_len, std::string_view planning,
+               std::int32_t workers, std::int32_t tile) {
   return translate_errors(Entry::decode, [&] {
     const StepPlanning where = parse_step_planning(planning, "planning");
-    const std::vector<std::int32_t> lens(q.ndim() >= 1 ? q.shape(0) : 0, max_seq_len);
     DecodeViews views;
     try {
-      read_arrays(views,
-                  {q, q_dtype, k_cache, v_cache, kv_dtype, block_table, sinks, alibi_slopes,
-                   k_scale, v_scale, v_dtype},
-                  lens, head_dim_v, scale,
-                  {.causal = causal, .window_left = window_left, .softcap = softcap});
+      read_problem(views, problem, nullptr, max_seq_len);
       validate(views.problem);           // the lengths against the cache's capacity
     } catch (const std::exception& e) {  // every request at the bound: max_seq_len's rule
-      // (the library's Error, or the ValueError decode_views raises, both "seq_lens: ...")
+      // (the library's Error, or the ValueError read_problem raises, both "seq_lens: ...")
       const std::string_view what = e.what(), prefix = "seq_lens: ";
       if (what.substr(0, prefix.size()) != prefix) throw;
       value_error("max_seq_len", "every request of a step may have this many tokens, so: " +
@@ -118,26 +87,17 @@ Step* step_new(const InArray& q, std::string_view q_dtype, const InArray& k_cach
     auto step = std::make_unique<Step>();
     step->held = make_step_on(backend, views.device.id, workers, views.problem, options, where);
     step->shape = views.problem;
+    step->max_seq_len = max_seq_len;
     step->device = views.device;
     step->shared_kv = views.shared_kv;
     return step.release();
   });
 }
 
-// seq_lens: device planning, [batch] int32 contiguous on q's device (None: refused); host
-// planning, None. The other arrays as step_new's, for the step's shape; out and lse as decode's.
-void step_run(Step& step, const InArray& q, std::string_view q_dtype, const InArray& k_cache,
-              const std::optional<InArray>& v_cache, std::string_view kv_dtype,
-              const std::optional<InArray>& seq_lens, const std::optional<InArray>& block_table,
-              const OutArray& out, const std::optional<OutArray>& lse,
-              const std::optional<HeadArray>& sinks, const std::optional<HeadArray>& alibi_slopes,
-              const std::optional<ScaleArray>& k_scale, const std::optional<ScaleArray>& v_scale,
-              std::string_view v_dtype, std::uintptr_t stream) {
+// The lengths a device-planned call passes (seq_lens: [batch] int32 contiguous on the step's
+// device), or null for a host-planned one (None).
+const std::int32_t* call_lengths(const Step& step, const std::optional<InArray>& seq_lens) {
   const DecodeProblem& s = step.shape;
-  if (q.ndim() >= 1 && q.shape(0) != static_cast<std::size_t>(s.batch())) {
-    value_error("q", "batch (q.shape[0]) must be the step's " + std::to_string(s.batch()) +
-                         " (got " + std::to_string(q.shape(0)) + ")");
-  }
   const std::int32_t* lens = nullptr;
   if (seq_lens) {
     const InArray& a = *seq_lens;
@@ -158,19 +118,26 @@ void step_run(Step& step, const InArray& q, std::string_view q_dtype, const InAr
     }
     lens = static_cast<const std::int32_t*>(a.data());
   }
+  return lens;
+}
+
+// problem: a _leanattn.Problem of the call's arrays, with the step's settings (no seq_lens).
+// seq_lens: device planning, [batch] int32 contiguous on q's device (None: refused); host
+// planning, None. out and lse as decode's.
+void step_run(Step& step, nb::handle problem, const std::optional<InArray>& seq_lens,
+              nb::handle out, nb::handle lse, std::uintptr_t stream) {
+  const DecodeProblem& s = step.shape;
   translate_errors(Entry::decode, [&] {
     thread_local DecodeViews views;
-    read_arrays(views,
-                {q, q_dtype, k_cache, v_cache, kv_dtype, block_table, sinks, alibi_slopes, k_scale,
-                 v_scale, v_dtype},
-                s.seq_lens, s.head_dim_v, s.scale, s.variant);
+    read_problem(views, problem, nullptr, step.max_seq_len);
     const auto [argument, rule] = difference(views.problem, s);
     if (!argument.empty()) value_error(argument, rule);
     if (views.shared_kv != step.shared_kv) {
       value_error("v_cache", "given for one and not the other");
     }
     if (views.device != step.device) value_error("q", "is on another device than the step's");
-    attach_outputs(views, out, q_dtype, lse ? &*lse : nullptr);
+    const std::int32_t* lens = call_lengths(step, seq_lens);
+    attach_outputs(views, out, lse);
     nb::gil_scoped_release no_gil;
     const std::lock_guard<std::mutex> lock(step.held.executor->busy());
     step.held.step->run(lens, views.tensors, reinterpret_cast<void*>(stream));
@@ -188,7 +155,7 @@ void bind_step(nb::module_& m) {
       .def_prop_ro("tile", [](const Step& s) { return s.held.step->tile_tokens(); })
       .def_prop_ro("batch", [](const Step& s) { return s.shape.batch(); })
       .def_prop_ro("value_dim", [](const Step& s) { return s.shape.value_dim(); })
-      .def_prop_ro("max_seq_len", [](const Step& s) { return s.shape.seq_lens.front(); })
+      .def_ro("max_seq_len", &Step::max_seq_len)
       .def(
           "plan",
           [](Step& s, const SeqLensArray& seq_lens, std::uintptr_t stream) {
@@ -210,19 +177,10 @@ void bind_step(nb::module_& m) {
             });
           },
           "stream"_a);
-  m.def("_step_new", &step_new, "q"_a.noconvert(), "q_dtype"_a, "k_cache"_a.noconvert(),
-        "v_cache"_a.noconvert().none(), "kv_dtype"_a, "block_table"_a.noconvert().none(),
-        "max_seq_len"_a, "scale"_a, "planning"_a, "workers"_a, "tile"_a, "causal"_a,
-        "window_left"_a, "softcap"_a, "sinks"_a.noconvert().none(),
-        "alibi_slopes"_a.noconvert().none(), "k_scale"_a.noconvert().none(),
-        "v_scale"_a.noconvert().none(), "v_dtype"_a, "head_dim_v"_a, nb::rv_policy::take_ownership,
-        "Private: use leanattn.DecodeStep.");
-  m.def("_step_run", &step_run, "step"_a, "q"_a.noconvert(), "q_dtype"_a, "k_cache"_a.noconvert(),
-        "v_cache"_a.noconvert().none(), "kv_dtype"_a, "seq_lens"_a.noconvert().none(),
-        "block_table"_a.noconvert().none(), "out"_a.noconvert(), "lse"_a.noconvert().none(),
-        "sinks"_a.noconvert().none(), "alibi_slopes"_a.noconvert().none(),
-        "k_scale"_a.noconvert().none(), "v_scale"_a.noconvert().none(), "v_dtype"_a, "stream"_a,
-        "Private: use leanattn.DecodeStep.");
+  m.def("_step_new", &step_new, "problem"_a, "max_seq_len"_a, "planning"_a, "workers"_a, "tile"_a,
+        nb::rv_policy::take_ownership, "Private: use leanattn.DecodeStep.");
+  m.def("_step_run", &step_run, "step"_a, "problem"_a, "seq_lens"_a.noconvert().none(), "out"_a,
+        "lse"_a.none(), "stream"_a, "Private: use leanattn.DecodeStep.");
 }
 
 }  // namespace leanattn::python

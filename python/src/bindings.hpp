@@ -7,6 +7,7 @@
 
 namespace leanattn::python {
 
+void bind_problem(nanobind::module_& m);    // Problem
 void bind_decode(nanobind::module_& m);     // _decode
 void bind_plan(nanobind::module_& m);       // Plan, _make_plan
 void bind_reference(nanobind::module_& m);  // _reference

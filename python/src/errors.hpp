@@ -1,7 +1,7 @@
 // Errors of the Python module: ValueError and TypeError that name the Python argument. The C++
 // library throws leanattn::Error(argument, rule) with its own names (DecodeProblem fields,
 // DecodeTensors strides); translate() maps them onto the parameters of the Python function that
-// is running. Used by every bind_*.cpp and array_views.cpp.
+// is running. Used by every bind_*.cpp and the readers of arrays.
 #pragma once
 
 #include <string>

@@ -23,6 +23,7 @@ NB_MODULE(_leanattn, m) {
         "SIMD targets of the CPU engine that this CPU supports, best first.");
   m.def("default_cpu_workers", &leanattn::default_workers,
         "Worker threads the CPU backend uses when none is given (one per core).");
+  leanattn::python::bind_problem(m);
   leanattn::python::bind_decode(m);
   leanattn::python::bind_plan(m);
   leanattn::python::bind_reference(m);

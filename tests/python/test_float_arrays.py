@@ -23,8 +23,9 @@ def make(rng, lens=(45, 0, 13), q_heads=4, kv_heads=2, d=32):
 
 def call(q, k, v, lens, out, sinks=None, slopes=None, k_scale=None, v_scale=None, kv_hint=""):
     """_leanattn._decode with the float arrays handed over as they are (no Python conversion)."""
-    ext._decode(q, "", k, v, kv_hint, lens, None, out, None, 0.0, "lean", 3, 0, None, 0, True,
-                -1, 0.0, sinks, slopes, k_scale, v_scale)
+    problem = ext.Problem(q, k, v, lens, sinks=sinks, alibi_slopes=slopes, k_scale=k_scale,
+                          v_scale=v_scale, kv_dtype=kv_hint)
+    ext._decode(problem, out, None, "lean", 3)
 
 
 @pytest.mark.parametrize(

@@ -81,10 +81,9 @@ def spy_module(monkeypatch):
     seen = {}
     real = decode_module._ext._decode
 
-    def spy(*args):
-        # sinks, slopes, k_scale, v_scale (then v_dtype's hint and head_dim_v)
-        seen["arrays"] = args[-6:-2]
-        return real(*args)
+    def spy(problem, *args):
+        seen["arrays"] = (problem.sinks, problem.alibi_slopes, problem.k_scale, problem.v_scale)
+        return real(problem, *args)
 
     monkeypatch.setattr(decode_module._ext, "_decode", spy)
     return seen

@@ -99,7 +99,7 @@ def test_op_takes_softcap_and_window(rng, fast_path_only, variant):
 
 def test_planned_torch_call_takes_scalar_variants(fast_path_only):
     # decode(plan=, out=) with torch tensors reads them through the DLPack exchange
-    # (_decode_planned) with the variant's values: 3 query tokens per request, not causal, a
+    # (the fast path) with the variant's values: 3 query tokens per request, not causal, a
     # soft-cap; workers and tiles that cut the requests.
     gen = np.random.default_rng(3)
     lens = np.array([70, 0, 33, 5], np.int32)
