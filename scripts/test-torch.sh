@@ -40,4 +40,10 @@ make_venv() {
 
 [ $# -eq 0 ] && set -- tests/python/torch
 export LEANATTN_REQUIRE_TORCH=1
-LEANATTN_VENV="$venv" exec scripts/test-python.sh "$@"
+# torch.compile's code caches in a folder of this run: Inductor's default, /tmp/torchinductor_$USER,
+# outlives runs, and its keys do not cover a custom op's schema, so a graph compiled against an
+# earlier schema of torch.ops.leanattn was replayed (seen: a positional call of the old schema).
+inductor=$(mktemp -d)
+trap 'rm -rf "$inductor"' EXIT
+export TORCHINDUCTOR_CACHE_DIR=$inductor
+LEANATTN_VENV="$venv" scripts/test-python.sh "$@"

@@ -50,7 +50,8 @@ def describe(q: Any, k_cache: Any, v_cache: Any, seq_lens: Any, problem: Dict[st
     checks the rest when it reads the arrays."""
     unknown = problem.keys() - PROBLEM_FIELDS.keys()
     if unknown:
-        raise TypeError(f"{min(unknown)}: not an argument of leanattn.decode")
+        raise TypeError(f"{min(unknown)}: not one of the keywords of leanattn.decode that "
+                        f"describe the problem ({', '.join(PROBLEM_FIELDS)})")
     f = problem.get
     q = _arrays.as_array(q)
     qv, q_hint = _arrays.tensor_view(q, "q")
@@ -242,10 +243,11 @@ def decode(
     framework's current stream (seq_lens are read on the host; a host block_table is copied
     to the device). There is no autograd: PyTorch inputs are read through detached views.
 
-    With ``plan``, ``out`` and PyTorch tensors (and seq_lens None, no block_table, no sinks,
-    ALiBi, kv_dtype, v_dtype or scales; causal, window_left and softcap allowed), the call takes
-    a fast path: the tensors are read through the DLPack C exchange API, with no Python work per
-    tensor and no allocation (docs/integration.md, "Per-call overhead").
+    With ``plan``, ``out`` and PyTorch tensors or NumPy float32/float16 arrays (and seq_lens
+    None, no block_table, no sinks, ALiBi, kv_dtype, v_dtype or scales, head_dim_v None or V's
+    own width; causal, window_left and softcap allowed), the call takes a fast path: PyTorch
+    tensors are read through the DLPack C exchange API, with no Python work per tensor and no
+    allocation (docs/integration.md, "Per-call overhead").
 
     Raises:
         ValueError: a shape or value breaks a rule (the message starts with the argument name).
@@ -265,7 +267,7 @@ def decode(
         and block_table is None
         and tile is None
         and strategy == "lean"
-        and (width == 0 or (v_cache is None and width == plan._impl.head_dim_v))
+        and (width == 0 or width == _plain_width(v_cache, plan))
     ):
         scale_f = 0.0 if scale is None else _arrays.optional_scale(scale)
         workers_n = 0 if workers is None else _arrays.optional_positive_int(
@@ -284,6 +286,15 @@ def decode(
         dict(block_table=block_table, scale=scale, causal=causal, window_left=window_left,
              softcap=softcap, sinks=sinks, alibi_slopes=alibi_slopes, kv_dtype=kv_dtype,
              k_scale=k_scale, v_scale=v_scale, v_dtype=v_dtype, head_dim_v=head_dim_v))
+
+
+def _plain_width(v_cache: Any, plan: Plan) -> int:
+    """V's width as the fast path reads it (no v_dtype, so no ggml blocks): the plan's without
+    v_cache, else v_cache's last dimension (0 for what has none)."""
+    if v_cache is None:
+        return int(plan._impl.head_dim_v)
+    shape = getattr(v_cache, "shape", ())
+    return int(shape[-1]) if len(shape) else 0
 
 
 def _decode_general(
@@ -399,6 +410,7 @@ def reference(
     """
     q, k_cache = _arrays.to_host(q), _arrays.to_host(k_cache)
     v_cache = None if v_cache is None else _arrays.to_host(v_cache)
+    lens = _arrays.host_index_array(seq_lens, "seq_lens", 1, "[batch]")
     problem = dict(problem, block_table=block_table, scale=scale)
-    out, lse = _ext._reference(describe(q, k_cache, v_cache, seq_lens, problem))
+    out, lse = _ext._reference(describe(q, k_cache, v_cache, lens, problem))
     return (out, lse) if return_lse else out

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-import numpy as np
 
 from . import _arrays
 from . import _leanattn as _ext
@@ -25,21 +24,12 @@ class Plan:
     order. Runs are deterministic: the same plan gives bitwise-identical outputs.
     """
 
-    __slots__ = ("_impl", "_lens_array")
+    __slots__ = ("_impl",)
 
     def __init__(self, impl: Any) -> None:
         if not isinstance(impl, _ext.Plan):
             raise TypeError("Plan: use leanattn.plan(...) to make a plan")
         self._impl = impl
-        self._lens_array: Optional[np.ndarray] = None
-
-    def _lens(self) -> np.ndarray:
-        """``[batch]`` int32 seq_lens as a read-only NumPy array, made once (decode's fast path)."""
-        if self._lens_array is None:
-            lens = np.asarray(self._impl.seq_lens, dtype=np.int32)
-            lens.flags.writeable = False
-            self._lens_array = lens
-        return self._lens_array
 
     @property
     def strategy(self) -> str:
@@ -255,15 +245,13 @@ def plan(
     return Plan(impl)
 
 
-def plan_for(seq_lens: Any, q: Any, k_cache: Any, v_cache: Any, problem: Dict[str, Any],
-             **options: Any) -> Plan:
-    """The plan of :func:`plan` for arrays as :func:`leanattn.decode` reads them: a 3-D q
-    ``[batch, q_heads, head_dim]``, k_cache and v_cache (their shapes only) and ``problem``,
-    decode's keywords (those of PLANNED_FIELDS are planned for, the types set V's width);
-    ``options``: plan()'s own (workers, backend, ...)."""
+def plan_for(seq_lens: Any, q: Any, k_cache: Any, v_cache: Any, problem: Dict[str, Any]) -> Plan:
+    """The plan of :func:`plan` (the CPU's) for arrays as :func:`leanattn.decode` reads them: a
+    3-D q ``[batch, q_heads, head_dim]``, k_cache and v_cache (their shapes only) and ``problem``,
+    decode's keywords (those of PLANNED_FIELDS are planned for, the types set V's width)."""
     from ._decode import PLANNED_FIELDS, output_width
 
     settings = {name: problem[name] for name in PLANNED_FIELDS if name in problem}
     settings["head_dim_v"] = output_width(q, v_cache, problem)
     return plan(seq_lens, q_heads=int(q.shape[-2]), kv_heads=int(k_cache.shape[2]),
-                head_dim=int(q.shape[-1]), **settings, **options)
+                head_dim=int(q.shape[-1]), **settings)

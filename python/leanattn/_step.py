@@ -151,6 +151,9 @@ class DecodeStep:
             lens = _arrays.host_index_array(seq_lens, "seq_lens", 1, "[batch]")
         q = _arrays.as_array(q)
         rows = _q_rows(q)
+        if rows[0] != self.batch:
+            raise ValueError(f"q: batch (q.shape[0]) must be the step's {self.batch} "
+                             f"(got {rows[0]})")
         problem = describe(q, k_cache, v_cache, None, dict(
             self._settings, block_table=block_table, sinks=sinks, alibi_slopes=alibi_slopes,
             k_scale=k_scale, v_scale=v_scale))

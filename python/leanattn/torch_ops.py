@@ -54,9 +54,12 @@ _STEPS: Dict[Tuple[Any, ...], DecodeStep] = {}
 atexit.register(_STEPS.clear)
 
 # The ops' optional arguments, in their schemas' order, with their schema types and defaults:
-# the problem's keywords (decode's), then how the step is planned.
+# the problem's keywords (decode's) but causal (the ops take one query token per request, where
+# it changes nothing), then how the step is planned. The order only grows at its end: callers and
+# compiled graphs pass them by position.
 _OPTIONS: Dict[str, Tuple[str, Any]] = dict(
-    PROBLEM_FIELDS, plan=("str?", None), max_seq_len=("int?", None))
+    {name: spec for name, spec in PROBLEM_FIELDS.items() if name != "causal"},
+    plan=("str?", None), max_seq_len=("int?", None))
 _SCHEMA = ", ".join(f"{kind} {name}={'None' if default is None else default}"
                     for name, (kind, default) in _OPTIONS.items())
 

@@ -1,9 +1,9 @@
 // Zero-cost views of PyTorch tensors through the DLPack C exchange API (DLPack 1.2+: the type
 // attribute `__dlpack_c_exchange_api__`, PyTorch >= 2.10). Tensor.__dlpack__ costs ~7 us per
 // tensor (a Python method, a capsule, a managed tensor to free); the exchange API fills a
-// non-owning DLTensor from C in ~0.1 us, with no Python call and no allocation. Used by the fast
-// path of decode (bind_decode.cpp), which falls back to nanobind's import when a type has no
-// such API.
+// non-owning DLTensor from C in ~0.1 us, with no Python call and no allocation. Every reading of
+// a call's arrays tries it first (problem.cpp, output_views.cpp) and falls back to nanobind's
+// import when a type has no such API.
 #pragma once
 
 #include <nanobind/ndarray.h>
@@ -16,7 +16,7 @@ namespace leanattn::python {
 namespace nb = nanobind;
 
 // A DLTensor valid while its Python object lives, read through the accessors of nb::ndarray (so
-// that decode_views and attach_outputs take either).
+// that the readers of arrays, templated on the array, take either).
 class DlView {
  public:
   std::size_t ndim() const { return static_cast<std::size_t>(t_.ndim); }

@@ -67,8 +67,10 @@ Array import_array(nb::handle object, const char* argument) {
 }
 
 // q, k_cache and the optional v_cache and block_table through nanobind's import: an array that
-// cannot be is a TypeError naming it when `raise`, else false.
-bool import_all(const ProblemArgs& a, CallArrays<InArray>& c, bool raise) {
+// cannot be is a TypeError naming it when `raise`, else false. `q_ok` is asked about q before the
+// others are imported (false: nothing more is imported).
+template <class QOk>
+bool import_all(const ProblemArgs& a, CallArrays<InArray>& c, bool raise, QOk q_ok) {
   auto one = [&](nb::handle object, InArray& array, const char* argument) {
     if (raise) {
       array = import_array<InArray>(object, argument);
@@ -78,7 +80,7 @@ bool import_all(const ProblemArgs& a, CallArrays<InArray>& c, bool raise) {
   };
   c.has_v = !a.v_cache.is_none();
   c.has_table = !a.block_table.is_none();
-  return one(a.q, c.q, "q") && one(a.k_cache, c.k_cache, "k_cache") &&
+  return one(a.q, c.q, "q") && q_ok(c.q) && one(a.k_cache, c.k_cache, "k_cache") &&
          (!c.has_v || one(a.v_cache, c.v_cache, "v_cache")) &&
          (!c.has_table || one(a.block_table, c.block_table, "block_table"));
 }
@@ -366,16 +368,17 @@ ArraysRead read_args(DecodeViews& views, const ProblemArgs& args, const Plan* pl
   }
   std::int32_t head_dim_v = args.head_dim_v;
   if (args.v_cache.is_none() && head_dim_v == 0 && plan != nullptr) head_dim_v = plan->head_dim_v;
+  // The planned fast path imports only host float32 / float16 arrays (NumPy's).
+  auto importable = [any](const InArray& q) {
+    const auto dt = q.dtype();
+    return any || (device_of(q).type == nb::device::cpu::value &&
+                   (is_scalar(dt, nb::dlpack::dtype_code::Float, 32) ||
+                    is_scalar(dt, nb::dlpack::dtype_code::Float, 16)));
+  };
   ArraysRead read = ArraysRead::exchanged;
   if (CallArrays<DlView> exchanged; exchange_all(args, exchanged)) {
     read_arrays(views, args, exchanged, lens, bound, head_dim_v);
-  } else if (CallArrays<InArray> imported; import_all(args, imported, any)) {
-    const auto dt = imported.q.dtype();
-    if (!any && (device_of(imported.q).type != nb::device::cpu::value ||
-                 !(is_scalar(dt, nb::dlpack::dtype_code::Float, 32) ||
-                   is_scalar(dt, nb::dlpack::dtype_code::Float, 16)))) {
-      return ArraysRead::none;
-    }
+  } else if (CallArrays<InArray> imported; import_all(args, imported, any, importable)) {
     read_arrays(views, args, imported, lens, bound, head_dim_v);
     read = ArraysRead::imported;
   } else {

@@ -144,9 +144,9 @@ def test_refusals_name_the_argument(rng):
 def test_keywords_beyond_decodes_are_refused_by_name(rng):
     # DecodeStep and reference take decode's keywords as **problem: any other is named.
     case = full_case(rng, q_heads=4, kv_heads=2, head_dim=32)
-    with pytest.raises(TypeError, match="^softcapp: not an argument of leanattn.decode"):
+    with pytest.raises(TypeError, match="^softcapp: not one of the keywords of leanattn.decode"):
         leanattn.DecodeStep(case.q, case.k, case.v, max_seq_len=BOUND, softcapp=30.0)
-    with pytest.raises(TypeError, match="^window: not an argument of leanattn.decode"):
+    with pytest.raises(TypeError, match="^window: not one of the keywords of leanattn.decode"):
         leanattn.reference(case.q, case.k, case.v, case.seq_lens, window=8)
     # The keywords they do take reach the computation: a soft-capped reference differs.
     plain = leanattn.reference(case.q, case.k, case.v, case.seq_lens)
