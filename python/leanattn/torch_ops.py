@@ -55,8 +55,8 @@ atexit.register(_STEPS.clear)
 
 # The ops' optional arguments, in their schemas' order, with their schema types and defaults:
 # the problem's keywords (decode's) but causal (the ops take one query token per request, where
-# it changes nothing), then how the step is planned. The order only grows at its end: callers and
-# compiled graphs pass them by position.
+# it changes nothing), then how the step is planned. A field added to PROBLEM_FIELDS goes at its
+# end, so the positions callers use (block_table, scale, the arrays) stay.
 _OPTIONS: Dict[str, Tuple[str, Any]] = dict(
     {name: spec for name, spec in PROBLEM_FIELDS.items() if name != "causal"},
     plan=("str?", None), max_seq_len=("int?", None))
