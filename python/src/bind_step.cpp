@@ -12,7 +12,6 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <vector>
 
 #include "backends.hpp"
 #include "bindings.hpp"

@@ -77,8 +77,4 @@ void attach_variant(DecodeViews& views, bool causal, std::int32_t window_left, f
 void attach_kv_scales(DecodeViews& views, const std::optional<InArray>& k_scale,
                       const std::optional<InArray>& v_scale);
 
-// The data of a float32 array argument (sinks, alibi_slopes, k_scale, v_scale): on `device`
-// (q's), float32 and C-contiguous, else an error naming `argument`. Null when empty.
-const float* float32_data(const InArray& a, const Device& device, const char* argument);
-
 }  // namespace leanattn::python

@@ -6,6 +6,10 @@
 
 namespace leanattn::python {
 
+namespace {
+
+// The data of a float32 array argument (sinks, alibi_slopes, k_scale, v_scale): on `device`
+// (q's), float32 and C-contiguous, else an error naming `argument`. Null when empty.
 const float* float32_data(const InArray& a, const Device& device, const char* argument) {
   require_device(a, device, argument);
   const auto dt = a.dtype();
@@ -23,6 +27,8 @@ const float* float32_data(const InArray& a, const Device& device, const char* ar
   }
   return static_cast<const float*>(data_of(a));
 }
+
+}  // namespace
 
 void attach_variant(DecodeViews& views, bool causal, std::int32_t window_left, float softcap,
                     const std::optional<InArray>& sinks,
