@@ -51,7 +51,13 @@ std::string describe_problem(const DecodeProblem& p) {
       p.layout == KvLayout::contiguous ? "contiguous" : fmt::format("paged {}", p.page_size);
   std::string variant;
   const AttentionVariant& v = p.variant;
-  if (p.q_len != 1) variant += fmt::format(" q_len {}{}", p.q_len, v.causal ? "" : " non-causal");
+  if (p.has_query_start_loc()) {
+    std::vector<std::int32_t> counts;
+    for (std::int32_t b = 0; b < p.batch(); ++b) counts.push_back(p.query_len(b));
+    variant += fmt::format(" query_lens {}{}", lengths_text(counts), v.causal ? "" : " non-causal");
+  } else if (p.q_len != 1) {
+    variant += fmt::format(" q_len {}{}", p.q_len, v.causal ? "" : " non-causal");
+  }
   if (v.has_window()) variant += fmt::format(" window {}", v.window_left);
   if (v.softcap != 0.0f) variant += fmt::format(" softcap {}", v.softcap);
   if (v.sinks) variant += " sinks";
@@ -153,6 +159,7 @@ nlohmann::ordered_json to_json(const BenchRun& run) {
                          {"dtype", kv_dtypes_name(p)},
                          {"page_size", p.layout == KvLayout::paged ? p.page_size : 0},
                          {"q_len", p.q_len},
+                         {"query_start_loc", p.query_start_loc},
                          {"causal", p.variant.causal},
                          {"window_left", p.variant.window_left},
                          {"softcap", p.variant.softcap},

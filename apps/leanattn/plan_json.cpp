@@ -18,6 +18,7 @@ nlohmann::ordered_json plan_to_json(const Plan& plan) {
   j["head_dim"] = plan.head_dim;
   j["head_dim_v"] = plan.head_dim_v;
   j["seq_lens"] = plan.seq_lens;
+  j["query_start_loc"] = plan.query_start_loc;  // empty: q_len each
   j["total_tiles"] = plan.total_tiles;
   j["num_slots"] = plan.num_slots;
   j["workspace_bytes"] = workspace_layout(plan).bytes;

@@ -53,7 +53,13 @@ void ProblemArgs::add_shape_flags(CLI::App& app) {
                  "8-bit K/V: per_tensor, per_kv_head or per_token_head scales (default: per "
                  "tensor for fp8, per token and head for int8)");
   app.add_option("--page-size", page_size, "tokens per KV page; 0 = contiguous cache");
-  app.add_option("--q-len", q_len, "query tokens per request (speculative decoding, MTP)");
+  CLI::Option* q_len_flag =
+      app.add_option("--q-len", q_len, "query tokens per request (speculative decoding, MTP)");
+  app.add_option("--query-lens", query_lens,
+                 "a mixed batch: comma-separated query tokens per request, e.g. 512,1,1,0 (a "
+                 "prefill chunk beside decode rows; the last that many of each request's "
+                 "tokens; instead of --q-len)")
+      ->excludes(q_len_flag);
   app.add_flag("--non-causal", non_causal, "q-len > 1: every query sees every key");
   app.add_option("--window", window, "sliding window: keys within this many before the query");
   app.add_option("--softcap", softcap, "logits soft-cap (Gemma 2); 0 = off");
@@ -88,6 +94,19 @@ DecodeProblem ProblemArgs::problem() const {
   p.kv_scales =
       kv_scales.empty() ? default_kv_scales(p.kv_dtype) : parse_kv_scales(kv_scales, "kv_scales");
   p.q_len = q_len;
+  if (!query_lens.empty()) {  // query_start_loc from the counts; q_len their bound
+    p.query_start_loc.assign(1, 0);
+    std::int64_t most = 1;
+    for (std::int64_t n : parse_lengths(query_lens, "query_lens")) {
+      require(n >= 0 && n <= kMaxQLen, "query_lens", [&] {
+        return "must be in [0, " + std::to_string(kMaxQLen) + "] query tokens per request (got " +
+               std::to_string(n) + ")";
+      });
+      most = std::max(most, n);
+      p.query_start_loc.push_back(p.query_start_loc.back() + static_cast<std::int32_t>(n));
+    }
+    p.q_len = static_cast<std::int32_t>(most);
+  }
   p.variant = {.causal = !non_causal,
                .window_left = window,
                .softcap = softcap,
@@ -144,7 +163,7 @@ PlanOptions ProblemArgs::plan_options(Strategy strategy) const {
   return o;
 }
 
-std::vector<std::int64_t> parse_lengths(const std::string& text) {
+std::vector<std::int64_t> parse_lengths(const std::string& text, const char* argument) {
   std::vector<std::int64_t> lengths;
   std::size_t begin = 0;
   for (std::size_t entry = 1;; ++entry) {
@@ -153,7 +172,7 @@ std::vector<std::int64_t> parse_lengths(const std::string& text) {
     const char* last = text.data() + end;
     std::int64_t value = 0;
     const auto [stop, error] = std::from_chars(first, last, value);
-    require(first != last && error == std::errc() && stop == last, "seq_lens", [&] {
+    require(first != last && error == std::errc() && stop == last, argument, [&] {
       const std::string item(first, last);
       return "must be comma-separated whole numbers of tokens (entry " + std::to_string(entry) +
              " of '" + text + "' is " + (item.empty() ? "empty" : "'" + item + "'") + ")";
@@ -181,6 +200,8 @@ std::string flag_name(const std::string& argument) {
       {"kv_scales", "--kv-scales"},
       {"page_size", "--page-size"},
       {"q_len", "--q-len"},
+      {"query_lens", "--query-lens"},
+      {"query_start_loc", "--query-lens"},
       {"window_left", "--window"},
       {"softcap", "--softcap"},
       {"sinks", "--sinks"},

@@ -28,6 +28,8 @@ struct ProblemArgs {
   std::string kv_scales;        // 8-bit caches: scale granularity ("" = the dtype's default)
   std::int32_t page_size = 0;   // 0: contiguous
   std::int32_t q_len = 1;       // query tokens per request
+  std::string query_lens;       // a mixed batch: query tokens of each request, comma-separated
+                                //   (query_start_loc's differences; excludes q_len)
   bool non_causal = false;
   std::int32_t window = -1;  // window_left; -1: none
   float softcap = 0.0f;
@@ -49,9 +51,9 @@ struct ProblemArgs {
   PlanOptions plan_options(Strategy strategy) const;
 };
 
-// "5,0,17" -> {5, 0, 17}. Throws Error("seq_lens") unless every comma-separated entry is a whole
+// "5,0,17" -> {5, 0, 17}. Throws Error(argument) unless every comma-separated entry is a whole
 // number ("5,,6", "5,x" and "" are refused).
-std::vector<std::int64_t> parse_lengths(const std::string& text);
+std::vector<std::int64_t> parse_lengths(const std::string& text, const char* argument = "seq_lens");
 
 // "seq_lens" -> "--seq-lens"; names that are not flags are returned unchanged.
 std::string flag_name(const std::string& argument);

@@ -67,4 +67,24 @@ std::int32_t fa2_num_splits(std::int64_t units, std::int32_t workers, std::int64
 std::int32_t cpu_num_splits(std::int64_t rows, std::int32_t workers, std::int64_t max_tiles,
                             std::int32_t max_splits);
 
+// FMAs a CPU worker does in the time it reads one byte of K and V from DRAM: about 32 G FMA/s in
+// the row kernel with hundreds of rows over 10 GB/s per worker (Zen 4, 2 workers; bench/results/
+// mixed-batch-amd-epyc-2c-2026-12-06.txt), rounded to 3.
+inline constexpr std::int64_t kFmasPerKvByte = 3;
+
+// The relative cost of one lean tile of each request of a mixed batch, for lean's cut by cost
+// (DecodeProblem::query_start_loc): a tile reads its tokens' K and V once for every query row
+// of the pair and does (head_dim + head_dim_v) FMAs per row and token, so per token
+//   cost[b] = kv_row_bytes x kFmasPerKvByte + rows[b] x (head_dim + head_dim_v)
+// (the two add up: docs/cpu-engine.md measures that they barely overlap), divided by the gcd of
+// them all, so that equal rows give weights of 1 (the plain cut of decode). rows[b]: query rows
+// per pair of request b (its query tokens x the GQA group); kv_row_bytes: one token's K and V
+// bytes of one KV head.
+//   32 query / 8 KV heads, d 128, f16 (kv_row_bytes 512): a decode row (4 rows) costs 1536 +
+//   1024 = 2560, a 128-token prefill chunk (512 rows) 1536 + 131072 = 132608; their gcd 512 ->
+//   weights 5 and 259: a chunk's tile counts as 52 decode tiles.
+std::vector<std::int64_t> tile_weights(const std::vector<std::int32_t>& rows,
+                                       std::int64_t kv_row_bytes, std::int32_t head_dim,
+                                       std::int32_t head_dim_v);
+
 }  // namespace leanattn

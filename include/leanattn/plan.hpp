@@ -87,12 +87,14 @@ struct Plan {
   bool batch_invariant = false;
   std::int32_t chunk_tiles = 0;  // batch-invariant lean: tiles per fixed chunk, else 0
   std::int32_t kv_heads = 0;
-  std::int32_t group_size = 0;  // output rows per pair (query heads per KV head x q_len)
+  std::int32_t group_size = 0;  // output rows per pair (query heads per KV head x q_len; with
+                                //   query_start_loc the bound, a request's own fewer)
   std::int32_t head_dim = 0;
   std::int32_t head_dim_v = 0;         // V's and the output's width (problem.value_dim())
   std::vector<std::int32_t> seq_lens;  // [batch]
-  std::int32_t q_len = 1;              // query tokens per request
-  AttentionVariant variant;            // the settings it was made for (a run must match)
+  std::int32_t q_len = 1;              // query tokens per request (the bound with query_start_loc)
+  std::vector<std::int32_t> query_start_loc;  // [batch + 1] or empty: the problem's
+  AttentionVariant variant;                   // the settings it was made for (a run must match)
 
   // The schedule.
   std::vector<std::int64_t> worker_offsets;  // [workers + 1]: worker w's segments are
@@ -105,9 +107,15 @@ struct Plan {
   bool operator==(const Plan&) const = default;
 
   std::int32_t batch() const { return static_cast<std::int32_t>(seq_lens.size()); }
-  // First key planned for `request`: keys before it are seen by no query row (window).
+  std::int32_t query_len(std::int32_t request) const {
+    return request_query_len(query_start_loc, q_len, request);
+  }
+  // First key planned for `request`: keys before it are seen by no query row (window); a
+  // request without query tokens plans none.
   std::int64_t first_key(std::int32_t request) const {
-    return first_planned_key(seq_lens[request], q_len, variant.window_left);
+    const std::int32_t n = query_len(request);
+    if (n == 0) return seq_lens[request];
+    return first_planned_key(seq_lens[request], n, variant.window_left);
   }
   std::int32_t tiles_of(std::int32_t request) const {
     const std::int64_t keys = seq_lens[request] - first_key(request);

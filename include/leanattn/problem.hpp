@@ -65,6 +65,15 @@ struct AttentionVariant {
   bool has_window() const { return window_left >= 0; }
 };
 
+// Query tokens of `request`: query_start_loc's difference, or q_len for all without it (the one
+// rule DecodeProblem and Plan share).
+inline std::int32_t request_query_len(const std::vector<std::int32_t>& query_start_loc,
+                                      std::int32_t q_len, std::int32_t request) {
+  if (query_start_loc.empty()) return q_len;
+  const auto b = static_cast<std::size_t>(request);
+  return query_start_loc[b + 1] - query_start_loc[b];
+}
+
 struct DecodeProblem {
   std::int32_t q_heads = 0;   // query heads; a multiple of kv_heads (GQA; MQA when kv_heads = 1)
   std::int32_t kv_heads = 0;  // key/value heads
@@ -74,6 +83,14 @@ struct DecodeProblem {
   std::int32_t head_dim_v = 0;
   std::int32_t q_len = 1;  // query tokens per request (the last q_len positions of the cache)
   std::vector<std::int32_t> seq_lens;  // [batch] KV tokens per request; 0 allowed (empty output)
+  // Mixed batches (prefill chunks beside decode rows: vLLM's query_start_loc, FlashAttention's
+  // cu_seqlens_q, FlashInfer's qo_indptr): int32 [batch + 1] prefix sums from 0; request b's
+  // query tokens are the last query_start_loc[b + 1] - query_start_loc[b] positions of its cache
+  // (0 allowed: the request computes nothing) and rows [query_start_loc[b], query_start_loc[b +
+  // 1]) of q, out, lse and bias, whose token dimension then runs over the whole batch (their
+  // batch strides unused; tensors.hpp, query_index). q_len is then a bound, >= every request's
+  // count. Empty: every request has q_len query tokens.
+  std::vector<std::int32_t> query_start_loc;
 
   KvLayout layout = KvLayout::contiguous;
   std::int64_t capacity = 0;   // contiguous: tokens per request slot (>= every seq_len)
@@ -96,8 +113,23 @@ struct DecodeProblem {
   DType value_dtype() const { return v_dtype.value_or(kv_dtype); }  // V's element type
   std::int32_t value_dim() const { return head_dim_v != 0 ? head_dim_v : head_dim; }  // V's width
   std::int32_t group_size() const { return q_heads / kv_heads; }  // query heads per KV head
-  // Output rows per (request, KV head): q_len x group, row r = query (r / group), head r % group.
+  // Output rows per (request, KV head): q_len x group, row r = query (r / group), head r % group;
+  // with query_start_loc, the bound (a request's own: pair_rows(b)).
   std::int32_t pair_rows() const { return q_len * group_size(); }
+  bool has_query_start_loc() const { return !query_start_loc.empty(); }
+  std::int32_t query_len(std::int32_t request) const {
+    return request_query_len(query_start_loc, q_len, request);
+  }
+  std::int32_t pair_rows(std::int32_t request) const { return query_len(request) * group_size(); }
+  // Request `request`'s first query token in the batch's order of query tokens (b x q_len
+  // without query_start_loc): the reference's outputs are [that order, q_heads, ...].
+  std::int64_t query_start(std::int32_t request) const {
+    if (!has_query_start_loc()) return static_cast<std::int64_t>(request) * q_len;
+    return query_start_loc[static_cast<std::size_t>(request)];
+  }
+  // Query tokens of the whole batch: the extent of q's, out's and lse's token dimension with
+  // query_start_loc (batch x q_len without).
+  std::int64_t total_queries() const;
   float softmax_scale() const;
   std::int64_t total_tokens() const;  // sum of seq_lens
   // Bytes of K and V that one decode step must read: the keys some query row sees (all of them
@@ -114,12 +146,15 @@ inline constexpr std::int32_t kMaxHeadDim = 576;  // absorbed MLA's latent + rop
 inline constexpr std::int32_t kHeadDimMultiple = 16;
 inline constexpr std::int32_t kMaxHeads = 1 << 16;
 inline constexpr std::int32_t kMaxBatch = 1 << 20;
-inline constexpr std::int32_t kMaxQLen = 256;
+inline constexpr std::int32_t kMaxQLen = 8192;     // a prefill chunk's tokens (vLLM's step budget)
+inline constexpr std::int32_t kMaxCudaQLen = 256;  // the CUDA engine's bound (kernel_registry)
 
 // Throws Error naming the first field that breaks a rule: heads positive and q_heads a multiple
 // of kv_heads, head_dim a positive multiple of 16 up to 576, head_dim_v 0 or a multiple of 16 up
-// to head_dim, q_len in [1, 256], lengths >= 0,
-// >= q_len when not 0, and within the layout's capacity, layout sizes consistent, scale finite and
+// to head_dim, q_len in [1, 8192], lengths >= 0,
+// >= q_len when not 0 (a request's own count with query_start_loc), and within the layout's
+// capacity, query_start_loc empty or batch + 1 non-decreasing prefix sums from 0 with every
+// count <= q_len, layout sizes consistent, scale finite and
 // >= 0, window_left >= -1, softcap finite and >= 0, q_dtype not 8-bit, kv_scales none exactly
 // when kv_dtype is not 8-bit, a v_dtype other than kv_dtype only with both f16, q8_0 or q4_0,
 // head_dim (and head_dim_v) a multiple of 32 where either is a block format, bias_dtype f32, f16 or

@@ -16,14 +16,16 @@
 namespace leanattn::reference {
 
 struct Output {
-  std::vector<double> out;  // [batch, q_len, q_heads, head_dim_v]
-  std::vector<double> lse;  // [batch, q_len, q_heads], natural log; -inf for an empty sequence
+  // Rows in the batch's order of query tokens (DecodeProblem::query_start): [batch x q_len, or
+  // total query tokens with query_start_loc, q_heads, ...].
+  std::vector<double> out;  // [query tokens, q_heads, head_dim_v]
+  std::vector<double> lse;  // [query tokens, q_heads], natural log; -inf for an empty sequence
 };
 
 // Reads q, k_cache, v_cache (and block_table) through `tensors`; writes nothing.
 Output naive_attention(const DecodeProblem& problem, const DecodeTensors& tensors);
 
-// One output row: (request, query head, query token among the q_len new ones).
+// One output row: (request, query head, query token among the request's new ones).
 struct RowId {
   std::int32_t request = 0;
   std::int32_t q_head = 0;

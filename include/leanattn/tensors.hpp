@@ -22,6 +22,8 @@ struct KvStrides {
 };
 
 struct DecodeTensors {
+  // q, out, lse and bias are [batch, q_len, ...] per query token; with query_start_loc [total
+  // query tokens, ...] (their batch strides unused): query_index() says where a row lives.
   const void* q = nullptr;  // [batch, q_len, q_heads, head_dim] in problem.q_dtype
   std::int64_t q_stride_batch = 0;
   std::int64_t q_stride_head = 0;
@@ -74,6 +76,18 @@ struct DecodeTensors {
   std::int64_t bias_stride_token = 0;
   std::int64_t bias_stride_head = 0;
 };
+
+// Where request b's query token i (0 <= i < problem.query_len(b)) lives in q, out, lse and
+// bias: `batch` in their batch dimension, `token` in their token dimension. (b, i) without
+// query_start_loc; (0, query_start_loc[b] + i) with it. The one place executors make it.
+struct QueryIndex {
+  std::int64_t batch = 0;
+  std::int64_t token = 0;
+};
+inline QueryIndex query_index(const DecodeProblem& problem, std::int32_t b, std::int32_t i) {
+  if (!problem.has_query_start_loc()) return {b, i};
+  return {0, problem.query_start(b) + i};
+}
 
 // Where the rows of K (strides = tensors.k_strides) or V (tensors.v_strides) live: the one place
 // a KvAddressing (core/kv_addressing.hpp) is made from a problem and its tensors.

@@ -70,7 +70,7 @@ float alibi_slope(float max_bias, std::int64_t n_head, std::int64_t h) {
 
 }  // namespace
 
-std::string why_not(const ggml_tensor* node) {
+std::string why_not(const ggml_tensor* node, bool tiled_prompts) {
   if (node->op != GGML_OP_FLASH_ATTN_EXT) return std::string("op: ") + ggml_op_name(node->op);
   const ggml_tensor* q = node->src[0];
   const ggml_tensor* k = node->src[1];
@@ -99,7 +99,17 @@ std::string why_not(const ggml_tensor* node) {
     return "v: head size " + text(dv) + ": must be a multiple of 16 up to k's " + text(d);
   }
   const std::int64_t rows = q->ne[1], heads = q->ne[2], streams = q->ne[3];
-  if (rows > kMaxRows) return "rows: " + text(rows) + " query rows (prefill) stay on ggml";
+  if (rows > kMaxQLen) return "rows: more than " + text(kMaxQLen) + " query rows per stream";
+  if (rows > kMaxRows && rows > k->ne[1]) return "rows: more query rows than cells";
+  if (rows > kMaxRows && op_param(node, 1) > 0.0f) {
+    return "max_bias: ALiBi on " + text(rows) + " query rows (a prompt) stays on ggml";
+  }
+  const bool tiled_types =
+      (k->type == GGML_TYPE_F16 || k->type == GGML_TYPE_F32) && k->type == v->type;
+  if (!tiled_prompts && rows >= kGgmlTiledRows && tiled_types) {
+    return "rows: " + text(rows) + " query rows on " + ggml_type_name(k->type) +
+           " K and V stay on ggml's tiled path (faster there)";
+  }
   if (k->ne[2] < 1 || heads % k->ne[2] != 0 || v->ne[2] != k->ne[2] || v->ne[1] != k->ne[1] ||
       k->ne[3] != streams || v->ne[3] != streams || q->ne[0] != d) {
     return "shapes: q, k, v do not match";
@@ -150,7 +160,11 @@ void FlashAttnRunner::set_threads(std::int32_t threads, const cpu::ParallelFor& 
 }
 
 void FlashAttnRunner::run(const ggml_tensor* node) {
-  if (const std::string why = why_not(node); !why.empty()) throw Error("node", why);
+  if (const std::string why = why_not(node, true); !why.empty()) throw Error("node", why);
+  if (node->src[0]->ne[1] > kMaxRows) {
+    run_stream_rows(node);
+    return;
+  }
   const ggml_tensor* q = node->src[0];
   const ggml_tensor* k = node->src[1];
   const ggml_tensor* v = node->src[2];
@@ -278,6 +292,86 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
     t.bias_stride_batch = bias_heads * n_kv;
     t.bias_stride_head = bias_heads > 1 ? n_kv : 0;
     t.bias_stride_token = 0;
+  }
+  if (!engine_) {
+    engine_ = std::make_unique<cpu::Engine>(
+        cpu::EngineOptions{.workers = threads_, .parallel = parallel_});
+  }
+  engine_->run(p, engine_->plan(p), t);
+}
+
+void FlashAttnRunner::run_stream_rows(const ggml_tensor* node) {
+  const ggml_tensor* q = node->src[0];
+  const ggml_tensor* k = node->src[1];
+  const ggml_tensor* v = node->src[2];
+  const ggml_tensor* mask = node->src[3];
+  const ggml_tensor* sinks = node->src[4];
+  const std::int64_t d = k->ne[0], dv = v->ne[0], n_kv = k->ne[1];
+  const std::int64_t rows = q->ne[1], heads = q->ne[2], streams = q->ne[3];
+  DecodeProblem& p = problem_;
+  p = DecodeProblem{};
+  // Stream s reads cells [0, the last some row of it sees on some head): at least its rows
+  // (their own cells), which the bias hides where the mask does.
+  p.seq_lens.assign(static_cast<std::size_t>(streams), static_cast<std::int32_t>(n_kv));
+  if (mask != nullptr) {
+    for (std::int64_t s = 0; s < streams; ++s) {
+      std::int64_t last = 0;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t h = 0; h < mask->ne[2]; ++h) {
+          const auto* m = reinterpret_cast<const std::uint16_t*>(
+              static_cast<const char*>(mask->data) + r * mask->nb[1] + h * mask->nb[2] +
+              (s % mask->ne[3]) * mask->nb[3]);
+          std::int64_t end = n_kv;
+          while (end > last && m[end - 1] == kF16NegInf) --end;
+          last = std::max(last, end);
+        }
+      }
+      p.seq_lens[static_cast<std::size_t>(s)] =
+          static_cast<std::int32_t>(last == 0 ? 0 : std::max(last, rows));
+    }
+  }
+  DType kv{}, vt{};
+  kv_dtype_of(k->type, kv);
+  kv_dtype_of(v->type, vt);
+  p.q_heads = static_cast<std::int32_t>(heads);
+  p.kv_heads = static_cast<std::int32_t>(k->ne[2]);
+  p.head_dim = static_cast<std::int32_t>(d);
+  p.head_dim_v = static_cast<std::int32_t>(dv);
+  p.q_len = static_cast<std::int32_t>(rows);
+  p.q_dtype = DType::f32;
+  p.kv_dtype = kv;
+  p.v_dtype = vt == kv ? std::nullopt : std::optional<DType>(vt);
+  p.scale = op_param(node, 0);
+  p.variant = AttentionVariant{.causal = false,
+                               .softcap = op_param(node, 2),
+                               .sinks = sinks != nullptr,
+                               .bias = mask != nullptr};
+  p.bias_dtype = DType::f16;
+  p.layout = KvLayout::contiguous;
+  p.capacity = n_kv;
+
+  const std::size_t ks = dtype_size(kv), vs = dtype_size(vt);
+  DecodeTensors t;
+  t.q = q->data;  // [d, rows, heads, streams]: request s, query token r
+  t.q_stride_batch = static_cast<std::int64_t>(q->nb[3] / sizeof(float));
+  t.q_stride_token = static_cast<std::int64_t>(q->nb[1] / sizeof(float));
+  t.q_stride_head = static_cast<std::int64_t>(q->nb[2] / sizeof(float));
+  t.k_cache = k->data;
+  t.v_cache = v->data;
+  t.k_strides = {static_cast<std::int64_t>(k->nb[3] / ks), static_cast<std::int64_t>(k->nb[1] / ks),
+                 static_cast<std::int64_t>(k->nb[2] / ks)};
+  t.v_strides = {static_cast<std::int64_t>(v->nb[3] / vs), static_cast<std::int64_t>(v->nb[1] / vs),
+                 static_cast<std::int64_t>(v->nb[2] / vs)};
+  t.out = node->data;  // dst [Dv, n_head, rows, streams]
+  t.out_stride_head = dv;
+  t.out_stride_token = dv * heads;
+  t.out_stride_batch = dv * heads * rows;
+  t.sinks = sinks != nullptr ? static_cast<const float*>(sinks->data) : nullptr;
+  if (mask != nullptr) {  // the f16 mask in place: row r of stream s, head h (or shared)
+    t.bias = mask->data;
+    t.bias_stride_batch = mask->ne[3] > 1 ? static_cast<std::int64_t>(mask->nb[3] / 2) : 0;
+    t.bias_stride_token = static_cast<std::int64_t>(mask->nb[1] / 2);
+    t.bias_stride_head = mask->ne[2] > 1 ? static_cast<std::int64_t>(mask->nb[2] / 2) : 0;
   }
   if (!engine_) {
     engine_ = std::make_unique<cpu::Engine>(

@@ -24,18 +24,30 @@ struct ggml_tensor;
 
 namespace leanattn::llama_cpp {
 
-// Query rows per stream above which the node stays on ggml (prefill: ggml's tiled path reads
-// each K/V tile once for many rows; leanattn makes each row a request of its own).
+// Query rows per stream up to which each row is a request of its own (decode: the rows of a
+// unified cache's slots see different cells, and each reads only up to its last). Above it
+// (prompt micro-batches), each stream is one request whose rows are its query tokens: K and V
+// are read once for all of them, the mask read in place as each row's bias.
 inline constexpr std::int64_t kMaxRows = 8;
 
-// "" when the backend computes `node` (a FLASH_ATTN_EXT node); otherwise why not, naming the
-// setting (the node then stays on ggml's CPU backend).
-std::string why_not(const ggml_tensor* node);
+// Query rows per stream from which ggml's CPU backend runs its tiled prefill path
+// (ggml_compute_forward_flash_attn_ext_tiled: f32 or f16 K and V of one type, GGML_FA_TILE_Q = 64
+// rows and more), faster there than leanattn's row kernel for now: pp512 of SmolLM2 at depth 4096
+// ran 148 tokens/s through leanattn against stock's 161 (f16), while q8_0 caches, which ggml
+// computes row by row, ran 131 against 46 (bench/results/mixed-batch-amd-epyc-2c-2026-12-06.txt).
+inline constexpr std::int64_t kGgmlTiledRows = 64;
 
-// Computes taken nodes with the CPU engine: each (stream, query row) becomes a request of its
-// own reading keys [0, last visible cell] of its stream's cache, in place; the mask becomes a
-// bias only when it hides a cell inside that range or adds a non-zero value (ALiBi scales it by
-// the head's slope), so a plain decode step runs the engine's unmasked path.
+// "" when the backend computes `node` (a FLASH_ATTN_EXT node); otherwise why not, naming the
+// setting (the node then stays on ggml's CPU backend). Nodes ggml's tiled path computes stay
+// there unless `tiled_prompts` (the tests' and run()'s shape check).
+std::string why_not(const ggml_tensor* node, bool tiled_prompts = false);
+
+// Computes taken nodes with the CPU engine. Up to kMaxRows rows per stream, each (stream, query
+// row) becomes a request of its own reading keys [0, last visible cell] of its stream's cache, in
+// place; the mask becomes a bias only when it hides a cell inside that range or adds a non-zero
+// value (ALiBi scales it by the head's slope), so a plain decode step runs the engine's unmasked
+// path. Above, each stream is a request of n_rows query tokens (non-causal: the mask, read in
+// place as an f16 bias, says what each row sees) reading cells [0, the last any row sees].
 class FlashAttnRunner {
  public:
   // threads: the CPU engine's workers (llama.cpp's thread count); parallel: the threads to run
@@ -45,6 +57,7 @@ class FlashAttnRunner {
   void run(const ggml_tensor* node);
 
  private:
+  void run_stream_rows(const ggml_tensor* node);  // more than kMaxRows rows (see above)
   std::int32_t threads_ = 1;
   cpu::ParallelFor parallel_;
   std::unique_ptr<cpu::Engine> engine_;

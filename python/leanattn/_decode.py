@@ -34,6 +34,7 @@ PROBLEM_FIELDS: Dict[str, Tuple[str, Any]] = {
     "v_dtype": ("str?", None),
     "head_dim_v": ("int?", None),
     "causal": ("bool", True),
+    "query_start_loc": ("Tensor?", None),
 }
 # Those that are arrays: a DecodeStep takes them at every call (it fixes the others when made).
 ARRAY_FIELDS = ("block_table", "sinks", "alibi_slopes", "k_scale", "v_scale")
@@ -78,6 +79,9 @@ def describe(q: Any, k_cache: Any, v_cache: Any, seq_lens: Any, problem: Dict[st
     lens = None
     if seq_lens is not None:
         lens = _arrays.host_index_array(seq_lens, "seq_lens", 1, "[batch]")
+    starts = f("query_start_loc")
+    if starts is not None:
+        starts = _arrays.host_index_array(starts, "query_start_loc", 1, "[batch + 1]")
     table = f("block_table")
     if table is not None and _arrays.on_cuda(q):
         table = _arrays.device_index_array(table, "block_table", 2, "[batch, max_pages]", q)
@@ -90,7 +94,7 @@ def describe(q: Any, k_cache: Any, v_cache: Any, seq_lens: Any, problem: Dict[st
         qv, kv, vv, lens, table, _arrays.optional_scale(f("scale")), causal, window, cap,
         _arrays.optional_positive_int(f("head_dim_v"), "head_dim_v"), sinks, slopes,
         _arrays.scale_array(f("k_scale"), "k_scale", q),
-        _arrays.scale_array(f("v_scale"), "v_scale", q), k_hint, v_hint, q_hint)
+        _arrays.scale_array(f("v_scale"), "v_scale", q), k_hint, v_hint, q_hint, starts)
 
 
 def decode(
@@ -118,6 +122,7 @@ def decode(
     v_scale: Any = None,
     v_dtype: Optional[str] = None,
     head_dim_v: Optional[int] = None,
+    query_start_loc: Any = None,
 ) -> Union[Any, Tuple[Any, Any]]:
     """Attention of the new query tokens of each request over its KV cache (the decode phase).
 
@@ -231,6 +236,16 @@ def decode(
             ValueError naming v_cache) and refuses other pairs (ValueError naming head_dim_v).
             V in K's rows at K's whole width (v_cache None, head_dim_v None) runs on every
             engine.
+        query_start_loc: a mixed batch (prefill chunks beside decode rows: vLLM's
+            ``query_start_loc``, FlashAttention's ``cu_seqlens_q``): ``[batch + 1]`` integer
+            prefix sums from 0 of the requests' query token counts, read on the host. q is then
+            ``[total query tokens, q_heads, head_dim]``, request b's tokens its rows
+            ``query_start_loc[b]:query_start_loc[b + 1]``, the last that many positions of its
+            cache (causal among them unless ``causal=False``; a count of 0 computes nothing;
+            at most 8192 per request), and out / lse are ``[total query tokens, q_heads, ...]``.
+            Every variant, cache type and layout as for decode. CPU engine and reference only
+            (the CUDA engine and DecodeStep refuse it: ValueError naming query_start_loc); with
+            ``plan``, one made with the same query_start_loc.
 
     Returns:
         ``out`` ``[batch, q_heads, head_dim_v]`` in q's dtype and framework (the ``out`` argument
@@ -261,6 +276,7 @@ def decode(
         and k_scale is None
         and v_scale is None
         and v_dtype is None
+        and query_start_loc is None
         and out is not None
         and type(plan) is Plan
         and seq_lens is None
@@ -285,7 +301,8 @@ def decode(
         q, k_cache, v_cache, seq_lens, strategy, workers, tile, return_lse, plan, out, lse_out,
         dict(block_table=block_table, scale=scale, causal=causal, window_left=window_left,
              softcap=softcap, sinks=sinks, alibi_slopes=alibi_slopes, kv_dtype=kv_dtype,
-             k_scale=k_scale, v_scale=v_scale, v_dtype=v_dtype, head_dim_v=head_dim_v))
+             k_scale=k_scale, v_scale=v_scale, v_dtype=v_dtype, head_dim_v=head_dim_v,
+             query_start_loc=query_start_loc))
 
 
 def _plain_width(v_cache: Any, plan: Plan) -> int:
@@ -398,7 +415,7 @@ def reference(
 
     Same arguments and rules as :func:`decode`; ``problem``: its keywords that describe the
     problem (causal, window_left, softcap, sinks, alibi_slopes, kv_dtype, k_scale, v_scale,
-    v_dtype, head_dim_v). Variants are written out literally; an 8-bit cache dequantized
+    v_dtype, head_dim_v, query_start_loc). Variants are written out literally; an 8-bit cache dequantized
     literally, stored x scale, in fp64; a q8_0 / q4_0 cache's blocks as d x q; K and V each read
     as its own type with ``v_dtype``; V of its own width, or v_cache None with ``head_dim_v``: V
     the first head_dim_v values of K's rows. Device arrays are copied to the host first. Slow (a
@@ -406,7 +423,8 @@ def reference(
 
     Returns:
         ``out`` ``[batch, (q_len,) q_heads, head_dim_v]`` float64 NumPy array; with ``return_lse``
-        also ``lse`` ``[batch, (q_len,) q_heads]`` float64 (``-inf`` for an empty sequence).
+        also ``lse`` ``[batch, (q_len,) q_heads]`` float64 (``-inf`` for an empty sequence);
+        with ``query_start_loc``, ``[total query tokens, q_heads, ...]``.
     """
     q, k_cache = _arrays.to_host(q), _arrays.to_host(k_cache)
     v_cache = None if v_cache is None else _arrays.to_host(v_cache)

@@ -184,6 +184,7 @@ def plan(
     sinks: bool = False,
     alibi: bool = False,
     backend: str = "cpu",
+    query_start_loc: Any = None,
 ) -> Plan:
     """Makes the schedule :func:`leanattn.decode` would use, to inspect it or run it many times.
 
@@ -214,11 +215,17 @@ def plan(
         backend: the executor the plan is for, one of :data:`leanattn.backends` (``"cuda"``
             plans as the CUDA engine does for arrays on the current device: its order, split
             rule, tile size and occupancy).
+        query_start_loc: a mixed batch's ``[batch + 1]`` prefix sums of the query token counts
+            (:func:`leanattn.decode`); q_len is then their largest count (a q_len other than 1
+            or that: ValueError naming q_len). Requests of no query token plan no tile.
 
     Raises:
         ValueError: naming the argument that breaks a rule. TypeError: a wrong argument type.
     """
     lens = _arrays.host_index_array(seq_lens, "seq_lens", 1, "[batch]")
+    starts = None
+    if query_start_loc is not None:
+        starts = _arrays.host_index_array(query_start_loc, "query_start_loc", 1, "[batch + 1]")
     ints = {}
     for name, value in (("q_heads", q_heads), ("kv_heads", kv_heads), ("head_dim", head_dim)):
         if isinstance(value, bool) or not isinstance(value, int):
@@ -241,6 +248,7 @@ def plan(
         bool(alibi),
         _arrays.require_str(backend, "backend"),
         _arrays.optional_positive_int(head_dim_v, "head_dim_v"),
+        starts,
     )
     return Plan(impl)
 

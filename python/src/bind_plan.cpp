@@ -1,6 +1,7 @@
 // _leanattn.Plan (the C++ leanattn::Plan, read only) and _leanattn._make_plan. The public
 // leanattn.Plan (python/leanattn/_plan.py) wraps it and adds run().
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
@@ -30,7 +31,7 @@ Plan make_plan(const SeqLensArray& seq_lens, std::int32_t q_heads, std::int32_t 
                std::int32_t tile, std::string_view order, std::int32_t splits, bool batch_invariant,
                std::int32_t chunk_tiles, std::int32_t q_len, bool causal, std::int32_t window_left,
                float softcap, bool sinks, bool alibi, const std::string& backend,
-               std::int32_t head_dim_v) {
+               std::int32_t head_dim_v, const std::optional<SeqLensArray>& query_start_loc) {
   return translate_errors(Entry::plan, [&] {
     DecodeProblem p;
     p.q_len = q_len;
@@ -44,6 +45,23 @@ Plan make_plan(const SeqLensArray& seq_lens, std::int32_t q_heads, std::int32_t 
     p.head_dim = head_dim;
     p.head_dim_v = head_dim_v;
     p.seq_lens.assign(seq_lens.data(), seq_lens.data() + seq_lens.shape(0));
+    if (query_start_loc) {  // q_len: the counts' bound, as decode reads it
+      const std::int32_t* s = query_start_loc->data();
+      p.query_start_loc.assign(s, s + query_start_loc->shape(0));
+      std::int64_t most = 1;
+      for (std::size_t b = 1; b < p.query_start_loc.size(); ++b) {
+        most = std::max<std::int64_t>(most, static_cast<std::int64_t>(s[b]) - s[b - 1]);
+      }
+      require(q_len == 1 || q_len == most, "q_len", [&] {
+        return "must be 1 or the largest query count of query_start_loc, " + std::to_string(most) +
+               " (got " + std::to_string(q_len) + ")";
+      });
+      require(most <= kMaxQLen, "query_start_loc", [&] {
+        return "no request may have more than " + std::to_string(kMaxQLen) + " query tokens (got " +
+               std::to_string(most) + ")";
+      });
+      p.q_len = static_cast<std::int32_t>(most);
+    }
     p.layout = KvLayout::contiguous;  // the schedule does not depend on the cache layout
     for (std::int32_t len : p.seq_lens) p.capacity = std::max<std::int64_t>(p.capacity, len);
     PlanOptions o;
@@ -132,6 +150,7 @@ void bind_plan(nb::module_& m) {
       .def_ro("head_dim", &Plan::head_dim)
       .def_ro("head_dim_v", &Plan::head_dim_v)
       .def_ro("seq_lens", &Plan::seq_lens)
+      .def_ro("query_start_loc", &Plan::query_start_loc)
       .def_ro("num_slots", &Plan::num_slots)
       .def_ro("total_tiles", &Plan::total_tiles)
       .def_prop_ro("workspace_bytes", [](const Plan& p) { return workspace_layout(p).bytes; })
@@ -144,7 +163,7 @@ void bind_plan(nb::module_& m) {
         "strategy"_a, "workers"_a, "tile"_a, "order"_a, "splits"_a, "batch_invariant"_a,
         "chunk_tiles"_a, "q_len"_a = 1, "causal"_a = true, "window_left"_a = -1, "softcap"_a = 0.0f,
         "sinks"_a = false, "alibi"_a = false, "backend"_a = "cpu", "head_dim_v"_a = 0,
-        "Private: use leanattn.plan.");
+        "query_start_loc"_a.noconvert().none() = nb::none(), "Private: use leanattn.plan.");
 }
 
 }  // namespace leanattn::python

@@ -33,7 +33,7 @@ std::pair<F64Array, F64Array> reference(nb::handle problem) {
   t.out = &placeholder;
   t.out_stride_head = p.value_dim();
   t.out_stride_token = static_cast<std::int64_t>(p.q_heads) * p.value_dim();
-  t.out_stride_batch = t.out_stride_token * p.q_len;
+  t.out_stride_batch = p.has_query_start_loc() ? 0 : t.out_stride_token * p.q_len;
   reference::Output r = translate_errors(Entry::decode, [&] {
     nb::gil_scoped_release no_gil;
     return reference::naive_attention(p, t);
@@ -41,6 +41,11 @@ std::pair<F64Array, F64Array> reference(nb::handle problem) {
   const auto batch = static_cast<std::size_t>(p.batch());
   const auto heads = static_cast<std::size_t>(p.q_heads);
   const auto dim = static_cast<std::size_t>(p.value_dim());
+  if (views.packed) {  // [total query tokens, ...]
+    const auto tokens = static_cast<std::size_t>(p.total_queries());
+    return {numpy_result(std::move(r.out), {tokens, heads, dim}),
+            numpy_result(std::move(r.lse), {tokens, heads})};
+  }
   if (views.token_dim) {
     const auto q_len = static_cast<std::size_t>(p.q_len);
     return {numpy_result(std::move(r.out), {batch, q_len, heads, dim}),

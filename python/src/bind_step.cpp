@@ -37,6 +37,11 @@ std::pair<std::string, std::string> difference(const DecodeProblem& got, const D
   auto text = [](std::int64_t a, std::int64_t b) {
     return " (the step's " + std::to_string(b) + ", got " + std::to_string(a) + ")";
   };
+  if (got.has_query_start_loc()) {
+    return {"query_start_loc",
+            "a step takes one q_len for every request (pass a mixed batch to "
+            "leanattn.decode)"};
+  }
   if (got.batch() != s.batch()) {
     return {"q", "batch (q.shape[0]) must be the step's " + std::to_string(s.batch()) + " (got " +
                      std::to_string(got.batch()) + ")"};
@@ -79,6 +84,11 @@ Step* step_new(nb::handle problem, std::int32_t max_seq_len, std::string_view pl
       if (what.substr(0, prefix.size()) != prefix) throw;
       value_error("max_seq_len", "every request of a step may have this many tokens, so: " +
                                      std::string(what.substr(prefix.size())));
+    }
+    if (views.packed) {
+      value_error("query_start_loc",
+                  "a step takes one q_len for every request (pass a mixed "
+                  "batch to leanattn.decode)");
     }
     PlanOptions options;
     options.tile_tokens = tile;

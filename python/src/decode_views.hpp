@@ -28,6 +28,7 @@ struct DecodeViews {
   Device device;
   std::string q_hint;      // q's dtype hint (the outputs are read with it)
   bool token_dim = false;  // q (so out and lse) has the q_len dimension: 4-D q
+  bool packed = false;     // query_start_loc: q, out and lse are [total query tokens, ...]
   bool shared_kv = false;  // no v_cache: V is the leading values of K's rows
 };
 
@@ -55,9 +56,10 @@ ArraysRead read_planned(DecodeViews& views, nb::handle q, nb::handle k_cache, nb
 const char* output_layout(const DecodeViews& views);
 
 // Points views.tensors at the outputs, written by the executor: out [batch, (q_len,) q_heads,
-// V's width] in q's dtype, lse [batch, (q_len,) q_heads] float32 with contiguous heads (or None),
-// on q's device. Call after read_problem. With exchange_only, false (having attached nothing)
-// when out or lse has no DLPack exchange API; otherwise true.
+// V's width] (packed: [total query tokens, q_heads, V's width]) in q's dtype, lse [batch,
+// (q_len,) q_heads] (packed: [total query tokens, q_heads]) float32 with contiguous heads (or
+// None), on q's device. Call after read_problem. With exchange_only, false (having attached
+// nothing) when out or lse has no DLPack exchange API; otherwise true.
 bool attach_outputs(DecodeViews& views, nb::handle out, nb::handle lse, bool exchange_only = false);
 
 // The attention variant (docs/numerics.md, "Variants"): window_left -1 = none, softcap 0 = off,

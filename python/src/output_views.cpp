@@ -19,11 +19,12 @@ void attach_arrays(DecodeViews& views, const Array& out, const Array* lse) {
   if (element_type(out.dtype(), views.q_hint, "out") != p.q_dtype) {
     type_error("out", "dtype must be q's (" + std::string(dtype_name(p.q_dtype)) + ")");
   }
-  if (out.shape(0) != p.seq_lens.size() ||
-      (o && out.shape(1) != static_cast<std::size_t>(p.q_len)) ||
+  // Packed (query_start_loc): rows are query tokens, the batch stride unused (query_index).
+  const auto rows = static_cast<std::size_t>(views.packed ? p.total_queries() : p.batch());
+  if (out.shape(0) != rows || (o && out.shape(1) != static_cast<std::size_t>(p.q_len)) ||
       out.shape(1 + o) != static_cast<std::size_t>(p.q_heads) ||
       out.shape(2 + o) != static_cast<std::size_t>(p.value_dim())) {
-    std::string want = "[" + std::to_string(p.seq_lens.size());
+    std::string want = "[" + std::to_string(rows);
     if (o) want += ", " + std::to_string(p.q_len);
     want += ", " + std::to_string(p.q_heads) + ", " + std::to_string(p.value_dim()) + "]";
     value_error("out", "must have shape " + std::string(out_layout) + " = " + want +
@@ -31,8 +32,8 @@ void attach_arrays(DecodeViews& views, const Array& out, const Array* lse) {
   }
   const auto os = strides_of(out, "out");
   views.tensors.out = out.size() == 0 ? nullptr : out.data();
-  views.tensors.out_stride_batch = os[0];
-  views.tensors.out_stride_token = o ? os[1] : 0;
+  views.tensors.out_stride_batch = views.packed ? 0 : os[0];
+  views.tensors.out_stride_token = views.packed ? os[0] : o ? os[1] : 0;
   views.tensors.out_stride_head = os[1 + o];
   if (lse == nullptr) return;
   require_ndim(*lse, 2 + o, "lse_out", o ? "[batch, q_len, q_heads]" : "[batch, q_heads]");
@@ -41,16 +42,16 @@ void attach_arrays(DecodeViews& views, const Array& out, const Array* lse) {
   if (!is_scalar(lt, nb::dlpack::dtype_code::Float, 32)) {
     type_error("lse_out", "dtype must be float32 (got " + dtype_text(lt) + ")");
   }
-  if (lse->shape(0) != p.seq_lens.size() ||
-      (o && lse->shape(1) != static_cast<std::size_t>(p.q_len)) ||
+  if (lse->shape(0) != rows || (o && lse->shape(1) != static_cast<std::size_t>(p.q_len)) ||
       lse->shape(1 + o) != static_cast<std::size_t>(p.q_heads)) {
-    value_error("lse_out",
-                o ? "must have shape [batch, q_len, q_heads]" : "must have shape [batch, q_heads]");
+    value_error("lse_out", views.packed ? "must have shape [total query tokens, q_heads]"
+                           : o          ? "must have shape [batch, q_len, q_heads]"
+                                        : "must have shape [batch, q_heads]");
   }
   const auto ls = strides_of(*lse, "lse_out");
   views.tensors.lse = lse->size() == 0 ? nullptr : static_cast<float*>(lse->data());
-  views.tensors.lse_stride_batch = ls[0];
-  views.tensors.lse_stride_token = o ? ls[1] : 0;
+  views.tensors.lse_stride_batch = views.packed ? 0 : ls[0];
+  views.tensors.lse_stride_token = views.packed ? ls[0] : o ? ls[1] : 0;
 }
 
 }  // namespace

@@ -31,7 +31,10 @@ struct ProblemArgs {
   nb::object sinks = nb::none(), alibi_slopes = nb::none();
   nb::object k_scale = nb::none(), v_scale = nb::none();
   std::optional<SeqLensArray> seq_lens;  // None: the plan's, or a step's bound
-  float scale = 0.0f;                    // 0: 1 / sqrt(head_dim)
+  // [batch + 1] prefix sums of the requests' query tokens (a mixed batch), q then [total query
+  // tokens, q_heads, head_dim]; None: q's own layout.
+  std::optional<SeqLensArray> query_start_loc;
+  float scale = 0.0f;  // 0: 1 / sqrt(head_dim)
   bool causal = true;
   std::int32_t window_left = -1;  // -1: no window
   float softcap = 0.0f;           // 0: off
@@ -177,6 +180,33 @@ void check_value_type(DType k, DType v, const Device& device) {
   }
 }
 
+// query_start_loc [batch + 1] into p (its query counts' bound as q_len), checked against q's
+// `tokens` rows: ValueError naming query_start_loc for what the library's validator would
+// otherwise name q_len or miss (the last entry is q's rows).
+void read_query_start_loc(DecodeProblem& p, const SeqLensArray& loc, std::size_t tokens) {
+  const std::size_t n = loc.shape(0);
+  if (n < 2) {
+    value_error("query_start_loc",
+                "must hold batch + 1 >= 2 prefix sums (got " + std::to_string(n) + " entries)");
+  }
+  p.query_start_loc.assign(loc.data(), loc.data() + n);
+  if (static_cast<std::size_t>(std::max(p.query_start_loc.back(), 0)) != tokens) {
+    value_error("query_start_loc",
+                "must end at q's total query tokens (q.shape[0]) = " + std::to_string(tokens) +
+                    " (got " + std::to_string(p.query_start_loc.back()) + ")");
+  }
+  std::int64_t most = 1;
+  for (std::size_t b = 0; b + 1 < n; ++b) {
+    most =
+        std::max<std::int64_t>(most, static_cast<std::int64_t>(loc.data()[b + 1]) - loc.data()[b]);
+  }
+  if (most > kMaxQLen) {
+    value_error("query_start_loc", "no request may have more than " + std::to_string(kMaxQLen) +
+                                       " query tokens (got " + std::to_string(most) + ")");
+  }
+  p.q_len = static_cast<std::int32_t>(most);
+}
+
 // The problem's arrays `c` into views.problem and views.tensors, with the lengths `lens`, or every
 // request at `bound` when bound >= 0, and V's width `head_dim_v` (0: v_cache's, or head_dim).
 template <class Array>
@@ -190,8 +220,12 @@ void read_arrays(DecodeViews& views, const ProblemArgs& args, const CallArrays<A
   const bool paged = block_table != nullptr;
   const char* kv_layout = paged ? "[num_pages, page_size, kv_heads, head_dim]"
                                 : "[batch, capacity, kv_heads, head_dim]";
-  if (q.ndim() != 4)
+  const bool packed = args.query_start_loc.has_value();
+  if (packed) {
+    require_ndim(q, 3, "q", "[total query tokens, q_heads, head_dim] with query_start_loc");
+  } else if (q.ndim() != 4) {
     require_ndim(q, 3, "q", "[batch, q_heads, head_dim] or [batch, q_len, q_heads, head_dim]");
+  }
   require_ndim(k_cache, 4, "k_cache", kv_layout);
   if (v_cache != nullptr) {
     require_ndim(*v_cache, 4, "v_cache",
@@ -207,6 +241,7 @@ void read_arrays(DecodeViews& views, const ProblemArgs& args, const CallArrays<A
   }
   // 4-D q: [batch, q_len, q_heads, head_dim] (flash-attn's layout); 3-D means q_len = 1.
   views.token_dim = q.ndim() == 4;
+  views.packed = packed;
   views.shared_kv = v_cache == nullptr;
   const std::size_t o = views.token_dim ? 1 : 0;
   views.device = device_of(q);
@@ -239,17 +274,19 @@ void read_arrays(DecodeViews& views, const ProblemArgs& args, const CallArrays<A
     p.v_dtype = v_type;
   }
 
-  const std::size_t batch = q.shape(0);
+  if (packed) read_query_start_loc(p, *args.query_start_loc, q.shape(0));
+  const std::size_t batch = packed ? p.query_start_loc.size() - 1 : q.shape(0);
+  const char* batch_source = packed ? " (query_start_loc's entries - 1)" : " (q.shape[0])";
   if (bound >= 0) {
     p.seq_lens.assign(batch, bound);
   } else if (lens.size() != batch) {
-    value_error("seq_lens",
-                "must hold one length per request: q has batch = " + std::to_string(batch) +
-                    " (q.shape[0]) but seq_lens has " + std::to_string(lens.size()) + " entries");
+    value_error("seq_lens", "must hold one length per request: the batch is " +
+                                std::to_string(batch) + batch_source + " but seq_lens has " +
+                                std::to_string(lens.size()) + " entries");
   } else {
     p.seq_lens.assign(lens.begin(), lens.end());
   }
-  p.q_len = o == 1 ? to_i32(q.shape(1), "q", "q_len (q.shape[1])") : 1;
+  if (!packed) p.q_len = o == 1 ? to_i32(q.shape(1), "q", "q_len (q.shape[1])") : 1;
   p.q_heads = to_i32(q.shape(1 + o), "q", "q_heads (q.shape[-2])");
   p.head_dim = to_i32(q.shape(2 + o), "q", "head_dim (q.shape[-1])");
   p.kv_heads = to_i32(k_cache.shape(2), "k_cache", "kv_heads (k_cache.shape[2])");
@@ -292,8 +329,9 @@ void read_arrays(DecodeViews& views, const ProblemArgs& args, const CallArrays<A
   const auto qs = strides_of(q, "q");
   const auto ks = strides_of(k_cache, "k_cache");
   t.q = data_of(q);
-  t.q_stride_batch = qs[0];
-  t.q_stride_token = o == 1 ? qs[1] : 0;
+  // Packed: the token dimension runs over the batch (query_index), the batch stride unused.
+  t.q_stride_batch = packed ? 0 : qs[0];
+  t.q_stride_token = packed ? qs[0] : o == 1 ? qs[1] : 0;
   t.q_stride_head = qs[1 + o];
   t.k_cache = data_of(k_cache);
   t.k_strides = {ks[0], ks[1], ks[2]};
@@ -417,6 +455,7 @@ ArraysRead read_planned(DecodeViews& views, nb::handle q, nb::handle k_cache, nb
 }
 
 const char* output_layout(const DecodeViews& views) {
+  if (views.packed) return "[total query tokens, q_heads, head_dim_v]";
   return views.token_dim ? "[batch, q_len, q_heads, head_dim_v]" : "[batch, q_heads, head_dim_v]";
 }
 
@@ -428,7 +467,8 @@ void bind_problem(nb::module_& m) {
              std::optional<SeqLensArray> seq_lens, nb::object block_table, float scale, bool causal,
              std::int32_t window_left, float softcap, std::int32_t head_dim_v, nb::object sinks,
              nb::object alibi_slopes, nb::object k_scale, nb::object v_scale, std::string kv_dtype,
-             std::string v_dtype, std::string q_dtype) {
+             std::string v_dtype, std::string q_dtype,
+             std::optional<SeqLensArray> query_start_loc) {
             new (self) ProblemArgs{.q = std::move(q),
                                    .k_cache = std::move(k_cache),
                                    .v_cache = std::move(v_cache),
@@ -438,6 +478,7 @@ void bind_problem(nb::module_& m) {
                                    .k_scale = std::move(k_scale),
                                    .v_scale = std::move(v_scale),
                                    .seq_lens = std::move(seq_lens),
+                                   .query_start_loc = std::move(query_start_loc),
                                    .scale = scale,
                                    .causal = causal,
                                    .window_left = window_left,
@@ -452,7 +493,7 @@ void bind_problem(nb::module_& m) {
           "scale"_a = 0.0f, "causal"_a = true, "window_left"_a = -1, "softcap"_a = 0.0f,
           "head_dim_v"_a = 0, "sinks"_a.none() = nb::none(), "alibi_slopes"_a.none() = nb::none(),
           "k_scale"_a.none() = nb::none(), "v_scale"_a.none() = nb::none(), "kv_dtype"_a = "",
-          "v_dtype"_a = "", "q_dtype"_a = "")
+          "v_dtype"_a = "", "q_dtype"_a = "", "query_start_loc"_a.noconvert().none() = nb::none())
       // What the Python layer reads back: V's array and types (the output's width), the arrays.
       .def_ro("v_cache", &ProblemArgs::v_cache)
       .def_ro("kv_dtype", &ProblemArgs::kv_dtype)

@@ -97,24 +97,27 @@ void mutate_lse(const RunContext& cx, std::int32_t request, std::int32_t kv_head
   const std::int64_t tile = cx.plan.tile_tokens;
   if (cx.tensors.lse == nullptr || n <= tile) return;
   const std::int32_t g = cx.problem.group_size();
-  for (std::int32_t r = 0; r < cx.problem.pair_rows(); ++r) {
-    cx.tensors.lse[request * cx.tensors.lse_stride_batch + (r / g) * cx.tensors.lse_stride_token +
+  for (std::int32_t r = 0; r < cx.problem.pair_rows(request); ++r) {
+    const QueryIndex at = query_index(cx.problem, request, r / g);
+    cx.tensors.lse[at.batch * cx.tensors.lse_stride_batch + at.token * cx.tensors.lse_stride_token +
                    kv_head * g + r % g] +=
         static_cast<float>(std::log(static_cast<double>(n - tile) / static_cast<double>(n)));
   }
 }
 
 // Merges the slots of reduction r in order and writes the output (scratch state 0 holds it).
+// Slots are g = plan.group_size rows apart (the bound); the pair's own rows are merged.
 void merge_reduction(const RunContext& cx, const Reduction& r, Scratch& sc) {
   const std::int32_t g = cx.plan.group_size, d = cx.plan.head_dim_v;
+  const std::int32_t rows = cx.problem.pair_rows(r.request);
   const std::size_t stride = static_cast<std::size_t>(g) * d;
   float* o = sc.o.data();
   float* m = sc.m.data();
   float* l = sc.l.data();
-  set_empty(o, m, l, g, d);
+  set_empty(o, m, l, rows, d);
   for (std::int32_t k = 0; k < r.num_slots; ++k) {
     const auto slot = static_cast<std::size_t>(r.slot_begin + k);
-    for (std::int32_t row = 0; row < g; ++row) {
+    for (std::int32_t row = 0; row < rows; ++row) {
       if (mutated(Mutation::merge_without_rescale)) {
         const float* ob = cx.slot_o + slot * stride + static_cast<std::size_t>(row) * d;
         for (std::int32_t i = 0; i < d; ++i) o[static_cast<std::size_t>(row) * d + i] += ob[i];
@@ -139,17 +142,18 @@ void merge_reduction(const RunContext& cx, const Reduction& r, Scratch& sc) {
 void prepare_rules(const RunContext& cx, std::span<const Segment> group, Scratch& sc) {
   const DecodeProblem& p = cx.problem;
   const AttentionVariant& var = p.variant;
-  const bool masks = (var.causal && p.q_len > 1) || var.has_window();
+  const std::int32_t request = group.front().request, q_count = p.query_len(request);
+  const bool masks = (var.causal && q_count > 1) || var.has_window();
   for (std::size_t i = 0; i < group.size(); ++i) sc.jobs[i].rules = nullptr;
   if (!masks && var.softcap == 0.0f && !var.alibi && !var.bias) return;
-  const std::int32_t g = p.group_size(), rows = p.pair_rows();
-  const std::int64_t len = p.seq_lens[group.front().request];
+  const std::int32_t g = p.group_size(), rows = p.pair_rows(request);
+  const std::int64_t len = p.seq_lens[static_cast<std::size_t>(request)];
   for (std::int32_t r = 0; r < rows; ++r) {
     const std::int32_t query = r / g;
-    const KeyRange seen = visible_keys(len, p.q_len, query, var.causal, var.window_left);
+    const KeyRange seen = visible_keys(len, q_count, query, var.causal, var.window_left);
     sc.key_begin[static_cast<std::size_t>(r)] = seen.begin;
     sc.key_end[static_cast<std::size_t>(r)] = seen.end;
-    sc.position[static_cast<std::size_t>(r)] = query_position(len, p.q_len, query);
+    sc.position[static_cast<std::size_t>(r)] = query_position(len, q_count, query);
   }
   for (std::size_t i = 0; i < group.size(); ++i) {
     float* slope = sc.slope.data() + i * static_cast<std::size_t>(rows);
@@ -163,8 +167,8 @@ void prepare_rules(const RunContext& cx, std::span<const Segment> group, Scratch
       const DecodeTensors& t = cx.tensors;
       const std::size_t size = dtype_size(p.bias_dtype);
       for (std::int32_t r = 0; r < rows; ++r) {
-        const std::int64_t at = group[i].request * t.bias_stride_batch +
-                                (r / g) * t.bias_stride_token +
+        const QueryIndex row = query_index(p, request, r / g);
+        const std::int64_t at = row.batch * t.bias_stride_batch + row.token * t.bias_stride_token +
                                 (group[i].kv_head * g + r % g) * t.bias_stride_head;
         bias[r] = static_cast<const std::byte*>(t.bias) + at * static_cast<std::int64_t>(size);
       }
@@ -185,6 +189,7 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
   const std::size_t q_stride = static_cast<std::size_t>(g) * d;
   const std::size_t stride = static_cast<std::size_t>(g) * dv;  // o's
   const Segment& first = group.front();
+  const std::int32_t rows = cx.problem.pair_rows(first.request);  // <= g, the slots' stride
   const KeyRange keys = cx.plan.tile_keys(first.request, first.tile_begin, first.tile_end);
   std::int64_t tb = keys.begin;
   const std::int64_t te = keys.end;
@@ -203,7 +208,7 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
       job.m = cx.slot_m + static_cast<std::size_t>(s.slot) * g;
       job.l = cx.slot_l + static_cast<std::size_t>(s.slot) * g;
     }
-    set_empty(job.o, job.m, job.l, g, dv);
+    set_empty(job.o, job.m, job.l, rows, dv);
     job.q = sc.q.data() + i * q_stride;
     job.q_bits = cx.q_bits ? sc.q_bits.data() + i * q_stride : nullptr;
     job.q_scale = cx.problem.softmax_scale();
@@ -212,7 +217,7 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
     } else if (te > tb) {
       load_scaled_q(cx.problem, cx.tensors, s.request, s.kv_head, sc.q.data() + i * q_stride);
     }
-    job.rows = g;
+    job.rows = rows;
     job.head_dim = d;
     job.head_dim_v = dv;
     job.k_cache = cx.tensors.k_cache;

@@ -69,14 +69,15 @@ void f16_row_to_float(const std::uint16_t*, float, float*, std::int32_t) {}
 void float_row_to_f16(const float*, float, std::uint16_t*, std::int32_t) {}
 #endif
 
-// Element offset in q of (request, kv_head)'s row r: query r / group, query head kv_head x
-// group + r % group.
+// Element offset in q of (request, kv_head)'s row r: query r / group (where query_index puts
+// it), query head kv_head x group + r % group.
 std::int64_t q_row(const DecodeProblem& p, const DecodeTensors& t, std::int32_t request,
                    std::int32_t kv_head, std::int32_t r) {
   const std::int32_t g = p.group_size();
   const std::int32_t qh =
       mutated(Mutation::gqa_head_mapping) ? kv_head + (r % g) * p.kv_heads : kv_head * g + r % g;
-  return request * t.q_stride_batch + (r / g) * t.q_stride_token + qh * t.q_stride_head;
+  const QueryIndex at = query_index(p, request, r / g);
+  return at.batch * t.q_stride_batch + at.token * t.q_stride_token + qh * t.q_stride_head;
 }
 
 }  // namespace
@@ -85,7 +86,7 @@ void load_scaled_q(const DecodeProblem& p, const DecodeTensors& t, std::int32_t 
                    std::int32_t kv_head, float* q_out) {
   const std::int32_t d = p.head_dim;
   const float scale = p.softmax_scale();
-  for (std::int32_t r = 0; r < p.pair_rows(); ++r) {
+  for (std::int32_t r = 0; r < p.pair_rows(request); ++r) {
     const std::int64_t base = q_row(p, t, request, kv_head, r);
     float* dst = q_out + static_cast<std::ptrdiff_t>(r) * d;
     if (p.q_dtype == DType::f32) {
@@ -108,7 +109,7 @@ void load_q_bits(const DecodeProblem& p, const DecodeTensors& t, std::int32_t re
                  std::int32_t kv_head, std::uint16_t* q_out) {
   const std::int32_t d = p.head_dim;
   const auto* q = static_cast<const std::uint16_t*>(t.q);
-  for (std::int32_t r = 0; r < p.pair_rows(); ++r) {
+  for (std::int32_t r = 0; r < p.pair_rows(request); ++r) {
     std::memcpy(q_out + static_cast<std::ptrdiff_t>(r) * d, q + q_row(p, t, request, kv_head, r),
                 static_cast<std::size_t>(d) * sizeof(std::uint16_t));
   }
@@ -117,15 +118,16 @@ void load_q_bits(const DecodeProblem& p, const DecodeTensors& t, std::int32_t re
 void write_output(const DecodeProblem& p, const DecodeTensors& t, std::int32_t request,
                   std::int32_t kv_head, const float* o, const float* m, const float* l) {
   const std::int32_t g = p.group_size(), d = p.value_dim();
-  for (std::int32_t r = 0; r < p.pair_rows(); ++r) {
+  for (std::int32_t r = 0; r < p.pair_rows(request); ++r) {
     const std::int32_t query = r / g;
     const std::int32_t qh = kv_head * g + r % g;
+    const QueryIndex at = query_index(p, request, query);
     const SoftmaxStats<float> stats{m[r], l[r]};
     const Finalized<float> f =
         t.sinks != nullptr ? finalize_with_sink(stats, t.sinks[qh]) : finalize(stats);
     const float* src = o + static_cast<std::ptrdiff_t>(r) * d;
     const std::int64_t base =
-        request * t.out_stride_batch + query * t.out_stride_token + qh * t.out_stride_head;
+        at.batch * t.out_stride_batch + at.token * t.out_stride_token + qh * t.out_stride_head;
     if (p.q_dtype == DType::f32) {
       float* dst = static_cast<float*>(t.out) + base;
       for (std::int32_t i = 0; i < d; ++i) dst[i] = src[i] * f.inv_l;
@@ -146,7 +148,7 @@ void write_output(const DecodeProblem& p, const DecodeTensors& t, std::int32_t r
                   static_cast<std::size_t>(d) * size);
     }
     if (t.lse != nullptr) {
-      t.lse[request * t.lse_stride_batch + query * t.lse_stride_token + qh] = f.lse;
+      t.lse[at.batch * t.lse_stride_batch + at.token * t.lse_stride_token + qh] = f.lse;
     }
   }
 }

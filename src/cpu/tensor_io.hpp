@@ -10,8 +10,8 @@
 
 namespace leanattn::cpu {
 
-// q_out [q_len x group, head_dim]: row r = softmax_scale * q[request, r / group, kv_head * group +
-// r % group, :] as float.
+// q_out [the request's query tokens x group, head_dim]: row r = softmax_scale * q[request, r /
+// group, kv_head * group + r % group, :] as float (query_index: where query r / group lives).
 void load_scaled_q(const DecodeProblem& p, const DecodeTensors& t, std::int32_t request,
                    std::int32_t kv_head, float* q_out);
 
@@ -20,7 +20,7 @@ void load_scaled_q(const DecodeProblem& p, const DecodeTensors& t, std::int32_t 
 void load_q_bits(const DecodeProblem& p, const DecodeTensors& t, std::int32_t request,
                  std::int32_t kv_head, std::uint16_t* q_out);
 
-// o [q_len x group, head_dim_v]:
+// o [the request's query tokens x group, head_dim_v]:
 // out[request, r / group, kv_head * group + r % group, :] = o[r, :] / l[r] in q_dtype, and lse
 // = m[r] + log(l[r]) when lse is requested; empty rows give 0 and -inf (softmax_state.hpp rules).
 // With sinks, each row's sink joins here (finalize_with_sink, variant_rules.hpp).

@@ -47,6 +47,15 @@ std::string compiled_widths(DType dtype, std::int32_t bits, bool unequal) {
 }  // namespace
 
 std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block) {
+  if (p.q_len > kMaxCudaQLen) {
+    return "q_len: the CUDA engine takes at most " + std::to_string(kMaxCudaQLen) +
+           " query tokens per request (got " + std::to_string(p.q_len) +
+           "; longer prefill chunks run on the CPU engine)";
+  }
+  if (p.has_query_start_loc()) {
+    return "query_start_loc: the CUDA engine takes one q_len for every request yet (mixed "
+           "batches run on the CPU engine)";
+  }
   if (p.variant.bias) {
     return "bias: the CUDA engine does not add a per-key bias yet (the CPU engine does)";
   }
@@ -105,7 +114,8 @@ std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block)
 
 const KernelHandle* find_kernel(const DecodeProblem& p, std::int32_t smem_per_block) {
   if (p.kv_heads < 1 || (!is_quantized(p.kv_dtype) && p.q_dtype != p.kv_dtype)) return nullptr;
-  if (p.variant.bias) return nullptr;  // why_unsupported says so
+  if (p.variant.bias || p.has_query_start_loc() || p.q_len > kMaxCudaQLen)
+    return nullptr;  // why_unsupported says so
   if (p.value_dtype() != p.kv_dtype) return nullptr;
   const std::int32_t rows = p.pair_rows();  // q_len x the GQA group, packed in the MMA rows
   const KernelHandle* fit = nullptr;        // fewest rows that hold the group

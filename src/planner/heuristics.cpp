@@ -69,4 +69,19 @@ std::int32_t cpu_num_splits(std::int64_t rows, std::int32_t workers, std::int64_
   return static_cast<std::int32_t>(limit);
 }
 
+std::vector<std::int64_t> tile_weights(const std::vector<std::int32_t>& rows,
+                                       std::int64_t kv_row_bytes, std::int32_t head_dim,
+                                       std::int32_t head_dim_v) {
+  std::vector<std::int64_t> weights;
+  weights.reserve(rows.size());
+  std::int64_t common = 0;
+  for (const std::int32_t r : rows) {
+    weights.push_back(kv_row_bytes * kFmasPerKvByte +
+                      static_cast<std::int64_t>(r) * (head_dim + head_dim_v));
+    common = std::gcd(common, weights.back());
+  }
+  for (std::int64_t& w : weights) w /= std::max<std::int64_t>(common, 1);
+  return weights;
+}
+
 }  // namespace leanattn

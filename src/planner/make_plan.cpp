@@ -35,6 +35,19 @@ void validate_options(const Hardware& hw, const PlanOptions& opt) {
           [] { return "applies to the split strategy only"; });
 }
 
+// Lean's cost of one tile of each request (tile_weights): for a mixed batch, whose requests have
+// different query rows; empty (every tile alike) otherwise.
+std::vector<std::int64_t> mixed_batch_weights(const DecodeProblem& p) {
+  if (!p.has_query_start_loc()) return {};
+  std::vector<std::int32_t> rows(p.seq_lens.size());
+  for (std::int32_t b = 0; b < p.batch(); ++b) rows[static_cast<std::size_t>(b)] = p.pair_rows(b);
+  const DType v = p.value_dtype();
+  const std::int64_t kv_row =
+      row_units(p.kv_dtype, p.head_dim) * static_cast<std::int64_t>(dtype_size(p.kv_dtype)) +
+      row_units(v, p.value_dim()) * static_cast<std::int64_t>(dtype_size(v));
+  return tile_weights(rows, kv_row, p.head_dim, p.value_dim());
+}
+
 }  // namespace
 
 PlanOptions resolve_plan_options(const PlanOptions& options, PlanTarget target) {
@@ -69,6 +82,7 @@ Plan make_plan(const DecodeProblem& problem, const Hardware& hardware,
   plan.head_dim_v = problem.value_dim();
   plan.seq_lens = problem.seq_lens;
   plan.q_len = problem.q_len;
+  plan.query_start_loc = problem.query_start_loc;
   plan.variant = problem.variant;
 
   // Keys each request plans, [first_key, seq_len): a window leaves out the keys no row sees, so
@@ -78,8 +92,9 @@ Plan make_plan(const DecodeProblem& problem, const Hardware& hardware,
     const auto r = static_cast<std::int32_t>(b);
     planned[b] = static_cast<std::int32_t>(plan.seq_lens[b] - plan.first_key(r));
   }
+  const std::vector<std::int64_t> weights = mixed_batch_weights(problem);
   const planner::PairLine line =
-      planner::make_pair_line(planned, problem.kv_heads, plan.tile_tokens);
+      planner::make_pair_line(planned, problem.kv_heads, plan.tile_tokens, weights);
   plan.total_tiles = line.total();
   const std::int64_t max_tiles =
       line.tiles.empty() ? 0 : *std::max_element(line.tiles.begin(), line.tiles.end());
@@ -97,7 +112,7 @@ Plan make_plan(const DecodeProblem& problem, const Hardware& hardware,
                       : planner::chunked_partition(line, plan.workers, plan.chunk_tiles);
       } else {
         pieces = rows ? planner::lean_partition_rows(planned, problem.kv_heads, plan.tile_tokens,
-                                                     plan.workers)
+                                                     plan.workers, weights)
                       : planner::lean_partition(line, plan.workers);
       }
       break;
@@ -140,6 +155,8 @@ void check_plan_matches(const Plan& plan, const DecodeProblem& problem) {
     return "was made for q_len = " + std::to_string(plan.q_len) + ", not " +
            std::to_string(problem.q_len);
   });
+  require(plan.query_start_loc == problem.query_start_loc, "plan",
+          [] { return "was made for other query_start_loc than this problem"; });
   const AttentionVariant& a = plan.variant;
   const AttentionVariant& b = problem.variant;
   require(a == b, "plan", [&] {

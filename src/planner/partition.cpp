@@ -9,17 +9,23 @@
 namespace leanattn::planner {
 
 PairLine make_pair_line(const std::vector<std::int32_t>& seq_lens, std::int32_t kv_heads,
-                        std::int32_t tile_tokens) {
+                        std::int32_t tile_tokens, const std::vector<std::int64_t>& weights) {
   PairLine line;
   const std::size_t pairs = seq_lens.size() * static_cast<std::size_t>(kv_heads);
   line.tiles.reserve(pairs);
   line.prefix.reserve(pairs + 1);
+  line.weight.reserve(pairs);
+  line.cost.reserve(pairs + 1);
   line.prefix.push_back(0);
-  for (std::int32_t len : seq_lens) {
-    const auto n = static_cast<std::int32_t>(ceil_div<std::int64_t>(len, tile_tokens));
+  line.cost.push_back(0);
+  for (std::size_t b = 0; b < seq_lens.size(); ++b) {
+    const auto n = static_cast<std::int32_t>(ceil_div<std::int64_t>(seq_lens[b], tile_tokens));
+    const std::int64_t w = weights.empty() ? 1 : weights[b];
     for (std::int32_t h = 0; h < kv_heads; ++h) {
       line.tiles.push_back(n);
       line.prefix.push_back(line.prefix.back() + n);
+      line.weight.push_back(w);
+      line.cost.push_back(line.cost.back() + n * w);
     }
   }
   return line;
@@ -62,22 +68,27 @@ WorkerPieces pieces_for_every_head(const WorkerPieces& by_request, std::int32_t 
 
 WorkerPieces lean_partition(const PairLine& line, std::int32_t workers) {
   WorkerPieces out(static_cast<std::size_t>(workers));
-  const std::int64_t total = line.total();
+  const std::int64_t total = line.total_cost();
   for (std::int64_t p = 0; p < line.pairs(); ++p) {
-    const std::int64_t begin = line.prefix[p];
-    const std::int64_t end = line.prefix[p + 1];
+    const std::int64_t begin = line.cost[p];
+    const std::int64_t end = line.cost[p + 1];
+    const std::int64_t weight = line.weight[p];
     if (begin == end) {
       out[empty_owner(begin, total, workers)].push_back({p, 0, 0});
       continue;
     }
+    // Tile t starts at cost begin + t x weight: worker w takes the tiles starting in its range.
+    auto first_tile_from = [&](std::int64_t x) {
+      return static_cast<std::int32_t>(std::min<std::int64_t>(
+          line.tiles[p], ceil_div<std::int64_t>(std::max<std::int64_t>(0, x - begin), weight)));
+    };
     const std::int32_t first = lean_owner(begin, total, workers);
-    const std::int32_t last = lean_owner(end - 1, total, workers);
+    const std::int32_t last = lean_owner(end - weight, total, workers);
     for (std::int32_t w = first; w <= last; ++w) {
-      const std::int64_t lo = std::max(begin, lean_begin(w, total, workers));
-      const std::int64_t hi = std::min(end, lean_begin(w + 1, total, workers));
+      const std::int32_t lo = first_tile_from(lean_begin(w, total, workers));
+      const std::int32_t hi = first_tile_from(lean_begin(w + 1, total, workers));
       if (lo == hi) continue;  // a worker with an empty range (more workers than tiles)
-      out[w].push_back(
-          {p, static_cast<std::int32_t>(lo - begin), static_cast<std::int32_t>(hi - begin)});
+      out[w].push_back({p, lo, hi});
     }
   }
   return out;
@@ -102,9 +113,10 @@ WorkerPieces chunked_partition(const PairLine& line, std::int32_t workers,
 }
 
 WorkerPieces lean_partition_rows(const std::vector<std::int32_t>& seq_lens, std::int32_t kv_heads,
-                                 std::int32_t tile_tokens, std::int32_t workers) {
+                                 std::int32_t tile_tokens, std::int32_t workers,
+                                 const std::vector<std::int64_t>& weights) {
   // One "pair" per request on the row line: its tiles are the request's tile rows.
-  const PairLine rows = make_pair_line(seq_lens, 1, tile_tokens);
+  const PairLine rows = make_pair_line(seq_lens, 1, tile_tokens, weights);
   return pieces_for_every_head(lean_partition(rows, workers), kv_heads);
 }
 

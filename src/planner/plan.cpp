@@ -103,6 +103,13 @@ void check_plan(const Plan& plan, PlanCheckBuffers& buffers) {
   if (plan.tile_tokens < 1) broken("must have tile_tokens >= 1");
   if (plan.kv_heads < 1 || plan.group_size < 1 || plan.head_dim < 1 || plan.head_dim_v < 1)
     broken("has empty shapes");
+  if (!plan.query_start_loc.empty()) {
+    const auto& loc = plan.query_start_loc;
+    if (loc.size() != plan.seq_lens.size() + 1 || loc.front() != 0 ||
+        !std::is_sorted(loc.begin(), loc.end())) {
+      broken("query_start_loc must be batch + 1 non-decreasing prefix sums from 0");
+    }
+  }
   if (plan.worker_offsets.size() != static_cast<std::size_t>(plan.workers) + 1 ||
       plan.worker_offsets.front() != 0 ||
       plan.worker_offsets.back() != static_cast<std::int64_t>(plan.segments.size()) ||

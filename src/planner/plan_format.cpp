@@ -35,13 +35,21 @@ std::string format_plan_text(const Plan& plan) {
   os << ", " << plan.workers << (plan.workers == 1 ? " worker" : " workers") << ", tile "
      << plan.tile_tokens << " tokens\n";
   os << "problem: " << plan.batch() << " requests x " << plan.kv_heads << " kv_heads, "
-     << plan.group_size << " query rows per kv_head, head_dim " << plan.head_dim;
+     << plan.group_size << (plan.query_start_loc.empty() ? "" : " (at most)")
+     << " query rows per kv_head, head_dim " << plan.head_dim;
   if (plan.head_dim_v != plan.head_dim) os << ", head_dim_v " << plan.head_dim_v;
   os << ", seq_lens";
   for (std::size_t b = 0; b < plan.seq_lens.size() && b < 16; ++b) {
     os << (b ? "," : " ") << plan.seq_lens[b];
   }
   if (plan.seq_lens.size() > 16) os << ",...";
+  if (!plan.query_start_loc.empty()) {  // a mixed batch: each request's query tokens
+    os << ", query tokens";
+    for (std::int32_t b = 0; b < plan.batch() && b < 16; ++b)
+      os << (b ? "," : " ") << plan.query_len(b);
+    if (plan.batch() > 16) os << ",...";
+    os << " (lean cuts by cost: heuristics.hpp, tile_weights)";
+  }
   os << "\n";
   os << "tiles: " << plan.total_tiles << " total, " << lo << ".." << hi << " per worker; "
      << plan.reductions.size() << " reductions, " << plan.num_slots << " slots, workspace "

@@ -17,6 +17,27 @@ std::string got(std::int64_t v) {
   return " (got " + std::to_string(v) + ")";
 }
 
+// query_start_loc: empty, or batch + 1 prefix sums from 0, each count in [0, q_len].
+void validate_query_start_loc(const DecodeProblem& p) {
+  if (!p.has_query_start_loc()) return;
+  const std::vector<std::int32_t>& loc = p.query_start_loc;
+  require(loc.size() == p.seq_lens.size() + 1, "query_start_loc", [&] {
+    return "must hold batch + 1 = " + std::to_string(p.seq_lens.size() + 1) +
+           " prefix sums of the requests' query token counts" +
+           got(static_cast<std::int64_t>(loc.size()));
+  });
+  require(loc[0] == 0, "query_start_loc", [&] { return "must start at 0" + got(loc[0]); });
+  for (std::size_t b = 0; b + 1 < loc.size(); ++b) {
+    const std::int64_t n = static_cast<std::int64_t>(loc[b + 1]) - loc[b];
+    require(n >= 0 && n <= p.q_len, "query_start_loc", [&] {
+      return "must not decrease, and no request may have more than q_len = " +
+             std::to_string(p.q_len) + " query tokens (q_len bounds them), but query_start_loc[" +
+             std::to_string(b + 1) + "] - query_start_loc[" + std::to_string(b) +
+             "] = " + std::to_string(n);
+    });
+  }
+}
+
 }  // namespace
 
 std::string_view kv_scales_name(KvScales scales) {
@@ -60,10 +81,17 @@ std::int64_t DecodeProblem::total_tokens() const {
   return total;
 }
 
+std::int64_t DecodeProblem::total_queries() const {
+  if (has_query_start_loc()) return query_start_loc.back();
+  return static_cast<std::int64_t>(batch()) * q_len;
+}
+
 std::int64_t DecodeProblem::kv_bytes(bool shared_kv) const {
   std::int64_t read = 0;  // keys some query row sees: a window starts them after 0
-  for (std::int32_t len : seq_lens)
-    read += len - first_planned_key(len, q_len, variant.window_left);
+  for (std::int32_t b = 0; b < batch(); ++b) {
+    const std::int32_t len = seq_lens[static_cast<std::size_t>(b)], n = query_len(b);
+    if (n > 0) read += len - first_planned_key(len, n, variant.window_left);
+  }
   // Per-token scales are read beside the cache: one float per token, KV head, K and V.
   const std::int64_t scales = kv_scales == KvScales::per_token_head ? 4 : 0;
   const DType v = value_dtype();
@@ -103,14 +131,19 @@ void validate(const DecodeProblem& p) {
             return "must hold one length per request, 1 to " + std::to_string(kMaxBatch) +
                    " requests" + got(static_cast<std::int64_t>(p.seq_lens.size()));
           });
+  validate_query_start_loc(p);
   for (std::size_t b = 0; b < p.seq_lens.size(); ++b) {
     require(p.seq_lens[b] >= 0, "seq_lens", [&] {
       return "must be >= 0, but seq_lens[" + std::to_string(b) +
              "] = " + std::to_string(p.seq_lens[b]);
     });
-    require(p.seq_lens[b] == 0 || p.seq_lens[b] >= p.q_len, "seq_lens", [&] {
-      return "must be 0 or >= q_len = " + std::to_string(p.q_len) +
-             " (the new tokens are the last q_len keys), but seq_lens[" + std::to_string(b) +
+    const std::int32_t n = p.query_len(static_cast<std::int32_t>(b));
+    require(p.seq_lens[b] == 0 || p.seq_lens[b] >= n, "seq_lens", [&] {
+      const std::string name = p.has_query_start_loc()
+                                   ? "request " + std::to_string(b) + "'s query token count "
+                                   : std::string("q_len = ");
+      return "must be 0 or >= " + name + std::to_string(n) +
+             " (the new tokens are the last keys), but seq_lens[" + std::to_string(b) +
              "] = " + std::to_string(p.seq_lens[b]);
     });
   }

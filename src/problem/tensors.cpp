@@ -39,7 +39,9 @@ DecodeTensors dense_tensors(const DecodeProblem& p, const void* q, const void* k
   t.q = q;
   t.q_stride_head = d;
   t.q_stride_token = static_cast<std::int64_t>(p.q_heads) * d;
-  t.q_stride_batch = t.q_stride_token * p.q_len;
+  // With query_start_loc the token dimension spans the batch: batch strides 0 (unused).
+  const std::int64_t per_request = p.has_query_start_loc() ? 0 : p.q_len;
+  t.q_stride_batch = t.q_stride_token * per_request;
   t.k_cache = k_cache;
   t.v_cache = v_cache;
   // A row of head_dim (V: head_dim_v) values is row_units (a block format's: bytes) long.
@@ -63,10 +65,10 @@ DecodeTensors dense_tensors(const DecodeProblem& p, const void* q, const void* k
   t.out = out;
   t.out_stride_head = p.value_dim();
   t.out_stride_token = static_cast<std::int64_t>(p.q_heads) * p.value_dim();
-  t.out_stride_batch = t.out_stride_token * p.q_len;
+  t.out_stride_batch = t.out_stride_token * per_request;
   t.lse = lse;
   t.lse_stride_token = p.q_heads;
-  t.lse_stride_batch = static_cast<std::int64_t>(p.q_heads) * p.q_len;
+  t.lse_stride_batch = static_cast<std::int64_t>(p.q_heads) * per_request;
   return t;
 }
 
@@ -86,6 +88,16 @@ void require_non_negative(std::int64_t stride, const char* argument) {
 struct Dim {
   std::int64_t n, s;  // extent and stride in elements
 };
+
+// Extents of the batch and token dimensions of q, out, lse and bias: [batch, q_len], or [1,
+// total query tokens] with query_start_loc (query_index: the batch index is then 0).
+struct QueryExtents {
+  std::int64_t batch, tokens;
+};
+QueryExtents query_extents(const DecodeProblem& p) {
+  if (p.has_query_start_loc()) return {p.total_queries() > 0 ? 1 : 0, p.total_queries()};
+  return {p.batch(), p.q_len};
+}
 
 // Rows of `width` contiguous elements at sum_k i_k * dims[k].s for i_k < dims[k].n must not
 // overlap (outputs are written concurrently). Dimensions of extent 1 do not count.
@@ -117,7 +129,9 @@ void require_head_array(const float* ptr, bool used, const char* argument, const
 
 // The variant bias: present exactly with variant.bias, aligned to its element, strides >= 0.
 void require_bias(const DecodeProblem& p, const DecodeTensors& t) {
-  require((t.bias != nullptr) == p.variant.bias, "bias", [&] {
+  // No query token at all (a mixed batch of zero counts): nothing reads a bias.
+  const bool needed = p.variant.bias && p.total_queries() > 0;
+  require(t.bias == nullptr ? !needed : p.variant.bias, "bias", [&] {
     return p.variant.bias ? "must not be null when the variant uses a bias"
                           : "must be null unless the variant uses a bias";
   });
@@ -163,18 +177,19 @@ void require_outputs_apart(const DecodeProblem& p, const DecodeTensors& t) {
   const bool paged = p.layout == KvLayout::paged;
   const std::int64_t outer = paged ? p.num_pages : p.batch();
   const std::int64_t rows = paged ? p.page_size : p.capacity;
+  const QueryExtents e = query_extents(p);
   const ByteRange out = byte_range(t.out, qs, p.value_dim(),
-                                   {{p.batch(), t.out_stride_batch},
-                                    {p.q_len, t.out_stride_token},
+                                   {{e.batch, t.out_stride_batch},
+                                    {e.tokens, t.out_stride_token},
                                     {p.q_heads, t.out_stride_head}});
   const ByteRange lse =
       t.lse == nullptr
           ? ByteRange{}
           : byte_range(t.lse, sizeof(float), p.q_heads,
-                       {{p.batch(), t.lse_stride_batch}, {p.q_len, t.lse_stride_token}});
+                       {{e.batch, t.lse_stride_batch}, {e.tokens, t.lse_stride_token}});
   const ByteRange q = byte_range(
       t.q, qs, p.head_dim,
-      {{p.batch(), t.q_stride_batch}, {p.q_len, t.q_stride_token}, {p.q_heads, t.q_stride_head}});
+      {{e.batch, t.q_stride_batch}, {e.tokens, t.q_stride_token}, {p.q_heads, t.q_stride_head}});
   const ByteRange k = byte_range(
       t.k_cache, ks, row_units(p.kv_dtype, p.head_dim),
       {{outer, t.k_strides.outer}, {rows, t.k_strides.token}, {p.kv_heads, t.k_strides.head}});
@@ -293,11 +308,12 @@ void require_block_table(const DecodeProblem& p, const DecodeTensors& t, MemoryS
 }  // namespace
 
 void validate(const DecodeProblem& p, const DecodeTensors& t, MemorySpace space) {
-  require(t.q != nullptr, "q", [] { return "must not be null"; });
+  const bool has_rows = p.total_queries() > 0;  // a mixed batch may have no query token
+  require(t.q != nullptr || !has_rows, "q", [] { return "must not be null"; });
   const bool reads_kv = p.total_tokens() > 0;
   require(t.k_cache != nullptr || !reads_kv, "k_cache", [] { return "must not be null"; });
   require(t.v_cache != nullptr || !reads_kv, "v_cache", [] { return "must not be null"; });
-  require(t.out != nullptr, "out", [] { return "must not be null"; });
+  require(t.out != nullptr || !has_rows, "out", [] { return "must not be null"; });
   const std::size_t qs = dtype_size(p.q_dtype);
   require_aligned(t.q, qs, "q");
   require_aligned(t.out, qs, "out");
@@ -322,16 +338,17 @@ void validate(const DecodeProblem& p, const DecodeTensors& t, MemorySpace space)
   require_non_negative(t.out_stride_head, "out_stride_head");
   require_non_negative(t.q_stride_token, "q_stride_token");
   require_non_negative(t.out_stride_token, "out_stride_token");
+  const QueryExtents e = query_extents(p);
   require_disjoint_rows(p.value_dim(),
-                        {Dim{p.batch(), t.out_stride_batch}, Dim{p.q_len, t.out_stride_token},
+                        {Dim{e.batch, t.out_stride_batch}, Dim{e.tokens, t.out_stride_token},
                          Dim{p.q_heads, t.out_stride_head}},
                         "out");
   if (t.lse != nullptr) {
     require_non_negative(t.lse_stride_batch, "lse_stride_batch");
     require_non_negative(t.lse_stride_token, "lse_stride_token");
     require_disjoint_rows(
-        p.q_heads,
-        {Dim{p.batch(), t.lse_stride_batch}, Dim{p.q_len, t.lse_stride_token}, Dim{1, 0}}, "lse");
+        p.q_heads, {Dim{e.batch, t.lse_stride_batch}, Dim{e.tokens, t.lse_stride_token}, Dim{1, 0}},
+        "lse");
   }
   require_head_array(t.sinks, p.variant.sinks, "sinks", "sinks");
   require_head_array(t.alibi_slopes, p.variant.alibi, "alibi_slopes", "ALiBi");

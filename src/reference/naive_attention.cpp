@@ -27,9 +27,19 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, RowId row, double
   for (std::int32_t i = 0; i < dv; ++i) out[i] = 0.0;
   *lse = -std::numeric_limits<double>::infinity();
   if (n == 0) return;
-  // The query is the (q_len - query)-th last token; it sees keys up to itself (causal) or all,
+  // The request's query tokens: query_start_loc's difference, or q_len for every request; and
+  // where its rows sit in q (and bias): the token dimension runs over the batch with
+  // query_start_loc, the batch index is then 0.
+  const bool packed = !p.query_start_loc.empty();
+  const std::int64_t q_count = packed ? p.query_start_loc[static_cast<std::size_t>(b) + 1] -
+                                            p.query_start_loc[static_cast<std::size_t>(b)]
+                                      : p.q_len;
+  const std::int64_t qb = packed ? 0 : b;
+  const std::int64_t qt =
+      packed ? p.query_start_loc[static_cast<std::size_t>(b)] + row.query : row.query;
+  // The query is the (q_count - query)-th last token; it sees keys up to itself (causal) or all,
   // and with a window only those at most window_left positions before it.
-  const std::int64_t pos = n - p.q_len + row.query;
+  const std::int64_t pos = n - q_count + row.query;
   auto visible = [&](std::int64_t j) {
     if (var.causal && j > pos) return false;
     if (var.window_left >= 0 && j < pos - var.window_left) return false;
@@ -54,8 +64,7 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, RowId row, double
   std::vector<double> q(static_cast<std::size_t>(d)), s(static_cast<std::size_t>(n));
   for (std::int32_t i = 0; i < d; ++i) {
     q[static_cast<std::size_t>(i)] = read_element(
-        t.q, p.q_dtype,
-        b * t.q_stride_batch + row.query * t.q_stride_token + qh * t.q_stride_head + i);
+        t.q, p.q_dtype, qb * t.q_stride_batch + qt * t.q_stride_token + qh * t.q_stride_head + i);
   }
   // The scale the problem sets, or by default 1 / sqrt(head_dim) as the float the API defines
   // (DecodeProblem::scale is a float): computed here from head_dim, not by the problem.
@@ -65,7 +74,7 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, RowId row, double
   const double inf = std::numeric_limits<double>::infinity();
   // The bias row of (b, query, qh): key j at bias_row + j.
   const std::int64_t bias_row =
-      b * t.bias_stride_batch + row.query * t.bias_stride_token + qh * t.bias_stride_head;
+      qb * t.bias_stride_batch + qt * t.bias_stride_token + qh * t.bias_stride_head;
   auto bias = [&](std::int64_t j) { return read_element(t.bias, p.bias_dtype, bias_row + j); };
   // Keys the bias hides (-inf) are not read at all, as ggml's flash attention skips them.
   auto hidden = [&](std::int64_t j) { return !visible(j) || (var.bias && bias(j) == -inf); };
@@ -119,7 +128,11 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, RowId row, double
 Output naive_attention(const DecodeProblem& p, const DecodeTensors& t) {
   std::vector<RowId> rows;
   for (std::int32_t b = 0; b < p.batch(); ++b) {
-    for (std::int32_t i = 0; i < p.q_len; ++i) {
+    const std::int32_t q_count = p.query_start_loc.empty()
+                                     ? p.q_len
+                                     : p.query_start_loc[static_cast<std::size_t>(b) + 1] -
+                                           p.query_start_loc[static_cast<std::size_t>(b)];
+    for (std::int32_t i = 0; i < q_count; ++i) {
       for (std::int32_t qh = 0; qh < p.q_heads; ++qh) rows.push_back({b, qh, i});
     }
   }
@@ -135,7 +148,8 @@ Output naive_attention_rows(const DecodeProblem& p, const DecodeTensors& t,
   r.lse.resize(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     require(rows[i].request >= 0 && rows[i].request < p.batch() && rows[i].q_head >= 0 &&
-                rows[i].q_head < p.q_heads && rows[i].query >= 0 && rows[i].query < p.q_len,
+                rows[i].q_head < p.q_heads && rows[i].query >= 0 &&
+                rows[i].query < p.query_len(rows[i].request),
             "rows", [&] { return "must name rows inside the problem"; });
     naive_row(p, t, rows[i], &r.out[i * static_cast<std::size_t>(p.value_dim())], &r.lse[i]);
   }

@@ -19,7 +19,8 @@ namespace leanattn::reference {
 
 namespace {
 
-// State of the rows of one pair (q_len x group, row r = query r / group, head r % group): stats
+// State of the rows of one pair (its query tokens x group, row r = query r / group, head r %
+// group): stats
 // [rows], o [rows, head_dim_v].
 struct PairState {
   std::vector<SoftmaxStats<double>> stats;
@@ -32,22 +33,15 @@ struct PairState {
 class Interpreter {
  public:
   Interpreter(const DecodeProblem& p, const Plan& plan, const DecodeTensors& t)
-      : p_(p),
-        plan_(plan),
-        t_(t),
-        group_(p.group_size()),
-        rows_(p.pair_rows()),
-        d_(p.value_dim()),
-        dk_(p.head_dim) {
+      : p_(p), plan_(plan), t_(t), group_(p.group_size()), d_(p.value_dim()), dk_(p.head_dim) {
     k_ = kv_addressing(p, t, t.k_strides);
     v_ = kv_addressing(p, t, t.v_strides);
     // A quantized cache's scales: addressed like the cache, with their own strides.
     k_scale_ = kv_addressing(p, t, t.k_scale_strides);
     v_scale_ = kv_addressing(p, t, t.v_scale_strides);
-    out_.out.assign(static_cast<std::size_t>(p.batch()) * p.q_len * p.q_heads * d_,
-                    std::numeric_limits<double>::quiet_NaN());
-    out_.lse.assign(static_cast<std::size_t>(p.batch()) * p.q_len * p.q_heads,
-                    std::numeric_limits<double>::quiet_NaN());
+    const auto tokens = static_cast<std::size_t>(p.total_queries());
+    out_.out.assign(tokens * p.q_heads * d_, std::numeric_limits<double>::quiet_NaN());
+    out_.lse.assign(tokens * p.q_heads, std::numeric_limits<double>::quiet_NaN());
     written_.assign(static_cast<std::size_t>(p.batch()) * p.kv_heads, 0);
     slots_.assign(static_cast<std::size_t>(plan.num_slots), PairState(0, 0));
     slot_written_.assign(static_cast<std::size_t>(plan.num_slots), 0);
@@ -69,28 +63,30 @@ class Interpreter {
 
  private:
   void run_segment(const Segment& s) {
-    PairState st(rows_, d_);
+    const std::int32_t rows = p_.pair_rows(s.request), q_count = p_.query_len(s.request);
+    PairState st(rows, d_);
     const std::int64_t len = p_.seq_lens[s.request];
     const double scale = p_.softmax_scale();
     const AttentionVariant& var = p_.variant;
     std::vector<double> scores, probs;
     for (std::int32_t tile = s.tile_begin; tile < s.tile_end; ++tile) {
       const KeyRange keys = plan_.tile_keys(s.request, tile, tile + 1);
-      for (std::int32_t r = 0; r < rows_; ++r) {
+      for (std::int32_t r = 0; r < rows; ++r) {
         const std::int32_t query = r / group_;
         const std::int32_t qh = s.kv_head * group_ + r % group_;
-        const KeyRange seen = visible_keys(len, p_.q_len, query, var.causal, var.window_left);
+        const KeyRange seen = visible_keys(len, q_count, query, var.causal, var.window_left);
         const std::int64_t t0 = std::max(keys.begin, seen.begin);
         const std::int64_t t1 = std::min(keys.end, seen.end);
         if (t1 <= t0) continue;  // no key of this tile is visible to the row
         const auto n = static_cast<std::size_t>(t1 - t0);
         scores.resize(n);
         probs.resize(n);
+        const QueryIndex at = query_index(p_, s.request, query);
         const std::int64_t q_base =
-            s.request * t_.q_stride_batch + query * t_.q_stride_token + qh * t_.q_stride_head;
-        const std::int64_t pos = query_position(len, p_.q_len, query);
-        const std::int64_t bias_row = s.request * t_.bias_stride_batch +
-                                      query * t_.bias_stride_token + qh * t_.bias_stride_head;
+            at.batch * t_.q_stride_batch + at.token * t_.q_stride_token + qh * t_.q_stride_head;
+        const std::int64_t pos = query_position(len, q_count, query);
+        const std::int64_t bias_row = at.batch * t_.bias_stride_batch +
+                                      at.token * t_.bias_stride_token + qh * t_.bias_stride_head;
         for (std::int64_t j = t0; j < t1; ++j) {
           const std::int64_t kb = k_.row(s.request, j, s.kv_head);
           const double ks = scale_of(t_.k_scale, k_scale_, s.request, j, s.kv_head);
@@ -136,13 +132,14 @@ class Interpreter {
   }
 
   void reduce(const Reduction& r) {
-    PairState acc(rows_, d_);  // the empty state: merging into it is exact
+    const std::int32_t rows = p_.pair_rows(r.request);
+    PairState acc(rows, d_);  // the empty state: merging into it is exact
     for (std::int32_t k = 0; k < r.num_slots; ++k) {
       const auto slot = static_cast<std::size_t>(r.slot_begin + k);
       if (!slot_written_[slot]) {
         throw Error("plan", "reads slot " + std::to_string(slot) + " that no segment writes");
       }
-      for (std::int32_t row = 0; row < rows_; ++row) {
+      for (std::int32_t row = 0; row < rows; ++row) {
         merge_into(acc.stats[static_cast<std::size_t>(row)],
                    &acc.o[static_cast<std::size_t>(row) * d_],
                    slots_[slot].stats[static_cast<std::size_t>(row)],
@@ -155,14 +152,14 @@ class Interpreter {
   // Finalises every row of the pair (the sink joins here, once) and writes it.
   void write_output(std::int32_t request, std::int32_t kv_head, const PairState& st) {
     ++written_[static_cast<std::size_t>(request) * p_.kv_heads + kv_head];
-    for (std::int32_t r = 0; r < rows_; ++r) {
+    for (std::int32_t r = 0; r < p_.pair_rows(request); ++r) {
       const std::int32_t query = r / group_;
       const std::int32_t qh = kv_head * group_ + r % group_;
       const SoftmaxStats<double> stats = st.stats[static_cast<std::size_t>(r)];
       const Finalized<double> f =
           p_.variant.sinks ? finalize_with_sink<double>(stats, t_.sinks[qh]) : finalize(stats);
       const std::size_t row =
-          (static_cast<std::size_t>(request) * p_.q_len + query) * p_.q_heads + qh;
+          static_cast<std::size_t>(p_.query_start(request) + query) * p_.q_heads + qh;
       for (std::int32_t i = 0; i < d_; ++i) {
         out_.out[row * d_ + i] = st.o[static_cast<std::size_t>(r) * d_ + i] * f.inv_l;
       }
@@ -173,8 +170,8 @@ class Interpreter {
   const DecodeProblem& p_;
   const Plan& plan_;
   const DecodeTensors& t_;
-  std::int32_t group_, rows_, d_;  // d_: V's and the output's width
-  std::int32_t dk_;                // Q's and K's
+  std::int32_t group_, d_;  // d_: V's and the output's width
+  std::int32_t dk_;         // Q's and K's
   KvAddressing k_{}, v_{}, k_scale_{}, v_scale_{};
   Output out_;
   std::vector<int> written_;

@@ -60,6 +60,14 @@ expect 2 "${error}--shared-kv: needs V of K's type" 'probe: reading' bench --sha
   --kv-dtype q8_0 --v-dtype f16 --head-dim 64 --seq-len 64
 
 # Lengths: one flag names its own value; mixing the uniform and ragged forms is refused.
+# A mixed batch: its counts shown; a bad count named by its flag.
+expect 0 'query rows per kv_head' '' plan --seq-lens 900,7,40 --query-lens 30,1,0 --workers 2
+expect 2 "${error}--query-lens: must be comma-separated whole numbers" '' plan --seq-lens 9,7 \
+  --query-lens 3,x
+expect 2 "${error}--seq-lens: must be 0 or >= request 1's query token count 8" '' plan \
+  --seq-lens 9,7 --query-lens 3,8
+expect 2 '--q-len excludes --query-lens|--query-lens excludes --q-len' '' plan --q-len 2 \
+  --query-lens 1,1 --seq-lens 9,7
 expect 2 "${error}--seq-len: must be in \[0, 2\^31\) tokens \(got 5000000000\)" '' plan \
   --seq-len 5000000000
 expect 2 "${error}--seq-lens: must be in \[0, 2\^31\) tokens \(got 5000000000\)" '' plan \

@@ -67,7 +67,7 @@ TEST(Validation, ProblemRules) {
                        "in [16, head_dim = ");
   expect_problem_error([](auto& p) { p.head_dim_v = 24; }, "head_dim_v", "(got 24)");
   expect_problem_error([](auto& p) { p.head_dim_v = -16; }, "head_dim_v", "(got -16)");
-  expect_problem_error([](auto& p) { p.q_len = 0; }, "q_len", "must be in [1, 256]");
+  expect_problem_error([](auto& p) { p.q_len = 0; }, "q_len", "must be in [1, 8192]");
   expect_problem_error([](auto& p) { p.q_len = 6; }, "seq_lens", "seq_lens[0] = 5");
   expect_problem_error([](auto& p) { p.variant.window_left = -5; }, "window_left", "(got -5)");
   expect_problem_error([](auto& p) { p.variant.softcap = -1.0f; }, "softcap", "finite and >= 0");

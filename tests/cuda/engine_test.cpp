@@ -210,6 +210,7 @@ TEST_F(CudaEngineTest, RandomProblems) {
   lim.max_len = 2000;
   lim.bias = false;          // the CUDA engine does not take a bias yet
   lim.block_kv = false;      // nor ggml's block formats
+  lim.mixed_queries = false;  // nor per-request query counts
   lim.value_widths = false;  // nor K and V of different widths
   lim.max_workers = 1000;
   lim.max_group = 40;

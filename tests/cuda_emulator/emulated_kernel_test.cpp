@@ -63,6 +63,7 @@ TEST(EmulatedKernel, RandomProblemsAgainstTheReference) {
   limits.max_batch = 4;
   limits.bias = false;      // the CUDA engine does not take a bias yet
   limits.block_kv = false;  // nor ggml's block formats
+  limits.mixed_queries = false;  // nor per-request query counts
   limits.max_kv_heads = 2;
   limits.max_len = 300;
   limits.max_workers = 24;

@@ -3,10 +3,10 @@
 // built with ggml's own API the way llama.cpp builds them (K and V as permuted views of a larger
 // cache, several streams, padded masks), masks with holes (several sequences interleaved in one
 // unified cache, sliding windows, empty rows, test-backend-ops' random additive masks), ALiBi from
-// max_bias, soft-cap, sinks, 1 to 8 query rows, odd GQA ratios, f16 / bf16 / f32 caches, q8_0
-// and q4_0 caches quantized by ggml's own quantizer and decoded for the oracle by ggml's own
-// to_float, and several thread counts. The output is poisoned (NaN) first. Then every decline, by
-// reason.
+// max_bias, soft-cap, sinks, 1 to 8 query rows and prompt micro-batches of 9 to 300, odd GQA
+// ratios, f16 / bf16 / f32 caches, q8_0 and q4_0 caches quantized by ggml's own quantizer and
+// decoded for the oracle by ggml's own to_float, and several thread counts. The output is poisoned
+// (NaN) first. Then every decline, by reason.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -159,16 +159,17 @@ std::vector<float> mask_row(const NodeSpec& s, std::int64_t stream, std::int64_t
 
 // Builds the node as llama.cpp's graph does: q from a [d, heads, rows, streams] tensor, K and V
 // as views of a [d * kv_heads, kv_size, streams] cache (V: dv wide, or the first dv values of K's
-// rows with v_in_k), the mask padded to 8 rows.
+// rows with v_in_k), the mask padded to a multiple of 8 rows.
 void build(Node& out, const NodeSpec& s, std::uint32_t seed) {
   std::mt19937 rng(seed);
+  const std::int64_t mask_rows = (std::max<std::int64_t>(s.rows, 8) + 7) / 8 * 8;
   const std::int64_t kv_size = s.kv_size > 0 ? s.kv_size : s.n_kv + 37;
   const ggml_type types[2] = {s.kv, s.v == GGML_TYPE_COUNT ? s.kv : s.v};  // K, V
   const std::size_t es = std::max(ggml_type_size(types[0]), ggml_type_size(types[1]));
   const std::size_t bytes = static_cast<std::size_t>(
       (s.d * s.heads * s.rows * s.streams * 2 + s.heads) * 4 +
       2 * s.d * s.kv_heads * kv_size * s.streams * static_cast<std::int64_t>(es) +
-      s.n_kv * 8 * s.mask_heads * s.streams * 2 + (1 << 20));
+      s.n_kv * mask_rows * s.mask_heads * s.streams * 2 + (1 << 20));
   out.ctx = ggml_init({bytes, nullptr, false});
   ggml_context* ctx = out.ctx;
   ggml_tensor* q = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, s.d, s.heads, s.rows, s.streams);
@@ -191,10 +192,10 @@ void build(Node& out, const NodeSpec& s, std::uint32_t seed) {
   }
   ggml_tensor* mask = nullptr;
   if (s.mask != MaskKind::none) {
-    mask = ggml_new_tensor_4d(ctx, GGML_TYPE_F16, s.n_kv, 8, s.mask_heads, s.streams);
+    mask = ggml_new_tensor_4d(ctx, GGML_TYPE_F16, s.n_kv, mask_rows, s.mask_heads, s.streams);
     for (std::int64_t st = 0; st < s.streams; ++st) {
       for (std::int64_t g = 0; g < s.mask_heads; ++g) {
-        for (std::int64_t r = 0; r < 8; ++r) {  // rows past `rows`: padding, never read
+        for (std::int64_t r = 0; r < mask_rows; ++r) {  // rows past `rows`: padding, never read
           const std::vector<float> m = mask_row(s, st, std::min(r, s.rows - 1), g, rng);
           for (std::int64_t j = 0; j < s.n_kv; ++j) {
             set_value(mask, j * mask->nb[0] + r * mask->nb[1] + g * mask->nb[2] + st * mask->nb[3],
@@ -284,7 +285,7 @@ void expect_matches(const NodeSpec& s, std::uint32_t seed, const std::string& wh
   for (std::int32_t threads : {1, 3}) {
     Node n;
     build(n, s, seed);
-    ASSERT_EQ(why_not(n.node), "") << what;
+    ASSERT_EQ(why_not(n.node, true), "") << what;
     FlashAttnRunner runner;
     runner.set_threads(threads);
     runner.run(n.node);
@@ -315,6 +316,48 @@ TEST(FlashAttnNode, DecodeStepsAsLlamaCppBuildsThem) {
 
 // K and V of different types, as llama.cpp's -ctk and -ctv make them: every pair of f16, q8_0
 // and q4_0, two streams of several rows.
+// Prompt micro-batches (more than kMaxRows rows: each stream one request of that many query
+// tokens, the mask read in place): a causal prompt, a window, llama-server's interleaved slots,
+// random masks with hidden runs and a hidden head group, per-head masks with soft-cap and sinks,
+// two streams, f16 and q8_0 caches; ALiBi on a prompt stays on ggml.
+TEST(FlashAttnNode, PromptMicroBatches) {
+  std::uint32_t seed = 900;
+  for (const MaskKind mask :
+       {MaskKind::prefix, MaskKind::window, MaskKind::sequences, MaskKind::random}) {
+    for (const std::int64_t rows : {9, 64, 300}) {
+      NodeSpec s;
+      s.rows = rows;
+      s.n_kv = rows + 400;
+      s.mask = mask;
+      s.streams = rows == 64 ? 2 : 1;
+      s.kv = rows == 9 ? GGML_TYPE_Q8_0 : GGML_TYPE_F16;
+      s.mask_heads = mask == MaskKind::random ? s.heads : 1;
+      expect_matches(
+          s, seed++,
+          "mask " + std::to_string(static_cast<int>(mask)) + " rows " + std::to_string(rows));
+    }
+  }
+  NodeSpec extras;
+  extras.rows = 40;
+  extras.n_kv = 90;
+  extras.softcap = 20.0f;
+  extras.sinks = true;
+  expect_matches(extras, seed++, "softcap + sinks");
+  NodeSpec alibi = extras;
+  alibi.mask = MaskKind::alibi;
+  alibi.max_bias = 8.0f;
+  Node n;
+  build(n, alibi, seed);
+  EXPECT_NE(why_not(n.node).find("max_bias"), std::string::npos) << why_not(n.node);
+  // Where ggml computes row by row (q8_0, or fewer than 64 rows), the backend takes prompts.
+  NodeSpec q8;
+  q8.rows = 64;
+  q8.kv = GGML_TYPE_Q8_0;
+  Node taken;
+  build(taken, q8, seed);
+  EXPECT_EQ(why_not(taken.node), "");
+}
+
 TEST(FlashAttnNode, KAndVOfDifferentTypes) {
   std::uint32_t seed = 60;
   const ggml_type types[] = {GGML_TYPE_F16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0};
@@ -440,7 +483,11 @@ TEST(FlashAttnNode, DeclinesWhatItDoesNotComputeByReason) {
          s.dv = 48;
        }},
       {"head size 592", [](NodeSpec& s) { s.d = 592; }},
-      {"rows: 9", [](NodeSpec& s) { s.rows = 9; }},
+      {"rows: more query rows than cells",
+       [](NodeSpec& s) {
+         s.rows = 9;
+         s.n_kv = 8;
+       }},
       {"mask: per-head groups", [](NodeSpec& s) { s.mask_heads = 2; }},
   };
   for (const auto& [reason, change] : specs) {
@@ -452,6 +499,17 @@ TEST(FlashAttnNode, DeclinesWhatItDoesNotComputeByReason) {
     EXPECT_NE(why.find(reason), std::string::npos) << reason << ": " << why;
     FlashAttnRunner runner;
     EXPECT_ANY_THROW(runner.run(n.node)) << reason;
+  }
+  // A prompt on ggml's tiled path stays there: a preference, not a shape rule (run() takes it).
+  {
+    NodeSpec s;
+    s.rows = 64;
+    Node n;
+    build(n, s, 7);
+    EXPECT_NE(why_not(n.node).find("rows: 64 query rows on f16 K and V stay on ggml's tiled path"),
+              std::string::npos)
+        << why_not(n.node);
+    EXPECT_EQ(why_not(n.node, true), "");
   }
   // The n_kv_max sparsity hint of newer versions.
   Node n;

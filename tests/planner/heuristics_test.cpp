@@ -22,6 +22,14 @@ TEST(Heuristics, DefaultTileTokens) {
   EXPECT_EQ(default_tile_tokens(576, 512), 64);   // absorbed MLA
 }
 
+TEST(Heuristics, TileWeightsWorkedExample) {
+  // 32/8 heads, d 128, f16: a decode row (4 rows) and a 128-token chunk (512 rows).
+  EXPECT_EQ(tile_weights({4, 512}, 512, 128, 128), (std::vector<std::int64_t>{5, 259}));
+  // Equal rows weigh 1 each: the plain cut of decode. No query row: the bytes alone.
+  EXPECT_EQ(tile_weights({4, 4, 4}, 512, 128, 128), (std::vector<std::int64_t>{1, 1, 1}));
+  EXPECT_EQ(tile_weights({0, 4}, 512, 128, 128), (std::vector<std::int64_t>{3, 5}));
+}
+
 TEST(Heuristics, Fa2SplitsWorkedExample) {
   // 1 request x 8 KV heads on 132 workers, 1024 tiles: 14 splits (see heuristics.hpp).
   EXPECT_EQ(fa2_num_splits(8, 132, 1024, 128), 14);

@@ -54,6 +54,19 @@ double widen_cycles(DType t, const VectorCosts& c) {
   return w.f16 * c.f16_widen + w.bf16 * c.bf16_widen + w.integer * c.int_op;
 }
 
+// Query rows that read each token of a KV head: the pair's rows, or in a mixed batch their mean
+// weighted by the tokens each request reads (a request of no query token reads none).
+double rows_per_token_head(const DecodeProblem& p) {
+  if (!p.has_query_start_loc()) return p.pair_rows();
+  double rows = 0.0, tokens = 0.0;
+  for (std::int32_t b = 0; b < p.batch(); ++b) {
+    if (p.query_len(b) == 0) continue;
+    rows += static_cast<double>(p.seq_lens[static_cast<std::size_t>(b)]) * p.pair_rows(b);
+    tokens += p.seq_lens[static_cast<std::size_t>(b)];
+  }
+  return tokens > 0.0 ? rows / tokens : p.pair_rows();
+}
+
 }  // namespace
 
 VectorCosts assumed_vector_costs(SimdShape simd) {
@@ -72,7 +85,7 @@ ComputeCeiling compute_ceiling(const DecodeProblem& p, SimdShape simd, double cl
   // bf16 dot products: one instruction per 2 x lanes values of q . k, K not widened.
   const bool dot =
       simd.bf16_dot && p.q_dtype == DType::bf16 && k == DType::bf16 && p.head_dim % 32 == 0;
-  c.fma = p.pair_rows() * ((dot ? d / 2 : d) + dv) / lanes;
+  c.fma = rows_per_token_head(p) * ((dot ? d / 2 : d) + dv) / lanes;
   const double k_widened = dot ? 0.0 : d / lanes, v_widened = dv / lanes;  // vectors
   c.widen = k_widened * widen_count(k, simd.f16_instruction) +
             v_widened * widen_count(v, simd.f16_instruction);

@@ -2,7 +2,8 @@
 // allow per token x KV head, before any memory traffic, and the GB/s of K and V that this means.
 // Per token x KV head the kernel must do, in vectors of `lanes` floats:
 //   FMAs     2 x rows x head_dim / lanes   (q.k for every query row, then p x v), rows = q_len x
-//                                          the GQA group;
+//                                          the GQA group (a mixed batch: their mean over the
+//                                          tokens read);
 //   widening 2 x head_dim / lanes x ops    (K and V to f32 once each: 1 op for f16 with an
 //                                          instruction (F16C, AVX-512) and for bf16 (a shift),
 //                                          kEmulatedF16Ops for f16 without one, 0 for f32);

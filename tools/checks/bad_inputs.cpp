@@ -106,11 +106,33 @@ std::vector<BadInput> bad_inputs() {
   v.push_back(problem_rule("head_dim_v not a multiple of 16", "head_dim_v", "multiple of 16",
                            [](auto& p) { p.head_dim_v = 8; }));
   v.push_back(
-      problem_rule("q_len 0", "q_len", "must be in [1, 256]", [](auto& p) { p.q_len = 0; }));
-  v.push_back(problem_rule("q_len too large", "q_len", "must be in [1, 256]",
-                           [](auto& p) { p.q_len = 300; }));
+      problem_rule("q_len 0", "q_len", "must be in [1, 8192]", [](auto& p) { p.q_len = 0; }));
+  v.push_back(problem_rule("q_len too large", "q_len", "must be in [1, 8192]",
+                           [](auto& p) { p.q_len = 8193; }));
   v.push_back(problem_rule("q_len over a non-empty length", "seq_lens", "must be 0 or >= q_len",
                            [](auto& p) { p.q_len = 20; }));
+  v.push_back(problem_rule("query_start_loc of the wrong size", "query_start_loc",
+                           "must hold batch + 1", [](auto& p) {
+                             p.query_start_loc = {0, 1};
+                           }));
+  v.push_back(problem_rule("query_start_loc not from 0", "query_start_loc", "must start at 0",
+                           [](auto& p) { p.query_start_loc.assign(p.seq_lens.size() + 1, 1); }));
+  v.push_back(problem_rule("query_start_loc decreasing", "query_start_loc", "must not decrease",
+                           [](auto& p) {
+                             p.query_start_loc.assign(p.seq_lens.size() + 1, 0);
+                             p.query_start_loc[1] = 1;
+                           }));
+  v.push_back(
+      problem_rule("query count over q_len", "query_start_loc", "more than q_len", [](auto& p) {
+        p.query_start_loc.assign(p.seq_lens.size() + 1, 0);
+        for (std::size_t b = 1; b < p.query_start_loc.size(); ++b) p.query_start_loc[b] = 2;
+      }));
+  v.push_back(problem_rule("query count over a non-empty length", "seq_lens",
+                           "request 0's query token count", [](auto& p) {
+                             p.q_len = 8192;
+                             p.query_start_loc.assign(p.seq_lens.size() + 1, 8000);
+                             p.query_start_loc[0] = 0;
+                           }));
   v.push_back(problem_rule("negative window", "window_left", ">= 0, or -1",
                            [](auto& p) { p.variant.window_left = -2; }));
   v.push_back(problem_rule("negative softcap", "softcap", "finite and >= 0",

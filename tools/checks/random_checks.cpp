@@ -58,7 +58,13 @@ std::string describe(const DecodeProblem& p, std::int32_t workers, std::int32_t 
   os << " seq_lens";
   for (std::size_t i = 0; i < p.seq_lens.size(); ++i) os << (i ? "," : " ") << p.seq_lens[i];
   if (p.layout == KvLayout::paged) os << " paged " << p.page_size;
-  if (p.q_len != 1) os << " q_len " << p.q_len;
+  if (p.has_query_start_loc()) {
+    os << " query_start_loc";
+    for (std::size_t i = 0; i < p.query_start_loc.size(); ++i)
+      os << (i ? "," : " ") << p.query_start_loc[i];
+  } else if (p.q_len != 1) {
+    os << " q_len " << p.q_len;
+  }
   const AttentionVariant& v = p.variant;
   if (!v.causal) os << " non-causal";
   if (v.has_window()) os << " window " << v.window_left;
@@ -194,6 +200,7 @@ CaseReport reproducibility_case(std::uint64_t seed, std::int64_t index, Executor
   harness::RandomLimits lim;
   lim.max_len = 3000;
   lim.max_batch = 6;
+  lim.mixed_queries = false;  // companions below repeat request 0's q_len rows
   harness::RandomCase rc = harness::random_case(rng, lim);
   DecodeProblem p = rc.problem;
   p.layout = KvLayout::contiguous;  // companions below reuse the same cache rows

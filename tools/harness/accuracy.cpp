@@ -23,9 +23,9 @@ double unit_roundoff(DType type) {
   }
 }
 
-// Index of a row in [batch, q_len, q_heads] order (out and lse of a dense HostCase).
+// Index of a row in [query tokens, q_heads] order (out and lse of a dense HostCase).
 std::size_t out_row(const DecodeProblem& p, const reference::RowId& r) {
-  return (static_cast<std::size_t>(r.request) * p.q_len + r.query) * p.q_heads + r.q_head;
+  return static_cast<std::size_t>(p.query_start(r.request) + r.query) * p.q_heads + r.q_head;
 }
 
 const double kU32 = std::ldexp(1.0, -24);
@@ -69,7 +69,7 @@ double lse_tolerance(const RowScale& row, double ref_lse) {
 std::vector<reference::RowId> all_rows(const DecodeProblem& p) {
   std::vector<reference::RowId> rows;
   for (std::int32_t b = 0; b < p.batch(); ++b) {
-    for (std::int32_t i = 0; i < p.q_len; ++i) {
+    for (std::int32_t i = 0; i < p.query_len(b); ++i) {
       for (std::int32_t qh = 0; qh < p.q_heads; ++qh) rows.push_back({b, qh, i});
     }
   }
@@ -77,19 +77,27 @@ std::vector<reference::RowId> all_rows(const DecodeProblem& p) {
 }
 
 std::vector<reference::RowId> sample_rows(const DecodeProblem& p, std::int32_t count) {
-  const std::int64_t per_request = static_cast<std::int64_t>(p.q_len) * p.q_heads;
-  const std::int64_t total = p.batch() * per_request;
+  const std::int64_t total = p.total_queries() * p.q_heads;
   if (total <= count) return all_rows(p);
+  // The request holding query token `token` (of the batch's order, DecodeProblem::query_start).
+  auto request_of = [&](std::int64_t token) {
+    if (!p.has_query_start_loc()) return static_cast<std::int32_t>(token / p.q_len);
+    const auto& loc = p.query_start_loc;
+    return static_cast<std::int32_t>(std::upper_bound(loc.begin(), loc.end(), token) - loc.begin() -
+                                     1);
+  };
   std::vector<reference::RowId> rows;
-  const auto longest = static_cast<std::int32_t>(
-      std::max_element(p.seq_lens.begin(), p.seq_lens.end()) - p.seq_lens.begin());
-  rows.push_back({longest, p.q_heads - 1, p.q_len - 1});
+  std::int32_t longest = -1;  // the longest request with query tokens: its last row
+  for (std::int32_t b = 0; b < p.batch(); ++b) {
+    if (p.query_len(b) > 0 && (longest < 0 || p.seq_lens[b] > p.seq_lens[longest])) longest = b;
+  }
+  rows.push_back({longest, p.q_heads - 1, p.query_len(longest) - 1});
   for (std::int32_t i = 0; i + 1 < count; ++i) {
     const std::int64_t k = i * (total - 1) / std::max(1, count - 2);
-    const std::int64_t in_request = k % per_request;
-    rows.push_back({static_cast<std::int32_t>(k / per_request),
-                    static_cast<std::int32_t>(in_request % p.q_heads),
-                    static_cast<std::int32_t>(in_request / p.q_heads)});
+    const std::int64_t token = k / p.q_heads;
+    const std::int32_t b = request_of(token);
+    rows.push_back({b, static_cast<std::int32_t>(k % p.q_heads),
+                    static_cast<std::int32_t>(token - p.query_start(b))});
   }
   return rows;
 }

@@ -189,14 +189,14 @@ void write_float(void* dst, DType type, std::int64_t i, float f) {
   }
 }
 
-// The variant bias (see make_case): [batch, q_len, heads, keys] in p.bias_dtype.
+// The variant bias (see make_case): [query tokens, heads, keys] in p.bias_dtype (query_index).
 void fill_bias(HostCase& c, const DecodeProblem& p, std::int32_t keys, std::uint64_t seed) {
   const std::int64_t heads = seed % 2 == 1 ? 1 : p.q_heads;
   const std::int64_t n = std::max(keys, 1);
   c.bias_stride_head = heads == 1 ? 0 : n;
   c.bias_stride_token = heads * n;
-  c.bias_stride_batch = p.q_len * heads * n;
-  const std::int64_t rows = p.batch() * p.q_len * heads;
+  c.bias_stride_batch = p.has_query_start_loc() ? 0 : p.q_len * heads * n;
+  const std::int64_t rows = p.total_queries() * heads;
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   const float inf = std::numeric_limits<float>::infinity();
@@ -261,8 +261,7 @@ HostCase make_case(DecodeProblem p, std::uint64_t seed, bool shared_kv) {
       }
     }
   }
-  const std::int64_t q_elems =
-      static_cast<std::int64_t>(p.batch()) * p.q_len * p.q_heads * p.head_dim;
+  const std::int64_t q_elems = p.total_queries() * p.q_heads * p.head_dim;
   c.q.resize(static_cast<std::size_t>(q_elems) * dtype_size(p.q_dtype));
   const std::int64_t out_elems = q_elems / std::max(p.head_dim, 1) * p.value_dim();
   c.out.resize(static_cast<std::size_t>(out_elems) * dtype_size(p.q_dtype));
@@ -275,7 +274,7 @@ HostCase make_case(DecodeProblem p, std::uint64_t seed, bool shared_kv) {
   c.k.resize(kv_buffer_bytes(p.kv_dtype, p.head_dim));
   c.v.resize(shared_kv ? 0 : kv_buffer_bytes(p.value_dtype(), p.value_dim()));
   c.shared_kv = shared_kv;
-  c.lse.resize(static_cast<std::size_t>(p.batch()) * p.q_len * p.q_heads);
+  c.lse.resize(static_cast<std::size_t>(p.total_queries()) * p.q_heads);
   if (p.variant.sinks) {
     c.sinks.resize(static_cast<std::size_t>(p.q_heads));
     fill_normal(c.sinks.data(), DType::f32, p.q_heads, seed * 3 + 4);

@@ -79,7 +79,7 @@ std::int64_t kv_offset(const DecodeProblem& p, const DecodeTensors& t, const KvS
 NaiveBaseline naive_same_precision(const DecodeProblem& p, const DecodeTensors& t) {
   std::vector<reference::RowId> rows;
   for (std::int32_t b = 0; b < p.batch(); ++b) {
-    for (std::int32_t i = 0; i < p.q_len; ++i) {
+    for (std::int32_t i = 0; i < p.query_len(b); ++i) {
       for (std::int32_t qh = 0; qh < p.q_heads; ++qh) rows.push_back({b, qh, i});
     }
   }
@@ -104,14 +104,16 @@ NaiveBaseline naive_same_precision(const DecodeProblem& p, const DecodeTensors& 
     if (n == 0) continue;
     const std::int32_t h = qh / (p.q_heads / p.kv_heads);
     // The keys this query sees and its position (the variants: docs/numerics.md).
-    const KeyRange seen = visible_keys(n, p.q_len, query, var.causal, var.window_left);
-    const std::int64_t pos = query_position(n, p.q_len, query);
+    const std::int32_t q_count = p.query_len(b);
+    const KeyRange seen = visible_keys(n, q_count, query, var.causal, var.window_left);
+    const std::int64_t pos = query_position(n, q_count, query);
+    const QueryIndex at = query_index(p, b, query);
     const std::int64_t q_base =
-        b * t.q_stride_batch + query * t.q_stride_token + qh * t.q_stride_head;
+        at.batch * t.q_stride_batch + at.token * t.q_stride_token + qh * t.q_stride_head;
     s.assign(static_cast<std::size_t>(seen.end - seen.begin), 0.0f);
     float m = var.sinks ? t.sinks[qh] : -std::numeric_limits<float>::infinity();
     const std::int64_t bias_row =
-        b * t.bias_stride_batch + query * t.bias_stride_token + qh * t.bias_stride_head;
+        at.batch * t.bias_stride_batch + at.token * t.bias_stride_token + qh * t.bias_stride_head;
     double score_abs = 0.0;
     for (std::int64_t j = seen.begin; j < seen.end; ++j) {
       float dot = 0.0f, dot_abs = 0.0f;

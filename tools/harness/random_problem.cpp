@@ -35,6 +35,35 @@ void draw_variant(std::mt19937_64& rng, std::int32_t tile, std::int32_t max_len,
   v.alibi = uniform(rng, 0, 3) == 0;
 }
 
+// A mixed batch: per-request query counts (query_start_loc) of 0, 1 (decode rows) and prefill
+// chunks of 2 to 12 tokens (the fp64 checks stay quick; tests/cpu/mixed_batch_test.cpp has a
+// 300-token prompt), a whole short request among them; q_len becomes their bound.
+void draw_query_counts(std::mt19937_64& rng, DecodeProblem& p) {
+  p.query_start_loc.assign(1, 0);
+  std::int32_t most = 1;
+  for (const std::int32_t len : p.seq_lens) {
+    std::int32_t n = 0;
+    switch (uniform(rng, 0, 5)) {
+      case 0:
+        n = 0;
+        break;
+      case 1:
+      case 2:
+        n = len == 0 ? 0 : 1;
+        break;
+      case 3:
+        n = std::min(len, 12);  // the whole request when short: a prompt
+        break;
+      default:
+        n = len == 0 ? uniform(rng, 0, 3) : uniform(rng, 1, std::min(len, 12));
+        break;
+    }
+    most = std::max(most, n);
+    p.query_start_loc.push_back(p.query_start_loc.back() + n);
+  }
+  p.q_len = most;
+}
+
 }  // namespace
 
 RandomCase random_case(std::mt19937_64& rng, const RandomLimits& lim) {
@@ -84,6 +113,7 @@ RandomCase random_case(std::mt19937_64& rng, const RandomLimits& lim) {
   }
   if (lim.long_len > lim.max_len) p.seq_lens[0] = uniform(rng, lim.max_len + 1, lim.long_len);
   if (lim.variants) draw_variant(rng, t, lim.max_len, p);
+  if (lim.variants && lim.mixed_queries && uniform(rng, 0, 3) == 0) draw_query_counts(rng, p);
   if (uniform(rng, 0, 2) == 0) {
     p.layout = KvLayout::paged;
     p.page_size = pick(rng, std::array{1, 3, 16, 128});

@@ -1,8 +1,9 @@
 // Random decode problems for property tests, `leanattn check` and the fuzzer's seeds: GQA
 // ratios (powers of two and not), ragged and empty lengths around the tile size, contiguous and
-// paged layouts with small and large pages, every dtype, and the attention variants (q_len up
-// to 8, windows shorter and longer than the sequence and on tile edges, soft-caps near the score
-// range, sinks, ALiBi, a per-key bias with hidden runs) alone and combined.
+// paged layouts with small and large pages, every dtype, mixed batches (per-request query
+// counts up to 12), and the attention variants (q_len up to 8, windows shorter and longer than the
+// sequence and on tile edges, soft-caps near the score range, sinks, ALiBi, a per-key bias with
+// hidden runs) alone and combined.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,9 @@ struct RandomLimits {
                               //   (f32, f16 or bf16); off for the CUDA engine, which lacks it
   bool block_kv = true;       // a fifth of the cases with head_dim a multiple of 32 get a K/V
                               //   cache in ggml's q8_0 or q4_0 (off for the CUDA engine)
+  bool mixed_queries = true;  // with variants, a quarter of the cases get per-request query
+                              //   counts (query_start_loc: decode rows beside prefill chunks);
+                              //   off for the CUDA engine, which takes one q_len
   bool value_widths = true;   // a sixth of the cases get V narrower than K (head_dim_v), half of
                               //   them V in K's rows (shared_kv), some absorbed-MLA shaped (one
                               //   KV head, K 576 / V 512); off for the CUDA engine
