@@ -40,9 +40,10 @@ struct EngineOptions {
   std::int32_t workers = 0;  // persistent threads; 0 = one per available core
   std::string simd{};        // SIMD target ("AVX3", "AVX2", "SSE4", "EMU128"); "" = best here
   bool pin_threads = false;  // bind thread i to core i (benchmarks)
-  // Problems whose K and V are at most this many bytes run every plan worker in turn on the
-  // calling thread: waking the pool costs more than it saves (microseconds per call, more on a
-  // busy machine). Outputs are bitwise the same either way. 0 = always use the pool.
+  // Problems whose K and V bytes times q_len (the query tokens that read them: a prefill chunk
+  // at small depth is not a small problem) are at most this many run every plan worker in turn
+  // on the calling thread: waking the pool costs more than it saves (microseconds per call, more
+  // on a busy machine). Outputs are bitwise the same either way. 0 = always use the pool.
   std::int64_t inline_kv_bytes = 0;
   // Set: every run's `workers` threads are the caller's (ParallelFor), the engine starts none
   // and pin_threads does not apply. Unset: the engine's own pool of workers - 1 threads.

@@ -77,9 +77,10 @@ inline constexpr std::int64_t kFmasPerKvByte = 3;
 // of the pair and does (head_dim + head_dim_v) FMAs per row and token, so per token
 //   cost[b] = kv_row_bytes x kFmasPerKvByte + rows[b] x (head_dim + head_dim_v)
 // (the two add up: docs/cpu-engine.md measures that they barely overlap), divided by the gcd of
-// them all, so that equal rows give weights of 1 (the plain cut of decode). rows[b]: query rows
-// per pair of request b (its query tokens x the GQA group); kv_row_bytes: one token's K and V
-// bytes of one KV head.
+// those of the requests with rows, so that equal rows give weights of 1 (the plain cut of
+// decode); a request of no row plans no tile and weighs 1. rows[b]: query rows per pair of
+// request b (its query tokens x the GQA group); kv_row_bytes: one token's K and V bytes of one KV
+// head.
 //   32 query / 8 KV heads, d 128, f16 (kv_row_bytes 512): a decode row (4 rows) costs 1536 +
 //   1024 = 2560, a 128-token prefill chunk (512 rows) 1536 + 131072 = 132608; their gcd 512 ->
 //   weights 5 and 259: a chunk's tile counts as 52 decode tiles.

@@ -58,6 +58,11 @@ PlanOptions resolve_plan_options(const PlanOptions& options, PlanTarget target);
 Plan make_plan(const DecodeProblem& problem, const Hardware& hardware,
                const PlanOptions& options = {});
 
+// The cost of one lean tile of each request that lean (not batch-invariant) cuts `problem`'s
+// line by: tile_weights() (heuristics.hpp) of its rows for a mixed batch (query_start_loc); empty
+// otherwise (every tile alike).
+std::vector<std::int64_t> lean_tile_weights(const DecodeProblem& problem);
+
 // Throws Error("plan", ...) unless `plan` was made for `problem`'s shape and lengths.
 void check_plan_matches(const Plan& plan, const DecodeProblem& problem);
 

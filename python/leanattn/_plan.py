@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple, Union
 
+import numpy as np
 
 from . import _arrays
 from . import _leanattn as _ext
@@ -159,8 +160,10 @@ class Plan:
         head_dim_v values of K's rows)."""
         from ._decode import decode
 
+        starts = self._impl.query_start_loc
         return decode(q, k_cache, v_cache, self._impl.seq_lens, block_table=block_table,
-                      scale=scale, workers=workers, return_lse=return_lse, plan=self)
+                      scale=scale, workers=workers, return_lse=return_lse, plan=self,
+                      query_start_loc=np.asarray(starts, np.int32) if starts else None)
 
 
 def plan(

@@ -46,6 +46,10 @@ Plan make_plan(const SeqLensArray& seq_lens, std::int32_t q_heads, std::int32_t 
     p.head_dim_v = head_dim_v;
     p.seq_lens.assign(seq_lens.data(), seq_lens.data() + seq_lens.shape(0));
     if (query_start_loc) {  // q_len: the counts' bound, as decode reads it
+      require(query_start_loc->shape(0) >= 2, "query_start_loc", [&] {
+        return "must hold batch + 1 >= 2 prefix sums (got " +
+               std::to_string(query_start_loc->shape(0)) + " entries)";
+      });
       const std::int32_t* s = query_start_loc->data();
       p.query_start_loc.assign(s, s + query_start_loc->shape(0));
       std::int64_t most = 1;

@@ -36,7 +36,10 @@ void attach_arrays(DecodeViews& views, const Array& out, const Array* lse) {
   views.tensors.out_stride_token = views.packed ? os[0] : o ? os[1] : 0;
   views.tensors.out_stride_head = os[1 + o];
   if (lse == nullptr) return;
-  require_ndim(*lse, 2 + o, "lse_out", o ? "[batch, q_len, q_heads]" : "[batch, q_heads]");
+  require_ndim(*lse, 2 + o, "lse_out",
+               views.packed ? "[total query tokens, q_heads]"
+               : o          ? "[batch, q_len, q_heads]"
+                            : "[batch, q_heads]");
   require_device(*lse, views.device, "lse_out");
   const auto lt = lse->dtype();
   if (!is_scalar(lt, nb::dlpack::dtype_code::Float, 32)) {

@@ -436,7 +436,7 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
                plan.head_dim_v);
   }
 
-  if (problem.kv_bytes(shares_kv(tensors)) <= impl_->inline_kv_bytes) {
+  if (problem.kv_bytes(shares_kv(tensors)) * problem.q_len <= impl_->inline_kv_bytes) {
     // A small problem: every worker's segments in turn on this thread (EngineOptions).
     for (std::int32_t w = 0; w < plan.workers; ++w) {
       run_worker(cx, plan.worker_segments(w), impl_->scratch[0]);

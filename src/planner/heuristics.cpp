@@ -74,13 +74,14 @@ std::vector<std::int64_t> tile_weights(const std::vector<std::int32_t>& rows,
                                        std::int32_t head_dim_v) {
   std::vector<std::int64_t> weights;
   weights.reserve(rows.size());
-  std::int64_t common = 0;
+  std::int64_t common = 0;  // over the requests with rows: the others plan no tile
   for (const std::int32_t r : rows) {
-    weights.push_back(kv_row_bytes * kFmasPerKvByte +
-                      static_cast<std::int64_t>(r) * (head_dim + head_dim_v));
+    weights.push_back(r == 0 ? 0
+                             : kv_row_bytes * kFmasPerKvByte +
+                                   static_cast<std::int64_t>(r) * (head_dim + head_dim_v));
     common = std::gcd(common, weights.back());
   }
-  for (std::int64_t& w : weights) w /= std::max<std::int64_t>(common, 1);
+  for (std::int64_t& w : weights) w = w == 0 ? 1 : w / common;
   return weights;
 }
 

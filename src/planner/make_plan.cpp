@@ -35,9 +35,9 @@ void validate_options(const Hardware& hw, const PlanOptions& opt) {
           [] { return "applies to the split strategy only"; });
 }
 
-// Lean's cost of one tile of each request (tile_weights): for a mixed batch, whose requests have
-// different query rows; empty (every tile alike) otherwise.
-std::vector<std::int64_t> mixed_batch_weights(const DecodeProblem& p) {
+}  // namespace
+
+std::vector<std::int64_t> lean_tile_weights(const DecodeProblem& p) {
   if (!p.has_query_start_loc()) return {};
   std::vector<std::int32_t> rows(p.seq_lens.size());
   for (std::int32_t b = 0; b < p.batch(); ++b) rows[static_cast<std::size_t>(b)] = p.pair_rows(b);
@@ -47,8 +47,6 @@ std::vector<std::int64_t> mixed_batch_weights(const DecodeProblem& p) {
       row_units(v, p.value_dim()) * static_cast<std::int64_t>(dtype_size(v));
   return tile_weights(rows, kv_row, p.head_dim, p.value_dim());
 }
-
-}  // namespace
 
 PlanOptions resolve_plan_options(const PlanOptions& options, PlanTarget target) {
   PlanOptions o = options;
@@ -92,7 +90,7 @@ Plan make_plan(const DecodeProblem& problem, const Hardware& hardware,
     const auto r = static_cast<std::int32_t>(b);
     planned[b] = static_cast<std::int32_t>(plan.seq_lens[b] - plan.first_key(r));
   }
-  const std::vector<std::int64_t> weights = mixed_batch_weights(problem);
+  const std::vector<std::int64_t> weights = lean_tile_weights(problem);
   const planner::PairLine line =
       planner::make_pair_line(planned, problem.kv_heads, plan.tile_tokens, weights);
   plan.total_tiles = line.total();

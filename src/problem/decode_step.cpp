@@ -28,6 +28,10 @@ void refuse_lengths_on_host_planned_run() {
 }
 
 DecodeProblem step_problem(const DecodeProblem& shape, std::span<const std::int32_t> seq_lens) {
+  require(!shape.has_query_start_loc(), "query_start_loc", [] {
+    return "a step takes one q_len for every request (a mixed batch runs through an executor's "
+           "plan and run)";
+  });
   const auto capacity = shape.seq_lens.size();
   const std::int32_t bound =
       capacity == 0 ? 0 : *std::max_element(shape.seq_lens.begin(), shape.seq_lens.end());

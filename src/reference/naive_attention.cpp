@@ -126,6 +126,7 @@ void naive_row(const DecodeProblem& p, const DecodeTensors& t, RowId row, double
 }  // namespace
 
 Output naive_attention(const DecodeProblem& p, const DecodeTensors& t) {
+  validate(p);  // before query_start_loc is read
   std::vector<RowId> rows;
   for (std::int32_t b = 0; b < p.batch(); ++b) {
     const std::int32_t q_count = p.query_start_loc.empty()

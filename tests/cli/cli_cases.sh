@@ -61,7 +61,8 @@ expect 2 "${error}--shared-kv: needs V of K's type" 'probe: reading' bench --sha
 
 # Lengths: one flag names its own value; mixing the uniform and ragged forms is refused.
 # A mixed batch: its counts shown; a bad count named by its flag.
-expect 0 'query rows per kv_head' '' plan --seq-lens 900,7,40 --query-lens 30,1,0 --workers 2
+expect 0 'seq_lens 900,7,40, query tokens 30,1,0' '' plan --seq-lens 900,7,40 --query-lens 30,1,0 \
+  --workers 2
 expect 2 "${error}--query-lens: must be comma-separated whole numbers" '' plan --seq-lens 9,7 \
   --query-lens 3,x
 expect 2 "${error}--seq-lens: must be 0 or >= request 1's query token count 8" '' plan \

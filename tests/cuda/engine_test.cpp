@@ -208,10 +208,10 @@ TEST_F(CudaEngineTest, RandomProblems) {
   std::mt19937_64 rng(4242);
   harness::RandomLimits lim;
   lim.max_len = 2000;
-  lim.bias = false;          // the CUDA engine does not take a bias yet
-  lim.block_kv = false;      // nor ggml's block formats
+  lim.bias = false;           // the CUDA engine does not take a bias yet
+  lim.block_kv = false;       // nor ggml's block formats
   lim.mixed_queries = false;  // nor per-request query counts
-  lim.value_widths = false;  // nor K and V of different widths
+  lim.value_widths = false;   // nor K and V of different widths
   lim.max_workers = 1000;
   lim.max_group = 40;
   int checked = 0;

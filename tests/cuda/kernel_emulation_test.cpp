@@ -143,10 +143,10 @@ TEST(KernelEmulation, RandomProblems) {
   lim.quantized_kv =
       false;  // this arithmetic model reads 16-bit caches (8-bit: tools/cuda_emulator)
   lim.max_len = 400;
-  lim.bias = false;          // the CUDA engine does not take a bias yet
-  lim.block_kv = false;      // nor ggml's block formats
+  lim.bias = false;           // the CUDA engine does not take a bias yet
+  lim.block_kv = false;       // nor ggml's block formats
   lim.mixed_queries = false;  // nor per-request query counts
-  lim.value_widths = false;  // nor K and V of different widths
+  lim.value_widths = false;   // nor K and V of different widths
   lim.max_workers = 40;
   lim.max_group = 20;
   int checked = 0;

@@ -314,8 +314,6 @@ TEST(FlashAttnNode, DecodeStepsAsLlamaCppBuildsThem) {
   }
 }
 
-// K and V of different types, as llama.cpp's -ctk and -ctv make them: every pair of f16, q8_0
-// and q4_0, two streams of several rows.
 // Prompt micro-batches (more than kMaxRows rows: each stream one request of that many query
 // tokens, the mask read in place): a causal prompt, a window, llama-server's interleaved slots,
 // random masks with hidden runs and a hidden head group, per-head masks with soft-cap and sinks,
@@ -358,6 +356,8 @@ TEST(FlashAttnNode, PromptMicroBatches) {
   EXPECT_EQ(why_not(taken.node), "");
 }
 
+// K and V of different types, as llama.cpp's -ctk and -ctv make them: every pair of f16, q8_0
+// and q4_0, two streams of several rows.
 TEST(FlashAttnNode, KAndVOfDifferentTypes) {
   std::uint32_t seed = 60;
   const ggml_type types[] = {GGML_TYPE_F16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0};

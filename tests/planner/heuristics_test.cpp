@@ -25,9 +25,9 @@ TEST(Heuristics, DefaultTileTokens) {
 TEST(Heuristics, TileWeightsWorkedExample) {
   // 32/8 heads, d 128, f16: a decode row (4 rows) and a 128-token chunk (512 rows).
   EXPECT_EQ(tile_weights({4, 512}, 512, 128, 128), (std::vector<std::int64_t>{5, 259}));
-  // Equal rows weigh 1 each: the plain cut of decode. No query row: the bytes alone.
+  // Equal rows weigh 1 each, a request of no row (no tile) too: the plain cut of decode.
   EXPECT_EQ(tile_weights({4, 4, 4}, 512, 128, 128), (std::vector<std::int64_t>{1, 1, 1}));
-  EXPECT_EQ(tile_weights({0, 4}, 512, 128, 128), (std::vector<std::int64_t>{3, 5}));
+  EXPECT_EQ(tile_weights({4, 0, 4}, 512, 128, 128), (std::vector<std::int64_t>{1, 1, 1}));
 }
 
 TEST(Heuristics, Fa2SplitsWorkedExample) {

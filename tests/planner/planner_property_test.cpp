@@ -35,13 +35,24 @@ bool same_plan(const Plan& a, const Plan& b) {
 // may continue a pair started by another worker, only its last may leave tiles to another.
 // token_major: the same per KV head (whole tile rows are cut), loads within one row (kv_heads
 // tiles), and every segment of a worker in one request covers the same tiles.
-void expect_lean_shape(const Plan& plan) {
+// `weights`: lean's cost of a tile of each request (lean_tile_weights; empty: 1 each). A worker
+// takes the tiles that start in its share of the cost, so by cost its load is within one tile of
+// its share: loads differ by at most one tile (equal weights) or two of the dearest.
+void expect_lean_shape(const Plan& plan, const std::vector<std::int64_t>& weights = {}) {
   const bool rows = plan.order == LineOrder::token_major;
   const std::int32_t per_pair_ends = rows ? plan.kv_heads : 1;
-  std::int64_t lo = plan.total_tiles, hi = 0;
+  auto weight = [&](std::int32_t request) {
+    return weights.empty() ? std::int64_t{1} : weights[static_cast<std::size_t>(request)];
+  };
+  std::int64_t lo = -1, hi = 0, unit = 1;  // worker loads in cost; the largest tile's cost
   for (std::int32_t w = 0; w < plan.workers; ++w) {
-    lo = std::min(lo, plan.worker_tiles(w));
-    hi = std::max(hi, plan.worker_tiles(w));
+    std::int64_t load = 0;
+    for (const Segment& s : plan.worker_segments(w)) {
+      load += (s.tile_end - s.tile_begin) * weight(s.request);
+      if (s.tile_end > s.tile_begin) unit = std::max(unit, weight(s.request));
+    }
+    lo = lo < 0 ? load : std::min(lo, load);
+    hi = std::max(hi, load);
     for (std::int32_t h = 0; h < per_pair_ends; ++h) {
       std::vector<const Segment*> segs;
       for (const Segment& s : plan.worker_segments(w)) {
@@ -67,8 +78,8 @@ void expect_lean_shape(const Plan& plan) {
       }
     }
   }
-  EXPECT_LE(hi - lo, rows ? plan.kv_heads : 1)
-      << "lean loads must differ by at most one " << (rows ? "tile row" : "tile");
+  EXPECT_LE(hi - lo, (weights.empty() ? 1 : 2) * unit * (rows ? plan.kv_heads : 1))
+      << "lean loads must differ by at most one " << (rows ? "tile row" : "tile") << "'s cost";
   EXPECT_LE(plan.num_slots, 2 * plan.workers * per_pair_ends);
   const WorkspaceLayout ws = workspace_layout(plan);
   const std::int64_t bound =
@@ -90,7 +101,7 @@ TEST(PlannerProperties, RandomProblemsAllStrategies) {
     ASSERT_NO_THROW(check_plan(plan));
     EXPECT_TRUE(same_plan(plan, make_plan(c.problem, c.hardware, c.options)));
     if (c.options.strategy == Strategy::lean && !c.options.batch_invariant) {
-      expect_lean_shape(plan);
+      expect_lean_shape(plan, lean_tile_weights(c.problem));
     }
     if (c.options.strategy == Strategy::head) {
       EXPECT_TRUE(plan.reductions.empty());

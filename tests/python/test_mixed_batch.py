@@ -101,6 +101,7 @@ def test_a_plan_for_the_counts(rng):
     out = leanattn.decode(q, case.k, case.v, plan=plan, query_start_loc=starts)
     mine, _ = numpy_mixed(q, case.k, case.v, case.seq_lens, starts)
     assert_close(out, mine, "float32")
+    assert_close(plan.run(q, case.k, case.v), mine, "float32")  # the plan's own counts
     # The same tokens counted otherwise: 3 rows for the empty request, 12 for the chunk.
     other = starts_of([120, 1, 1, 3, 12, 0, 0])
     with pytest.raises(ValueError, match="^plan: was made for other query_start_loc"):

@@ -113,7 +113,6 @@ RandomCase random_case(std::mt19937_64& rng, const RandomLimits& lim) {
   }
   if (lim.long_len > lim.max_len) p.seq_lens[0] = uniform(rng, lim.max_len + 1, lim.long_len);
   if (lim.variants) draw_variant(rng, t, lim.max_len, p);
-  if (lim.variants && lim.mixed_queries && uniform(rng, 0, 3) == 0) draw_query_counts(rng, p);
   if (uniform(rng, 0, 2) == 0) {
     p.layout = KvLayout::paged;
     p.page_size = pick(rng, std::array{1, 3, 16, 128});
@@ -179,6 +178,8 @@ RandomCase random_case(std::mt19937_64& rng, const RandomLimits& lim) {
       p.head_dim_v = 512;
     }
   }
+  // After all of that: a mixed batch (per-request query counts).
+  if (lim.variants && lim.mixed_queries && uniform(rng, 0, 3) == 0) draw_query_counts(rng, p);
   return c;
 }
 
