@@ -19,9 +19,11 @@
 #      near-tie), and llama-perplexity's KL divergence against stock -fa off (f16) with 4-token
 #      micro-batches is no larger than stock -fa on's (the q8_0 run at half the lengths);
 #   6. the llama-cpp-python package as pip builds it (scripts/llama-cpp-python.sh, cached venv):
-#      the backend loaded with ggml_backend_load() computes every decode step's attention of
-#      SmolLM2, its logits as close to stock -fa off's as stock -fa on's are, and
-#      GGML_BACKEND_PATH alone does not load it (tests/llama_cpp/python_package_check.py).
+#      the backend loaded by `import leanattn.integrations.llama_cpp as lc; lc.enable()` (from
+#      where a wheel ships it) computes every decode step's attention of SmolLM2 (LEANATTN_GGML_STATS
+#      and lc.nodes_computed()), its logits as close to stock -fa off's as stock -fa on's are;
+#      GGML_BACKEND_PATH alone does not load it; enable() without a backend, and with ggml_version()
+#      faked, raises naming the installed version (tests/llama_cpp/python_package_check.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/compiler-cache.sh
@@ -130,5 +132,5 @@ echo "3 passed, 0 failed, 0 skipped"
 echo "== llama: the llama-cpp-python package (tests/llama_cpp/python_package_check.py)"
 py=$(scripts/llama-cpp-python.sh)
 timed run "$py" tests/llama_cpp/python_package_check.py --src "$llama/src" --backend "$backend" \
-  --model "$model"
+  --model "$model" --fake-ggml-version "$shim/fake.so"
 echo "1 passed, 0 failed, 0 skipped"

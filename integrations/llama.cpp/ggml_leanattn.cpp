@@ -11,9 +11,15 @@
 //   LEANATTN_GGML_HUGE_PAGES=0  leaves the KV cache's pages as they are (kv_cache_pages.hpp)
 //   LEANATTN_GGML_ANY_VERSION=1  loads into a ggml version not tested with the one it was built
 //                          against (said in the log)
+// Besides ggml's two entry points it exports, for callers that dlopen it first (the Python
+// helper leanattn.integrations.llama_cpp), leanattn_ggml_check() (the version policy's decision
+// for the process's ggml, without logging), leanattn_ggml_built_version(),
+// leanattn_ggml_running_version() and leanattn_ggml_nodes_computed() (FLASH_ATTN_EXT nodes
+// computed in this process so far, every backend instance together).
 // Which ggml it loads into (ggml_version_policy.hpp): its build's ggml version, or one tested
 // together with it; others are refused (score 0, one log line naming both versions and the
 // rebuild command), as is any ggml that numbers the ops and types it reads differently.
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +49,9 @@ using leanattn::llama_cpp::FlashAttnRunner;
 using leanattn::llama_cpp::KvCachePages;
 
 const char* const kName = "LEANATTN";
+
+// Every instance's nodes together (leanattn_ggml_nodes_computed()).
+std::atomic<long long> g_computed{0};
 
 bool switched_off() {
   const char* env = std::getenv("LEANATTN_GGML");
@@ -99,6 +108,7 @@ ggml_status graph_compute(ggml_backend_t backend, ggml_cgraph* graph) {
           ctx->seconds +=
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
           ++ctx->computed;
+          g_computed.fetch_add(1, std::memory_order_relaxed);
         } catch (const std::exception& e) {
           GGML_LOG_ERROR("leanattn: FLASH_ATTN_EXT %s failed: %s\n", node->name, e.what());
           return GGML_STATUS_FAILED;
@@ -325,14 +335,19 @@ bool any_version() {
   return env != nullptr && std::strcmp(env, "1") == 0;
 }
 
+leanattn::llama_cpp::LoadDecision load_decision() {
+  return leanattn::llama_cpp::decide_load({GGML_VERSION, GGML_COMMIT},
+                                          {ggml_version(), ggml_commit()}, any_version(),
+                                          layout_error());
+}
+
 // 0 (not loaded) when switched off or refused by the version policy; 1 otherwise.
 int leanattn_score() {
   if (switched_off()) {
     GGML_LOG_INFO("leanattn: off (LEANATTN_GGML=%s): not loaded\n", std::getenv("LEANATTN_GGML"));
     return 0;
   }
-  const leanattn::llama_cpp::LoadDecision decision = leanattn::llama_cpp::decide_load(
-      {GGML_VERSION, GGML_COMMIT}, {ggml_version(), ggml_commit()}, any_version(), layout_error());
+  const leanattn::llama_cpp::LoadDecision decision = load_decision();
   if (!decision.load) {
     GGML_LOG_ERROR("leanattn: %s\n", decision.message.c_str());
   } else if (!decision.message.empty()) {
@@ -342,6 +357,38 @@ int leanattn_score() {
 }
 
 }  // namespace
+
+#define LEANATTN_GGML_EXPORT extern "C" __attribute__((visibility("default")))
+
+// 1 when the version policy loads the backend into the process's ggml, 0 when it refuses; the
+// decision's log line (without "leanattn: "; "" when there is nothing to say) is copied into
+// `message` (`size` bytes with the terminating 0, cut if longer). Logs nothing; LEANATTN_GGML=0
+// is not looked at (ggml's loader applies it).
+LEANATTN_GGML_EXPORT int leanattn_ggml_check(char* message, size_t size) {
+  try {
+    const leanattn::llama_cpp::LoadDecision decision = load_decision();
+    if (message != nullptr && size > 0) {
+      std::snprintf(message, size, "%s", decision.message.c_str());
+    }
+    return decision.load ? 1 : 0;
+  } catch (...) {
+    if (message != nullptr && size > 0) std::snprintf(message, size, "%s", "internal error");
+    return 0;
+  }
+}
+
+// The ggml version the backend was built against, and the one it runs in (ggml_version() as the
+// backend resolves it).
+LEANATTN_GGML_EXPORT const char* leanattn_ggml_built_version() {
+  return GGML_VERSION;
+}
+LEANATTN_GGML_EXPORT const char* leanattn_ggml_running_version() {
+  return ggml_version();
+}
+
+LEANATTN_GGML_EXPORT long long leanattn_ggml_nodes_computed() {
+  return g_computed.load(std::memory_order_relaxed);
+}
 
 GGML_BACKEND_DL_IMPL(leanattn_reg)
 GGML_BACKEND_DL_SCORE_IMPL(leanattn_score)

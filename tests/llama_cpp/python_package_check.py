@@ -4,17 +4,30 @@
 Run with the python of scripts/llama-cpp-python.sh's venv: the package as pip builds it from
 PyPI's sdist (GGML_BACKEND_DL off, so nothing in it reads GGML_BACKEND_PATH). The way in is one
 call before the first Llama: ggml_backend_load() from the package's own libggml
-(docs/llama-cpp.md, "llama-cpp-python"). Four runs, each in a fresh process, of one model: a
+(docs/llama-cpp.md, "llama-cpp-python"), as leanattn.integrations.llama_cpp.enable() makes it.
+The helper is imported from a stand-in of the installed package (python/leanattn's __init__
+needs the compiled extension, which this venv does not have): leanattn/integrations/llama_cpp.py
+as in the source tree, and the backend where a wheel built with it ships it (leanattn/lib/), so
+that enable() with no argument finds it as a user's would. Four runs, each in a fresh process, of
+one model: a
 prompt of --prompt-tokens tokens (llama.cpp's docs, as model_check.py takes them) evaluated in
 batches of 512 (prefill: the backend declines it), then --tokens single-token steps fed the
 text's next tokens (the same inputs for every run), keeping each step's logits:
   stock-fa-on   Llama(flash_attn=True)
   stock-fa-off  Llama(flash_attn=False): the reference
-  leanattn      ggml_backend_load(libggml-leanattn.so), then Llama(flash_attn=True)
+  leanattn      lc.enable() (ggml_backend_load of the shipped libggml-leanattn.so), then
+                Llama(flash_attn=True)
   path-only     GGML_BACKEND_PATH set, no ggml_backend_load: what the package does with it
+and two more processes that load no model, enable()'s errors:
+  no-backend    the stand-in without lib/: BackendError naming the installed llama-cpp-python and
+                where it looked;
+  refused       ggml_version() answered "0.0.1" by a library preloaded ahead of ggml's
+                (--fake-ggml-version): BackendError naming the installed llama-cpp-python, both
+                ggml versions, the tested releases and the rebuild command; nothing loaded.
 Checks, each of which fails the run:
   - leanattn computed every attention node of every single-token step (layers x steps, counted by
-    LEANATTN_GGML_STATS) and no others; path-only never loaded it (no "leanattn:" line at all);
+    LEANATTN_GGML_STATS and by lc.nodes_computed()) and no others; path-only never loaded it (no
+    "leanattn:" line at all); both errors as said;
   - leanattn is as close to stock -fa off as stock -fa on is: its mean KL divergence from stock
     -fa off's next-token distribution over the steps no larger than stock -fa on's plus the
     larger of their standard errors, and its largest logit difference within 2x stock -fa on's
@@ -25,7 +38,6 @@ Prints a table; exits 1 on a failed check.
 """
 
 import argparse
-import ctypes
 import os
 import pathlib
 import re
@@ -50,18 +62,17 @@ def child(args) -> int:
 
     import llama_cpp
 
+    if args.run in ERRORS:
+        return error_child(args)
     fa, load, _ = RUNS[args.run]
+    lc = None
     if load:
-        # The libggml that the package's libllama loaded registers the backend; the next Llama's
-        # context adds it as an ACCEL device, as llama.cpp's tools do. By its soname: the
-        # package's lib folder holds copies, not links (libggml.so, .so.0, .so.0.25.3), and a
-        # path would load a second ggml with a registry of its own, which llama never asks.
-        libggml = ctypes.CDLL("libggml.so.0")
-        libggml.ggml_backend_load.restype = ctypes.c_void_p
-        libggml.ggml_backend_load.argtypes = [ctypes.c_char_p]
-        if not libggml.ggml_backend_load(args.backend.encode()):
-            print(f"ggml_backend_load({args.backend}) returned NULL", file=sys.stderr)
-            return 1
+        # The two lines users write (docs/llama-cpp.md): the backend from the package's lib/.
+        sys.path.insert(0, args.package)
+        import leanattn.integrations.llama_cpp as lc
+
+        enabled = lc.enable()
+        print(f"python_package_check: enabled {enabled}", file=sys.stderr)
     text = pathlib.Path(args.text).read_text()
     llm = llama_cpp.Llama(model_path=args.model, n_ctx=args.prompt_tokens + args.tokens + 16,
                           n_batch=512, n_threads=args.threads, flash_attn=fa, verbose=True)
@@ -79,8 +90,61 @@ def child(args) -> int:
     np.save(args.out, np.stack(steps))
     layers = llama_cpp.llama_model_n_layer(llm.model)
     print(f"python_package_check: layers {layers}", file=sys.stderr)
+    if lc is not None:
+        print(f"python_package_check: nodes_computed {lc.nodes_computed()}", file=sys.stderr)
     llm.close()  # frees the backend: its LEANATTN_GGML_STATS line
     return 0
+
+
+ERRORS = ("no-backend", "refused")
+
+
+def error_child(args) -> int:
+    """enable() must raise BackendError; prints its message on stdout."""
+    sys.path.insert(0, args.package)
+    import leanattn.integrations.llama_cpp as lc
+
+    try:
+        lc.enable()
+    except lc.BackendError as e:
+        print(f"BackendError: {e}")
+        return 0
+    print("enable() raised nothing")
+    return 1
+
+
+def package(folder: str, backend) -> str:
+    """A stand-in of the installed leanattn package: the helper from the source tree and, when
+    `backend` is given, the backend where a wheel built with it ships it. Returns its path."""
+    root = pathlib.Path(folder)
+    helper = pathlib.Path(__file__).resolve().parents[2] / "python/leanattn/integrations"
+    (root / "leanattn/integrations").mkdir(parents=True)
+    (root / "leanattn/__init__.py").write_text("")
+    (root / "leanattn/integrations/__init__.py").write_text("")
+    (root / "leanattn/integrations/llama_cpp.py").symlink_to(helper / "llama_cpp.py")
+    if backend:
+        (root / "leanattn/lib").mkdir()
+        (root / "leanattn/lib/libggml-leanattn.so").symlink_to(pathlib.Path(backend).resolve())
+    return str(root)
+
+
+def error_run(args, name: str, folder: str) -> str:
+    """Runs the error case `name` in a fresh process; returns enable()'s message."""
+    env = dict(os.environ, LEANATTN_GGML="1")
+    env.pop("GGML_BACKEND_PATH", None)
+    env.pop("LEANATTN_LLAMA_CPP_BACKEND", None)
+    env.pop("LEANATTN_GGML_ANY_VERSION", None)
+    pkg = package(os.path.join(folder, name), None if name == "no-backend" else args.backend)
+    if name == "refused":
+        env["LD_PRELOAD"] = args.fake_ggml_version
+    cmd = [sys.executable, __file__, "--child", "--run", name, "--package", pkg,
+           "--backend", args.backend, "--model", args.model]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        sys.stderr.write(p.stdout[-2000:] + p.stderr[-2000:])
+        raise SystemExit(f"python_package_check: the {name} run: enable() did not raise "
+                         f"BackendError ({p.returncode})")
+    return p.stdout.strip()
 
 
 def run(args, name: str, folder: str):
@@ -95,6 +159,7 @@ def run(args, name: str, folder: str):
     out = os.path.join(folder, f"{name}.npy")
     cmd = [sys.executable, __file__, "--child", "--run", name, "--out", out, "--text", args.text,
            "--model", args.model, "--backend", args.backend, "--threads", str(args.threads),
+           "--package", args.package,
            "--prompt-tokens", str(args.prompt_tokens), "--tokens", str(args.tokens)]
     try:
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
@@ -127,15 +192,18 @@ def main() -> int:
     ap.add_argument("--prompt-tokens", type=int, default=1024)
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--fake-ggml-version",
+                    help="a library whose ggml_version() answers 0.0.1 (LD_PRELOAD)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--run", choices=RUNS, help=argparse.SUPPRESS)
+    ap.add_argument("--run", choices=list(RUNS) + list(ERRORS), help=argparse.SUPPRESS)
+    ap.add_argument("--package", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     ap.add_argument("--text", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         return child(args)
-    if not args.src:
-        ap.error("--src is required")
+    if not args.src or not args.fake_ggml_version:
+        ap.error("--src and --fake-ggml-version are required")
     if args.tokens < 2:
         ap.error("--tokens: at least 2 (the KL check needs a standard error)")
 
@@ -148,10 +216,24 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         args.text = os.path.join(folder, "text.txt")
         pathlib.Path(args.text).write_text(corpus(pathlib.Path(args.src)))
-        logits, logs = {}, {}
+        args.package = package(os.path.join(folder, "package"), args.backend)
+        logits, logs, errors = {}, {}, {}
         for name in RUNS:
             logits[name], logs[name] = run(args, name, folder)
+        for name in ERRORS:
+            errors[name] = error_run(args, name, folder)
     failed = []
+
+    version = llama_cpp.__version__
+    for name, needed in (("no-backend", [f"llama-cpp-python {version}", "no ggml backend",
+                                         "LEANATTN_LLAMA_CPP_BACKEND"]),
+                         ("refused", [f"llama-cpp-python {version}", "ggml 0.0.1",
+                                      "loaded into ggml 0.0.1", "rebuild it against",
+                                      "--target ggml-leanattn", "0.3.36 (ggml 0.25.3)"])):
+        print(f"{name}: {errors[name]}")
+        missing = [n for n in needed if n not in errors[name]]
+        if missing:
+            failed.append(f"enable()'s {name} error does not say {missing}")
 
     found = re.search(r"python_package_check: layers (\d+)", logs["leanattn"])
     stats = re.findall(r"leanattn: computed (\d+) FLASH_ATTN_EXT", logs["leanattn"])
@@ -161,6 +243,12 @@ def main() -> int:
                          "LEANATTN_GGML_STATS line (was the backend freed?)")
     layers = int(found.group(1))
     nodes = sum(int(n) for n in stats)
+    counted = re.search(r"python_package_check: nodes_computed (\d+)", logs["leanattn"])
+    if counted is None or int(counted.group(1)) != layers * args.tokens:
+        failed.append(f"lc.nodes_computed() said {counted and counted.group(1)}, not "
+                      f"{layers * args.tokens}")
+    else:
+        print(f"lc.nodes_computed(): {counted.group(1)}")
     print(f"nodes: leanattn computed {nodes} FLASH_ATTN_EXT nodes ({layers} layers x "
           f"{args.tokens} single-token steps = {layers * args.tokens}); the prompt's batches of "
           "512 stay on ggml")

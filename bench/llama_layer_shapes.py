@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Random-weight GGUF models with the attention shapes people run (bench/llama_layer_shapes.sh).
+
+Run with the torch venv's python (scripts/python-env.sh's torch venv: transformers, torch,
+tokenizers). Makes, for one shape, a transformers LlamaForCausalLM with random weights
+(torch.manual_seed(0), transformers' own initialization) and converts it with llama.cpp's own
+convert_hf_to_gguf.py (the vendored tree of scripts/llama-cpp.sh, with its gguf-py), q8_0
+weights. Only attention's shape matters to what is measured; the rest is kept small or shared:
+  8b   Llama-3-8B's attention: 32 query heads, 8 KV heads, head size 128, hidden 4096
+  1b   Llama-3.2-1B's attention: 32 query heads, 8 KV heads, head size 64, hidden 2048
+an intermediate size of 1024, tied embeddings, rope theta 500000, a trained context of 131072,
+and SmolLM2's tokenizer (vocabulary 49152): rebuilt as a tokenizer.json from the tokens and
+merges of the GGUF of scripts/gguf-model.sh smollm2 (byte-level BPE, digits split one by one,
+as SmolLM2's own), which convert_hf_to_gguf.py recognizes as "smollm" by its hash.
+  python bench/llama_layer_shapes.py --shape 8b --layers 2 --src <llama.cpp src> \\
+      --tokenizer-gguf <SmolLM2.gguf> --out model.gguf
+"""
+
+import argparse
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+SHAPES = {  # name: (hidden, query heads, KV heads, head size)
+    "8b": (4096, 32, 8, 128),
+    "1b": (2048, 32, 8, 64),
+}
+
+
+def tokenizer_files(gguf_path: str, src: pathlib.Path, folder: str) -> None:
+    """tokenizer.json and tokenizer_config.json of SmolLM2, from its GGUF's vocabulary."""
+    sys.path.insert(0, str(src / "gguf-py"))
+    import gguf  # llama.cpp's own gguf-py, the tree's version
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    reader = gguf.GGUFReader(gguf_path)
+
+    def field(name):
+        return reader.fields[name].contents()
+
+    tokens = field("tokenizer.ggml.tokens")
+    merges = [tuple(m.split(" ", 1)) for m in field("tokenizer.ggml.merges")]
+    types = field("tokenizer.ggml.token_type")
+    vocab = {t: i for i, t in enumerate(tokens)}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False))
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)])
+    tok.decoder = decoders.ByteLevel()
+    special = [t for t, ty in zip(tokens, types) if ty == 3]  # control tokens
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token=tokens[field("tokenizer.ggml.bos_token_id")],
+        eos_token=tokens[field("tokenizer.ggml.eos_token_id")],
+        unk_token=tokens[field("tokenizer.ggml.unknown_token_id")],
+        pad_token=tokens[field("tokenizer.ggml.padding_token_id")],
+        additional_special_tokens=special)
+    fast.save_pretrained(folder)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shape", choices=SHAPES, required=True)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--src", required=True, help="llama.cpp's source tree (convert_hf_to_gguf.py)")
+    ap.add_argument("--tokenizer-gguf", required=True, help="SmolLM2's GGUF (its tokenizer)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--outtype", default="q8_0")
+    args = ap.parse_args()
+
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    hidden, heads, kv_heads, head_dim = SHAPES[args.shape]
+    src = pathlib.Path(args.src)
+    with tempfile.TemporaryDirectory() as folder:
+        tokenizer_files(args.tokenizer_gguf, src, folder)
+        config = LlamaConfig(
+            vocab_size=49152, hidden_size=hidden, intermediate_size=1024,
+            num_hidden_layers=args.layers, num_attention_heads=heads,
+            num_key_value_heads=kv_heads, head_dim=head_dim, max_position_embeddings=131072,
+            rope_theta=500000.0, rms_norm_eps=1e-5, tie_word_embeddings=True, bos_token_id=1,
+            eos_token_id=2, pad_token_id=2, torch_dtype="float16")
+        torch.manual_seed(0)
+        model = LlamaForCausalLM(config).to(torch.float16)
+        model.save_pretrained(folder, safe_serialization=True)
+        del model
+        out = pathlib.Path(args.out)
+        # The tree's own gguf-py ahead of any installed gguf package (the converter needs its
+        # version). The converter imports sentencepiece before it looks for a tokenizer.model,
+        # which a BPE tokenizer has none of; where the package is missing (the torch venv) a
+        # stand-in that is never called lets it go on to tokenizer.json.
+        stub = pathlib.Path(folder) / "stub"
+        try:
+            import sentencepiece  # noqa: F401
+        except ImportError:
+            (stub / "sentencepiece").mkdir(parents=True)
+            (stub / "sentencepiece" / "__init__.py").write_text(
+                "class SentencePieceProcessor:  # never called: no tokenizer.model\n    pass\n")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [str(src / "gguf-py"), str(stub)] +
+            [p for p in [os.environ.get("PYTHONPATH")] if p]))
+        env.pop("NO_LOCAL_GGUF", None)
+        part = out.with_name(out.name + ".part")
+        subprocess.run([sys.executable, str(src / "convert_hf_to_gguf.py"), folder, "--outfile",
+                        str(part), "--outtype", args.outtype], check=True,
+                       env=env)
+        part.rename(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
