@@ -50,6 +50,7 @@ struct Scratch {
   std::vector<const void*> bias;                           // [n, rows]: each row's bias at key 0
   std::vector<ScoreRules> rules;                           // [n]
   std::vector<const char*> prefetch;  // [2, kKernelRowsPadded]: a call's K and V prefetch lines
+  std::vector<float> gemm_tiles;      // the many-rows path's widened block (gemm_scratch_floats)
   // n jobs of `rows` query rows, q of d floats per row, o of dv.
   void reserve(std::size_t n, std::int32_t rows, std::int32_t d, std::int32_t dv) {
     const std::size_t qs = n * static_cast<std::size_t>(rows) * d;
@@ -67,6 +68,13 @@ struct Scratch {
     if (slope.size() < ml) slope.resize(ml), bias.resize(ml);
     prefetch.resize(2 * kKernelRowsPadded);
   }
+  // SegmentJob::gemm_scratch for heads of d and dv values: 64-byte aligned within gemm_tiles.
+  float* gemm_scratch(std::int32_t d, std::int32_t dv) {
+    const auto need = static_cast<std::size_t>(gemm_scratch_floats(d, dv)) + 16;
+    if (gemm_tiles.size() < need) gemm_tiles.resize(need);
+    const auto at = reinterpret_cast<std::uintptr_t>(gemm_tiles.data());
+    return gemm_tiles.data() + (64 - at % 64) % 64 / sizeof(float);
+  }
 };
 
 // Everything one run needs, shared read-only by the threads (counters excepted).
@@ -76,6 +84,7 @@ struct RunContext {
   const DecodeTensors& tensors;
   SegmentKernelFn kernel;
   bool q_bits;  // the kernel takes Q's own bf16 bits (SimdKernel::bf16_dot, bf16 Q and K)
+  std::int32_t gemm_rows;  // passes of at least this many rows take the many-rows path (0: none)
   KvAddressing k, v;
   KvAddressing k_scale, v_scale;  // a quantized cache's scales (unused otherwise)
   float* slot_o;
@@ -190,6 +199,8 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
   const std::size_t stride = static_cast<std::size_t>(g) * dv;  // o's
   const Segment& first = group.front();
   const std::int32_t rows = cx.problem.pair_rows(first.request);  // <= g, the slots' stride
+  const bool gemm = cx.gemm_rows > 0 && rows >= cx.gemm_rows;     // reads q, not q_bits
+  const bool q_bits = cx.q_bits && !gemm;
   const KeyRange keys = cx.plan.tile_keys(first.request, first.tile_begin, first.tile_end);
   std::int64_t tb = keys.begin;
   const std::int64_t te = keys.end;
@@ -210,9 +221,10 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
     }
     set_empty(job.o, job.m, job.l, rows, dv);
     job.q = sc.q.data() + i * q_stride;
-    job.q_bits = cx.q_bits ? sc.q_bits.data() + i * q_stride : nullptr;
+    job.q_bits = q_bits ? sc.q_bits.data() + i * q_stride : nullptr;
     job.q_scale = cx.problem.softmax_scale();
-    if (te > tb && cx.q_bits) {
+    job.gemm_scratch = gemm ? sc.gemm_scratch(d, dv) : nullptr;
+    if (te > tb && q_bits) {
       load_q_bits(cx.problem, cx.tensors, s.request, s.kv_head, sc.q_bits.data() + i * q_stride);
     } else if (te > tb) {
       load_scaled_q(cx.problem, cx.tensors, s.request, s.kv_head, sc.q.data() + i * q_stride);
@@ -290,6 +302,21 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
   }
 }
 
+// Passes of at least this many query rows (query tokens x the GQA group of one KV head) run the
+// many-rows path (gemm_rows-inl.hpp); fewer, the tiled kernel. kGemmRowsDefault from measurement
+// (docs/cpu-engine.md, "Passes of many rows"). LEANATTN_CPU_GEMM_ROWS, read when an engine is
+// made, overrides it for tests and A/B benchmarks: N >= 1 (1: every pass), 0 = never.
+constexpr std::int32_t kGemmRowsDefault = 16;
+std::int32_t many_rows_threshold() {
+  const char* env = std::getenv("LEANATTN_CPU_GEMM_ROWS");
+  if (env == nullptr || *env == '\0') return kGemmRowsDefault;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  require(*end == '\0' && n >= 0 && n <= (1 << 30), "LEANATTN_CPU_GEMM_ROWS",
+          [&] { return "must be a row count >= 0 (got '" + std::string(env) + "')"; });
+  return static_cast<std::int32_t>(n);
+}
+
 // Splits a worker's segments into groups (see run_group) and runs them.
 void run_worker(const RunContext& cx, std::span<const Segment> segs, Scratch& sc) {
   std::size_t i = 0;
@@ -328,6 +355,7 @@ struct Engine::Impl {
   }
   std::int64_t inline_kv_bytes = 0;
   std::int32_t threads = 1;
+  std::int32_t gemm_rows = many_rows_threshold();
   ParallelFor parallel;  // the caller's threads; else the pool's
 
   // A caller's ParallelFor leaves the pool with the calling thread alone.
@@ -420,6 +448,7 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
                       impl_->kernel.compute,
                       impl_->kernel.bf16_dot && problem.q_dtype == DType::bf16 &&
                           problem.kv_dtype == DType::bf16 && problem.head_dim % 32 == 0,
+                      impl_->gemm_rows,
                       kv(tensors.k_strides),
                       kv(tensors.v_strides),
                       kv(tensors.k_scale_strides),

@@ -23,6 +23,8 @@
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
+#include "cpu/gemm_rows-inl.hpp"
+#include "cpu/gemm_tile-inl.hpp"
 #include "cpu/kernel_shape-inl.hpp"
 #include "cpu/kv_row_load-inl.hpp"
 #include "cpu/row_kernel-inl.hpp"
@@ -50,26 +52,6 @@ namespace hn = hwy::HWY_NAMESPACE;
 // The tiled kernel, for the fixed-width SIMD targets (SCALAR and the scalable-vector targets run
 // the row kernel: row_kernel-inl.hpp).
 #if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
-
-// Between the two products of a pass of R rows: the K scales of an 8-bit cache (kscale, null
-// otherwise), the soft-cap (cap, 0: off), the rules (null for plain attention), the padding, the
-// softmax (m, l updated, rescale out) and the V scales (vscale): S becomes P in place.
-template <int R>
-HWY_INLINE void scores_to_weights(float* HWY_RESTRICT s, std::int32_t tokens, const float* kscale,
-                                  const float* vscale, float cap, const ScoreRules* rules,
-                                  std::int32_t r0, std::int64_t t0, float* m, float* l,
-                                  float* rescale) {
-  constexpr int S = score_stride<R>();
-  const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(DF()));
-  const std::int32_t period = std::max<std::int32_t>(S, n);
-  const std::int32_t count = (tokens * S + period - 1) / period * period;
-  if (kscale != nullptr) scale_token_rows<R, S>(s, kscale, tokens);
-  if (cap > 0.0f) softcap_block(s, tokens * S, cap);
-  if (rules != nullptr) apply_score_rules(*rules, r0, R, S, t0, tokens, s);
-  for (std::int32_t i = tokens * S; i < count; ++i) s[i] = -std::numeric_limits<float>::infinity();
-  softmax_block<R>(s, count, m, l, rescale);
-  if (vscale != nullptr) scale_token_rows<R, S>(s, vscale, tokens);
-}
 
 // The same, one copy per R shared by the pairs of different K and V types (inlined into each
 // pass, they would add half the kernel's compile time; same-type passes inline it, measured 1-3%
@@ -168,6 +150,17 @@ void compute_typed(const SegmentJob& job) {
     const std::int32_t lines = t0 + kBlock >= job.token_end ? job.prefetch_lines : 0;
     const char* const* pk = lines > 0 ? job.prefetch_k : kNoRows;
     const char* const* pv = lines > 0 ? job.prefetch_v : kNoRows;
+    if (job.gemm_scratch != nullptr) {  // many rows: the block widened once, then row blocks
+      for (std::int32_t t = 0; t < tokens; ++t) {
+        prefetch_lines(pk[t], 0, lines);
+        prefetch_lines(pv[t], 0, lines);
+      }
+      const GemmTile tile =
+          widen_tiles(k, v, tokens, job.head_dim, job.head_dim_v, job.gemm_scratch);
+      gemm_block(job, tile, split.rules, split.cap, t0, kScaledKv<KT> ? ks : nullptr,
+                 kScaledKv<VT> ? vs : nullptr);
+      continue;
+    }
     // Passes of up to kPassRows rows, each of as many rows as are left: wider passes read K and
     // V once but spend more on broadcasts and reductions than they save (measured: 8 rows in one
     // AVX2 pass cost 1.8x two passes of 4).

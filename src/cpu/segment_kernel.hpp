@@ -58,6 +58,11 @@ struct SegmentJob {
   const char* const* prefetch_k = nullptr;  // [kKernelRowsPadded]
   const char* const* prefetch_v = nullptr;  // [kKernelRowsPadded]
   std::int32_t prefetch_lines = 0;
+  // Set: the pass runs the many-rows path (gemm_rows-inl.hpp: each block of K and V widened once
+  // into this scratch, 64-byte aligned, gemm_scratch_floats(head_dim, head_dim_v) floats; q is
+  // read, not q_bits). The engine sets it for passes of many rows; the row kernel's targets
+  // (SCALAR, SVE) ignore it. Null: the tiled kernel.
+  float* gemm_scratch = nullptr;
 };
 
 using SegmentKernelFn = void (*)(const SegmentJob&);
@@ -68,6 +73,11 @@ inline constexpr std::int32_t kKernelBlockTokens = 32;
 // Length of the kernel's per-block row arrays: a block padded to the score loop's step, which
 // may read up to 16 rows past the block (repeats of its last row).
 inline constexpr std::int32_t kKernelRowsPadded = kKernelBlockTokens + 16;
+
+// Floats of SegmentJob::gemm_scratch: a block of K (transposed) and of V, widened to fp32.
+constexpr std::int64_t gemm_scratch_floats(std::int32_t head_dim, std::int32_t head_dim_v) {
+  return static_cast<std::int64_t>(head_dim + head_dim_v) * kKernelBlockTokens;
+}
 
 struct SimdKernel {
   std::string name;         // Highway's target name: "AVX3", "AVX2", "SSE4", "EMU128", ...

@@ -1,7 +1,9 @@
 // The tiled kernel's online softmax of a block of scores, per Highway target (segment_kernel.cpp
 // includes it after foreach_target.h): the soft-cap (every target, the row kernel's included: the
 // one place it is applied in the CPU kernel), the per-row block max and sum folded in registers,
-// the rescale of the running state by the state header's rules, and P = exp(S - m) vectorised.
+// the rescale of the running state by the state header's rules, and P = exp(S - m) vectorised;
+// scores_to_weights, everything between a pass's two products (the tiled kernel's and, row by row,
+// the many-rows path's).
 #if defined(LEANATTN_CPU_SOFTMAX_BLOCK_INL_HPP_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LEANATTN_CPU_SOFTMAX_BLOCK_INL_HPP_
 #undef LEANATTN_CPU_SOFTMAX_BLOCK_INL_HPP_
@@ -17,6 +19,8 @@
 #include <limits>
 
 #include "cpu/kernel_shape-inl.hpp"
+#include "cpu/kv_row_load-inl.hpp"
+#include "cpu/score_rules.hpp"
 #include "leanattn/core/softmax_state.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -120,6 +124,26 @@ HWY_INLINE void softmax_block(float* HWY_RESTRICT s, std::int32_t count, float* 
   float block_sum[S];
   reduce_rows<S, false>(s, count, block_sum);
   for (int r = 0; r < R; ++r) l[r] = l[r] * rescale[r] + block_sum[r];
+}
+
+// Between the two products of a pass of R rows: the K scales of an 8-bit cache (kscale, null
+// otherwise), the soft-cap (cap, 0: off), the rules (null for plain attention), the padding, the
+// softmax (m, l updated, rescale out) and the V scales (vscale): S becomes P in place.
+template <int R>
+HWY_INLINE void scores_to_weights(float* HWY_RESTRICT s, std::int32_t tokens, const float* kscale,
+                                  const float* vscale, float cap, const ScoreRules* rules,
+                                  std::int32_t r0, std::int64_t t0, float* m, float* l,
+                                  float* rescale) {
+  constexpr int S = score_stride<R>();
+  const std::int32_t n = static_cast<std::int32_t>(hn::Lanes(DF()));
+  const std::int32_t period = std::max<std::int32_t>(S, n);
+  const std::int32_t count = (tokens * S + period - 1) / period * period;
+  if (kscale != nullptr) scale_token_rows<R, S>(s, kscale, tokens);
+  if (cap > 0.0f) softcap_block(s, tokens * S, cap);
+  if (rules != nullptr) apply_score_rules(*rules, r0, R, S, t0, tokens, s);
+  for (std::int32_t i = tokens * S; i < count; ++i) s[i] = -std::numeric_limits<float>::infinity();
+  softmax_block<R>(s, count, m, l, rescale);
+  if (vscale != nullptr) scale_token_rows<R, S>(s, vscale, tokens);
 }
 
 #endif  // HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
