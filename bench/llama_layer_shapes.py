@@ -14,6 +14,12 @@ merges of the GGUF of scripts/gguf-model.sh smollm2 (byte-level BPE, digits spli
 as SmolLM2's own), which convert_hf_to_gguf.py recognizes as "smollm" by its hash.
   python bench/llama_layer_shapes.py --shape 8b --layers 2 --src <llama.cpp src> \\
       --tokenizer-gguf <SmolLM2.gguf> --out model.gguf
+  python3 bench/llama_layer_shapes.py --summary results.csv   (the table of the note, any python)
+The summary's attention time per layer is the step's time above the depth-0 step's (stock -fa on,
+f16), divided by the layers: (1/tokens_per_s(depth) - 1/tokens_per_s(0)) / layers; scaled to the
+full models' layers (32 for 8b, 16 for 1b) it is what attention adds to their decode step. For
+the backend, its own time per node (LEANATTN_GGML_STATS, f16 caches: it takes no prompt node
+there) is given beside it.
 """
 
 import argparse
@@ -60,7 +66,45 @@ def tokenizer_files(gguf_path: str, src: pathlib.Path, folder: str) -> None:
     fast.save_pretrained(folder)
 
 
+FULL_LAYERS = {"8b": 32, "1b": 16}
+
+
+def summary(path: str) -> int:
+    import csv
+
+    rows = list(csv.DictReader(open(path)))
+    base = {}
+    for r in rows:
+        if r["depth"] == "0" and r["config"] == "stock-fa-on" and r["cache"] == "f16":
+            base[r["shape"]] = 1e3 / float(r["tokens_per_s"])
+    print("| shape | depth | cache | config | tokens/s | ms/token | attention ms/layer | "
+          "x full layers (ms/token) | backend's node ms | vs stock's best |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    groups = {}
+    for r in rows:
+        if r["depth"] != "0":
+            groups.setdefault((r["shape"], r["depth"], r["cache"]), []).append(r)
+    for (shape, depth, cache), group in groups.items():
+        best = max(float(r["tokens_per_s"]) for r in group if r["config"] != "leanattn")
+        for r in group:
+            ts = float(r["tokens_per_s"])
+            layers = int(r["layers"])
+            attn = (1e3 / ts - base[shape]) / layers
+            node = ""
+            if r["config"] == "leanattn" and cache == "f16" and r["leanattn_nodes"]:
+                node = f"{float(r['leanattn_ms']) / int(r['leanattn_nodes']):.2f}"
+            ratio = f"{ts / best:.2f}x" if r["config"] == "leanattn" else ""
+            print(f"| {shape} | {depth} | {cache} | {r['config']} | {ts:.1f} "
+                  f"(±{float(r['stddev']):.1f}) | {1e3 / ts:.1f} | {attn:.2f} | "
+                  f"{attn * FULL_LAYERS[shape]:.0f} | {node} | {ratio} |")
+    for shape, t in base.items():
+        print(f"\ndepth 0, {shape}: {t:.2f} ms/token (stock -fa on, f16)")
+    return 0
+
+
 def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--summary":
+        return summary(sys.argv[2])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", choices=SHAPES, required=True)
     ap.add_argument("--layers", type=int, default=2)
