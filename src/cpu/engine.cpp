@@ -67,11 +67,11 @@ struct Scratch {
     }
     if (slope.size() < ml) slope.resize(ml), bias.resize(ml);
     prefetch.resize(2 * kKernelRowsPadded);
+    const auto tiles = static_cast<std::size_t>(gemm_scratch_floats(d, dv)) + 16;
+    if (gemm_tiles.size() < tiles) gemm_tiles.resize(tiles);
   }
-  // SegmentJob::gemm_scratch for heads of d and dv values: 64-byte aligned within gemm_tiles.
-  float* gemm_scratch(std::int32_t d, std::int32_t dv) {
-    const auto need = static_cast<std::size_t>(gemm_scratch_floats(d, dv)) + 16;
-    if (gemm_tiles.size() < need) gemm_tiles.resize(need);
+  // SegmentJob::gemm_scratch (reserved for heads of d and dv values): 64-byte aligned.
+  float* gemm_scratch() {
     const auto at = reinterpret_cast<std::uintptr_t>(gemm_tiles.data());
     return gemm_tiles.data() + (64 - at % 64) % 64 / sizeof(float);
   }
@@ -223,7 +223,7 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
     job.q = sc.q.data() + i * q_stride;
     job.q_bits = q_bits ? sc.q_bits.data() + i * q_stride : nullptr;
     job.q_scale = cx.problem.softmax_scale();
-    job.gemm_scratch = gemm ? sc.gemm_scratch(d, dv) : nullptr;
+    job.gemm_scratch = gemm ? sc.gemm_scratch() : nullptr;
     if (te > tb && q_bits) {
       load_q_bits(cx.problem, cx.tensors, s.request, s.kv_head, sc.q_bits.data() + i * q_stride);
     } else if (te > tb) {
