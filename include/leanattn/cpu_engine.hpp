@@ -19,22 +19,13 @@
 #include <vector>
 
 #include "leanattn/hardware.hpp"
+#include "leanattn/parallel_for.hpp"
 #include "leanattn/plan.hpp"
 #include "leanattn/planner.hpp"
 #include "leanattn/problem.hpp"
 #include "leanattn/tensors.hpp"
 
 namespace leanattn::cpu {
-
-// Threads a caller lends the engine instead of its own pool (an OpenMP team, a task system):
-// run(context, threads, job, job_context) must call job(job_context, t) once for every t in
-// [0, threads), on any threads, concurrently or not, and return when all calls have returned.
-// The engine's workers never wait on each other, so fewer real threads than `threads` is fine.
-struct ParallelFor {
-  using Job = void (*)(void* job_context, std::int32_t thread);
-  void (*run)(void* context, std::int32_t threads, Job job, void* job_context) = nullptr;
-  void* context = nullptr;
-};
 
 struct EngineOptions {
   std::int32_t workers = 0;  // persistent threads; 0 = one per available core

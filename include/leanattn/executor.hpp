@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "leanattn/decode_step.hpp"
+#include "leanattn/parallel_for.hpp"
 #include "leanattn/plan.hpp"
 #include "leanattn/planner.hpp"
 #include "leanattn/problem.hpp"
@@ -32,6 +33,7 @@ struct ExecutorOptions {
   std::string simd{};                // CPU SIMD target; "" = the best this CPU runs
   bool pin_threads = false;          // CPU: bind thread i to core i (benchmarks)
   std::int64_t inline_kv_bytes = 0;  // CPU: see cpu::EngineOptions
+  cpu::ParallelFor parallel{};  // CPU: the caller's threads (cpu::EngineOptions); unset: a pool
 
   bool operator==(const ExecutorOptions&) const = default;  // ExecutorCache's key
 };

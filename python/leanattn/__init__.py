@@ -12,6 +12,8 @@ Functions:
     quantize_kv(cache, kv_dtype)                a quantized cache and its scales (fp8, int8;
                                                 ggml's q8_0, q4_0 blocks: scales inside)
     dequantize_kv(stored, scale, kv_dtype)      back to float32
+    use_openmp()                                the CPU engine's workers on the process's
+                                                OpenMP team (torch's, vLLM's) instead of its own
 
 Classes:
     Plan                                        a schedule made by plan()
@@ -24,6 +26,7 @@ Modules (imported on demand; they need PyTorch):
     leanattn.distributed                  context-parallel decode on torch.distributed
     leanattn.torch_ops                    torch.ops.leanattn.decode / decode_ (torch.compile)
     leanattn.integrations.transformers    attn_implementation="leanattn" for transformers
+    leanattn.integrations.vllm            vLLM's attention backend on the CPU (LEANATTN_VLLM=1)
 
 Command line: ``leanattn plan|bench|check|--version`` (also ``python -m leanattn``), the compiled
 tool installed with the package.
@@ -38,6 +41,7 @@ import sys as _sys
 from . import _leanattn as _ext
 from ._decode import decode, reference
 from ._merge import merge_states
+from ._openmp import use_openmp
 from ._plan import Plan, plan
 from ._quantize import dequantize_kv, quantize_kv
 from ._step import DecodeStep
@@ -76,4 +80,5 @@ __all__ = [
     "quantize_kv",
     "reference",
     "simd_targets",
+    "use_openmp",
 ]

@@ -8,9 +8,11 @@ import numpy as np
 __version__: str
 backends: Tuple[str, ...]
 MAX_WORKERS: int
+MAX_QUERY_TOKENS: int
 
 def simd_targets() -> List[str]: ...
 def default_cpu_workers() -> int: ...
+def _lend_openmp(parallel: int, thread_num: int, num_threads: int) -> None: ...
 
 class Plan:
     @property

@@ -10,6 +10,7 @@
 
 #include "leanattn/decode_step.hpp"
 #include "leanattn/executor_cache.hpp"
+#include "leanattn/parallel_for.hpp"
 #include "leanattn/plan.hpp"
 #include "leanattn/planner.hpp"
 #include "leanattn/problem.hpp"
@@ -60,5 +61,9 @@ struct ExecutorStep {
 ExecutorStep make_step_on(const std::string& backend, int device_id, std::int32_t workers,
                           const DecodeProblem& shape, const PlanOptions& options,
                           StepPlanning planning);
+
+// The threads the CPU executors run on: the OpenMP team leanattn.use_openmp() lent
+// (openmp_team.cpp), or unset (their own pools). Part of the executor cache's key.
+cpu::ParallelFor lent_threads();
 
 }  // namespace leanattn::python

@@ -13,5 +13,6 @@ void bind_plan(nanobind::module_& m);       // Plan, _make_plan
 void bind_reference(nanobind::module_& m);  // _reference
 void bind_merge(nanobind::module_& m);      // _merge_states
 void bind_step(nanobind::module_& m);       // _Step, _step_new, _step_run
+void bind_openmp(nanobind::module_& m);     // _lend_openmp
 
 }  // namespace leanattn::python

@@ -45,9 +45,12 @@ ExecutorCache& executors() {
 std::shared_ptr<ExecutorCache::Entry> executor_for(const std::string& backend, int device,
                                                    std::int32_t workers, void* stream) {
   try {
-    return executors().get(
-        backend, {.workers = workers, .device = device, .inline_kv_bytes = kInlineKvBytes},
-        stream);  // Error: bad counts
+    return executors().get(backend,
+                           {.workers = workers,
+                            .device = device,
+                            .inline_kv_bytes = kInlineKvBytes,
+                            .parallel = backend == "cpu" ? lent_threads() : cpu::ParallelFor{}},
+                           stream);  // Error: bad counts
   } catch (const cuda::CudaError& e) {
     value_error("q", std::string("its CUDA device cannot be used: ") + e.what());
   }

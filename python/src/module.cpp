@@ -8,6 +8,7 @@
 #include "bindings.hpp"
 #include "leanattn/cpu_engine.hpp"
 #include "leanattn/hardware.hpp"
+#include "leanattn/problem.hpp"
 #include "leanattn/version.hpp"
 
 namespace nb = nanobind;
@@ -19,6 +20,7 @@ NB_MODULE(_leanattn, m) {
   for (const std::string& name : leanattn::python::backend_names()) backends.append(name);
   m.attr("backends") = nb::tuple(backends);
   m.attr("MAX_WORKERS") = leanattn::kMaxWorkers;
+  m.attr("MAX_QUERY_TOKENS") = leanattn::kMaxQLen;  // per request and step
   m.def("simd_targets", &leanattn::cpu::simd_targets,
         "SIMD targets of the CPU engine that this CPU supports, best first.");
   m.def("default_cpu_workers", &leanattn::default_workers,
@@ -29,4 +31,5 @@ NB_MODULE(_leanattn, m) {
   leanattn::python::bind_reference(m);
   leanattn::python::bind_merge(m);
   leanattn::python::bind_step(m);
+  leanattn::python::bind_openmp(m);
 }

@@ -77,7 +77,8 @@ class CpuExecutor final : public Executor {
       : engine_({.workers = o.workers,
                  .simd = o.simd,
                  .pin_threads = o.pin_threads,
-                 .inline_kv_bytes = o.inline_kv_bytes}) {}
+                 .inline_kv_bytes = o.inline_kv_bytes,
+                 .parallel = o.parallel}) {}
 
   std::string_view name() const override { return "cpu"; }
   Memory memory() const override { return Memory::host; }
