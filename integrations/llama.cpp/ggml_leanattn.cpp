@@ -336,9 +336,8 @@ bool any_version() {
 }
 
 leanattn::llama_cpp::LoadDecision load_decision() {
-  return leanattn::llama_cpp::decide_load({GGML_VERSION, GGML_COMMIT},
-                                          {ggml_version(), ggml_commit()}, any_version(),
-                                          layout_error());
+  return leanattn::llama_cpp::decide_load(
+      {GGML_VERSION, GGML_COMMIT}, {ggml_version(), ggml_commit()}, any_version(), layout_error());
 }
 
 // 0 (not loaded) when switched off or refused by the version policy; 1 otherwise.
