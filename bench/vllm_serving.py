@@ -65,8 +65,10 @@ def main() -> None:
     from vllm.inputs import TokensPrompt
 
     impl = _instrument(args.backend)
+    with open(os.path.join(args.model, "config.json")) as f:
+        vocab = json.load(f)["vocab_size"]
     rng = random.Random(0)
-    prompts = [[rng.randrange(100, 49000) for _ in range(args.prompt)]
+    prompts = [[rng.randrange(3, vocab) for _ in range(args.prompt)]
                for _ in range(args.requests)]
     start = time.perf_counter()
     llm = LLM(model=args.model, dtype="bfloat16", enforce_eager=True, seed=0,
