@@ -5,7 +5,8 @@ first token after its arrival at time 0), time per output token (steps after the
 step, each one token per request), and the attention forward and KV-cache writes measured inside
 the backend (its impl class's methods wrapped). Prints one JSON line.
   python bench/vllm_serving.py --model DIR --backend {leanattn,vllm} [--requests 4]
-      [--prompt 8000] [--tokens 128] [--batched-tokens 2048] [--kv-space-gb 4]
+      [--prompt 8000 | --lengths 500,2000,...] [--tokens 128] [--batched-tokens 2048]
+      [--kv-space-gb 4]
 Run by bench/vllm_serving.sh (both backends, alternated, in vLLM's venv).
 """
 
@@ -49,10 +50,16 @@ def main() -> None:
     ap.add_argument("--backend", choices=["leanattn", "vllm"], required=True)
     ap.add_argument("--requests", type=int, default=4)
     ap.add_argument("--prompt", type=int, default=8000)
+    ap.add_argument("--lengths", default="",
+                    help="comma-separated prompt lengths, one request each (replaces "
+                         "--requests and --prompt: a mixed-length burst)")
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--batched-tokens", type=int, default=2048)
     ap.add_argument("--kv-space-gb", default="4")
     args = ap.parse_args()
+    lengths = ([int(x) for x in args.lengths.split(",")] if args.lengths
+               else [args.prompt] * args.requests)
+    args.requests, args.prompt = len(lengths), max(lengths)
 
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -68,8 +75,7 @@ def main() -> None:
     with open(os.path.join(args.model, "config.json")) as f:
         vocab = json.load(f)["vocab_size"]
     rng = random.Random(0)
-    prompts = [[rng.randrange(3, vocab) for _ in range(args.prompt)]
-               for _ in range(args.requests)]
+    prompts = [[rng.randrange(3, vocab) for _ in range(n)] for n in lengths]
     start = time.perf_counter()
     llm = LLM(model=args.model, dtype="bfloat16", enforce_eager=True, seed=0,
               max_model_len=args.prompt + args.tokens + 16,
@@ -103,7 +109,7 @@ def main() -> None:
     attn = statistics.median(s[3] for s in decode) if decode else float("nan")
     print(json.dumps({
         "backend": args.backend, "impl": impl, "requests": args.requests,
-        "prompt": args.prompt, "tokens": args.tokens, "batched_tokens": args.batched_tokens,
+        "prompts": args.lengths or f"{args.requests}x{args.prompt}", "tokens": args.tokens, "batched_tokens": args.batched_tokens,
         "threads": __import__("torch").get_num_threads(),
         "startup_s": round(startup, 2), "total_s": round(total, 3),
         "ttft_s_median": round(statistics.median(first.values()), 3),

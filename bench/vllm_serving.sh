@@ -5,12 +5,13 @@
 # JSON line per run on stdout. Models are made by tests/vllm/models.py in $LEANATTN_CACHE.
 #   bench/vllm_serving.sh [ROUNDS (3)] [MODELS (llama8b-attention smollm2)]
 # environment: WORKLOADS, space-separated "requests:prompt:tokens:batched_tokens" (default
-# "4:8000:128:2048 8:2000:64:2048": decode-heavy long context, then a burst of shorter ones).
+# "4:8000:128:2048 8:2000:64:512": decode-heavy long context, then a burst of shorter ones), where
+# requests may be "mixed" and prompt a comma-separated list of lengths (a mixed-length burst).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
 models=${2:-llama8b-attention smollm2}
-workloads=${WORKLOADS:-4:8000:128:2048 8:2000:64:2048}
+workloads=${WORKLOADS:-4:8000:128:2048 8:2000:64:512}
 py=$(scripts/vllm-venv.sh)
 wheel=$(scripts/python-wheel.sh)
 "$py" -m pip install -q --force-reinstall --no-deps "$wheel" >&2
@@ -23,8 +24,10 @@ for model in $models; do
     IFS=: read -r n prompt tokens batched <<<"$w"
     for ((r = 0; r < rounds; r++)); do
       for backend in vllm leanattn; do
-        "$py" bench/vllm_serving.py --model "$folder" --backend "$backend" --requests "$n" \
-          --prompt "$prompt" --tokens "$tokens" --batched-tokens "$batched" 2>/dev/null |
+        if [ "$n" = mixed ]; then size=(--lengths "$prompt"); else
+          size=(--requests "$n" --prompt "$prompt"); fi
+        "$py" bench/vllm_serving.py --model "$folder" --backend "$backend" "${size[@]}" \
+          --tokens "$tokens" --batched-tokens "$batched" 2>/dev/null |
           tail -1 | sed "s/^{/{\"model\": \"$model\", \"round\": $r, /"
       done
     done

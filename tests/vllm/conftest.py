@@ -31,6 +31,9 @@ JOBS = {
     "smollm2/vllm": ("vllm", "smollm2", "text", {"dtype": "float32", "batched_tokens": 32}),
     "smollm2/vllm_bf16": ("vllm", "smollm2", "text", {"batched_tokens": 32}),
     "smollm2/leanattn_bf16": ("leanattn", "smollm2", "text", {"batched_tokens": 32}),
+    # What the backend refuses, at start-up (last: the process stops after an error).
+    "refused/kv_fp8": ("leanattn", "random64", "random",
+                       {"kv_cache_dtype": "fp8", "expect_error": True}),
 }
 
 
@@ -78,6 +81,8 @@ class Runs:
             pytest.fail(f"vLLM runs ({backend}) failed (exit {proc.returncode}):\n"
                         f"{proc.stdout[-6000:]}")
         for name, job in zip(jobs, spec):
+            if not os.path.exists(job["out"]):
+                pytest.fail(f"vLLM run {name} wrote nothing:\n{proc.stdout[-6000:]}")
             with open(job["out"]) as f:
                 self.results[name] = dict(json.load(f), log=proc.stdout, rounds_in=job["rounds"])
 

@@ -6,7 +6,9 @@ takes longer than starting an engine.
   python tests/vllm/generate.py JOBS.json
 JOBS.json: a list of jobs, each {"model": folder, "rounds": [[prompt, ...], ...], "out": file}
 and optionally "dtype" (bfloat16), "prefix_caching" (true), "batched_tokens" (64),
-"max_tokens" (16), "logprobs" (5), "kv_space_gb" (1). The rounds run one after another on the
+"max_tokens" (16), "logprobs" (5), "kv_space_gb" (1), "kv_cache_dtype" ("auto"); with
+"expect_error": true the job records the error that starting the engine raised, {"error": ...}
+(it must raise one), and the process stops after it. The rounds run one after another on the
 job's engine, so a later round's prompts can hit the prefix cache an earlier one filled.
 LEANATTN_VLLM=1 in the environment selects leanattn (the plugin) for every job.
 """
@@ -38,11 +40,18 @@ def run_job(job: dict) -> dict:
     os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(job.get("kv_space_gb", 1))
     calls = _calls()
     start = time.perf_counter()
-    llm = LLM(model=job["model"], dtype=job.get("dtype", "bfloat16"), enforce_eager=True, seed=0,
-              max_model_len=max(len(p) for r in rounds for p in r) + max_tokens + 16,
-              max_num_batched_tokens=job.get("batched_tokens", 64), max_num_seqs=16,
-              enable_chunked_prefill=True,
-              enable_prefix_caching=job.get("prefix_caching", True))
+    try:
+        llm = LLM(model=job["model"], dtype=job.get("dtype", "bfloat16"), enforce_eager=True,
+                  seed=0, max_model_len=max(len(p) for r in rounds for p in r) + max_tokens + 16,
+                  max_num_batched_tokens=job.get("batched_tokens", 64), max_num_seqs=16,
+                  enable_chunked_prefill=True, kv_cache_dtype=job.get("kv_cache_dtype", "auto"),
+                  enable_prefix_caching=job.get("prefix_caching", True))
+    except Exception as e:  # noqa: BLE001 (recorded for the test to read)
+        if job.get("expect_error"):
+            return {"error": f"{type(e).__name__}: {e}"}
+        raise
+    if job.get("expect_error"):
+        raise SystemExit(f"generate.py: {job['out']}: the engine started; an error was expected")
     startup = time.perf_counter() - start
     results = []
     start = time.perf_counter()
@@ -76,6 +85,9 @@ def main() -> None:
         result = run_job(job)
         with open(job["out"], "w") as f:
             json.dump(result, f)
+        if "error" in result:
+            print(f"generate.py: {job['out']}: {result['error']}", flush=True)
+            break
         print(f"generate.py: {job['out']}: start-up {result['startup_seconds']:.1f} s, "
               f"generation {result['generate_seconds']:.1f} s", flush=True)
 

@@ -90,3 +90,9 @@ def test_smollm2_bf16_no_worse_than_vllm(runs):
     """Real weights (SmolLM2-135M-Instruct, 30 layers, 9/3 heads, d64), chat prompts."""
     check_runs(runs["smollm2/vllm"], runs["smollm2/leanattn_bf16"], caching=True)
     check_bf16(runs["smollm2/vllm"], runs["smollm2/vllm_bf16"], runs["smollm2/leanattn_bf16"])
+
+
+def test_refusals_name_what_is_missing(runs):
+    """A quantized KV cache stops vLLM at start-up with leanattn's message (not a wrong answer)."""
+    error = runs["refused/kv_fp8"]["error"]
+    assert "leanattn" in error and "kv_cache_dtype='fp8'" in error, error
