@@ -14,7 +14,6 @@ venv_py=$(timed setup scripts/vllm-venv.sh)
 wheel=$(scripts/python-wheel.sh)
 echo "== vllm: installing $(basename "$wheel") into $(dirname "$(dirname "$venv_py")")"
 timed setup "$venv_py" -m pip install -q --force-reinstall --no-deps "$wheel"
-"$venv_py" -c 'import vllm, torch; print("== vllm", vllm.__version__, "torch", torch.__version__)'
 
 # The test models (tests/vllm/models.py: ~1 min to make) kept outside the clone, keyed by the
 # hash of the script that makes them and of the venv's python path (its versions).
