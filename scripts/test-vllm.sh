@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The vLLM tests (tests/vllm): vLLM's own engine with leanattn's backend against vLLM's own CPU
-# attention, offline and through `vllm serve`. vLLM runs in its own venv, cached outside the
+# attention, offline and through its OpenAI server. vLLM runs in its own venv, cached outside the
 # clone (scripts/vllm-venv.sh: torch at vLLM's pin, ~6 GB); the package's wheel (the one build of
 # scripts/python-wheel.sh, shared with the python stage) is installed into it, then pytest runs
 # tests/vllm (their models cached outside the clone too). Called by scripts/test.sh.
