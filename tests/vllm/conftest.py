@@ -43,6 +43,7 @@ class Runs:
         self.models_folder = models_folder
         self.models = {}
         self.results = None
+        self.failure = None  # the first run's error, reported again by every later test
 
     def model(self, kind: str) -> str:
         if kind not in self.models:
@@ -56,15 +57,15 @@ class Runs:
     def __getitem__(self, name: str) -> dict:
         """generate.py's JSON of job `name`, plus "log" (its process's output)."""
         if self.results is None:
-            self.results = self.failure = {}
+            self.results = {}
             try:
                 for backend in ("vllm", "leanattn"):
                     self._run(backend, {n: j for n, j in JOBS.items() if j[0] == backend})
-            except BaseException as e:  # every later test reports the same failure
-                self.failure = {"error": e}
+            except BaseException as e:
+                self.failure = e
                 raise
-        if "error" in self.failure:
-            pytest.fail(f"the vLLM runs failed: {self.failure['error']}")
+        if self.failure is not None:
+            pytest.fail(f"the vLLM runs failed: {self.failure}")
         return self.results[name]
 
     def _run(self, backend: str, jobs: dict) -> None:
