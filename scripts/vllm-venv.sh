@@ -24,9 +24,12 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 if ! (/sbin/ldconfig -p 2>/dev/null || true) | grep -q 'libnuma.so.1 '; then
   say "warning: libnuma.so.1 not found (vLLM's _C links it): scripts/install-deps.sh vllm"
 fi
+mkdir -p "$cache"
+# One maker at a time: scripts/test.sh may start this in the background while the builds run.
+exec 9>"$cache/.venv-vllm-tests.lock"
+flock 9
 if [ ! -f "$venv/.complete" ]; then
   say "creating $venv (torch, vLLM and its dependencies from PyPI: minutes, ~6 GB)"
-  mkdir -p "$cache"
   for old in "$cache"/venv-vllm-tests-*; do
     if [ -e "$old" ] && [ "$old" != "$venv" ]; then rm -rf "$old"; fi
   done

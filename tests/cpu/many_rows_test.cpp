@@ -17,6 +17,7 @@
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
 #include "harness/naive_baseline.hpp"
+#include "harness/sanitized.hpp"
 #include "harness/test_problem.hpp"
 #include "leanattn/cpu_engine.hpp"
 #include "leanattn/error.hpp"
@@ -103,7 +104,9 @@ TEST_P(ManyRowsTest, EveryCacheTypePagedWithWindowAndBias) {
     make_paged(p, 16);
     harness::HostCase c = harness::make_case(p, ++seed);
     const std::string what = kv_dtypes_name(p);
-    check(c, "1", {1, 3}, {16, 64}, what);
+    // Under the sanitizers, three workers only (their ranges cross request and head boundaries);
+    // one worker's single range runs in the release stage.
+    check(c, "1", harness::kSanitized ? std::vector{3} : std::vector{1, 3}, {16, 64}, what);
     check(c, nullptr, {3}, {32}, what);
   }
 }

@@ -15,6 +15,7 @@
 #include "cpu/engine_fixture.hpp"
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
+#include "harness/sanitized.hpp"
 #include "harness/test_problem.hpp"
 #include "leanattn/cpu_engine.hpp"
 #include "leanattn/error.hpp"
@@ -94,13 +95,17 @@ TEST_P(MixedBatchTest, PromptChunksAndDecodeRowsEveryVariant) {
   std::uint64_t seed = 1;
   for (const auto& [name, v] : variants) {
     for (bool paged : {false, true}) {
+      // Under the sanitizers the variants other than causal run paged only (the release stage runs
+      // both layouts for each); causal keeps both layouts and the full sweep.
+      ++seed;
+      if (harness::kSanitized && !paged && name != "causal") continue;
       DecodeProblem p = mixed(kLens, kCounts, v);
       if (paged) {
         p.layout = KvLayout::paged;
         p.page_size = 16;
         p.capacity = 0;
       }
-      harness::HostCase c = harness::make_case(p, ++seed);
+      harness::HostCase c = harness::make_case(p, seed);
       check_everything(c, seed, name + (paged ? " paged" : " contiguous"), name == "causal");
     }
   }
