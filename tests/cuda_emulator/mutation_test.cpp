@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "emulated_case.hpp"
+#include "harness/sanitized.hpp"
 
 namespace leanattn::emulator {
 namespace {
@@ -69,7 +70,12 @@ std::string caught(std::vector<Scene>& all, const Mutations& m) {
   return "";
 }
 
+// What these two check is the emulator's verdict on a broken schedule, the same with or without
+// a sanitizer: they run in the release stage (33 and 10 s there, 56 and 15 s under ASan, Zen 4).
+constexpr const char* kReleaseOnly = "the release stage runs it (a verdict, not memory safety)";
+
 TEST(EmulatorCatches, EveryDroppedBarrier) {
+  if (harness::kSanitized) GTEST_SKIP() << kReleaseOnly;
   CallSites all;
   std::vector<Scene> s = scenes(all);
   const std::vector<std::string>& sites = all.barriers;
@@ -86,6 +92,7 @@ TEST(EmulatorCatches, EveryDroppedBarrier) {
 }
 
 TEST(EmulatorCatches, TheMissingWaitOfThePipeline) {
+  if (harness::kSanitized) GTEST_SKIP() << kReleaseOnly;
   CallSites all;
   std::vector<Scene> s = scenes(all);
   const std::vector<std::string>& sites = all.waits;
