@@ -2,10 +2,10 @@
 # The torch-based tests (tests/python/torch: torch tensors, the torch custom op and
 # torch.compile, transformers models, torch.distributed on Gloo), in their own venv: PyTorch
 # from the registry is ~5 GB with its CUDA libraries, so the venv lives outside the clone
-# (scripts/torch-venv.sh makes it once per requirements). scripts/test-python.sh installs the package's wheel into it (the one
-# build of scripts/python-wheel.sh, shared with the python stage), then runs pytest on
-# tests/python/torch. With
-# LEANATTN_REQUIRE_TORCH=1 (set here) the tests fail, rather than skip, where torch is missing.
+# (scripts/torch-venv.sh makes it once per requirements). scripts/test-python.sh installs the
+# package's wheel into it (the one build of scripts/python-wheel.sh, shared with the python
+# stage), then runs pytest on tests/python/torch. With LEANATTN_REQUIRE_TORCH=1 (set here) the
+# tests fail, rather than skip, where torch is missing.
 #   scripts/test-torch.sh [pytest arguments...]   (arguments replace the default test selection)
 set -euo pipefail
 cd "$(dirname "$0")/.."
