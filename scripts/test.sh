@@ -60,12 +60,20 @@ install_start=$SECONDS
 scripts/install-deps.sh "${groups[@]}" || exit 1
 install_seconds=$((SECONDS - install_start))
 
-logs=${LEANATTN_TEST_LOGS:-}
+logs=${LEANATTN_TEST_LOGS:-} logs_made=""
 if [ -z "$logs" ]; then
-  logs=$(mktemp -d)
-  trap 'rm -rf "$logs"' EXIT
+  logs=$(mktemp -d) logs_made=$logs
 fi
 mkdir -p "$logs"
+prefetch_pid=""
+# On the way out: the background fetch stopped (its whole session: pip included) if it still
+# runs, as after an interrupt, and a temporary log folder removed.
+cleanup() {
+  [ -n "$prefetch_pid" ] && kill -- -"$prefetch_pid" 2>/dev/null
+  [ -n "$logs_made" ] && rm -rf "$logs_made"
+  return 0
+}
+trap cleanup EXIT
 
 # What the late stages download (the torch and vLLM venvs, the GGUF models) is fetched in the
 # background while the first stages build and test: on a new machine, minutes of network and disk
@@ -77,18 +85,23 @@ prefetch() {
   for s in "${stages[@]}"; do
     case "$s" in
       torch) scripts/torch-venv.sh || rc=1 ;;
-      llama) { scripts/gguf-model.sh smollm2 && scripts/gguf-model.sh gemma3; } || rc=1 ;;
+      llama) scripts/gguf-model.sh smollm2 || rc=1; scripts/gguf-model.sh gemma3 || rc=1 ;;
       vllm) scripts/vllm-venv.sh || rc=1 ;;
     esac
   done
   return $rc
 }
-prefetch_start=$SECONDS
-(
-  nice -n 10 bash -c "$(declare -f prefetch); stages=(${stages[*]}); prefetch" >"$logs/prefetch.log" 2>&1
-  echo "$? $((SECONDS - prefetch_start))" >"$logs/prefetch.result"
-) &
-prefetch_pid=$!
+prefetching=""
+for s in "${stages[@]}"; do
+  case "$s" in torch | llama | vllm) prefetching=yes ;; esac
+done
+if [ -n "$prefetching" ]; then
+  # Its own session (setsid), so that cleanup stops all of it; it writes "status seconds" last.
+  setsid nice -n 10 bash -c "$(declare -f prefetch)"'
+    result=$1; shift; stages=("$@"); prefetch; echo "$? $SECONDS" >"$result"' \
+    prefetch "$logs/prefetch.result" "${stages[@]}" >"$logs/prefetch.log" 2>&1 &
+  prefetch_pid=$!
+fi
 
 declare -A result seconds build setup tests hits
 run_stage() {
@@ -242,9 +255,13 @@ for s in "${stages[@]}"; do
   esac
 done
 
-wait "$prefetch_pid"
-read -r prefetch_rc prefetch_seconds <"$logs/prefetch.result" 2>/dev/null ||
-  prefetch_rc=1 prefetch_seconds=0
+prefetch_rc=0 prefetch_seconds=0
+if [ -n "$prefetch_pid" ]; then
+  wait "$prefetch_pid"
+  prefetch_pid=""
+  { read -r prefetch_rc prefetch_seconds <"$logs/prefetch.result"; } 2>/dev/null ||
+    prefetch_rc=1 prefetch_seconds=0
+fi
 if [ "$prefetch_rc" != 0 ]; then
   echo
   echo "======== the background fetch failed (the stages fetched again); its log's end:"
@@ -261,8 +278,11 @@ declare -A count=([passed]=0 [FAILED]=0 [skipped]=0)
 sum_b=0 sum_s=$install_seconds sum_t=$install_seconds sum_p=0 sum_f=0 sum_k=0
 printf '  %-8s %-7s %6s %6s %6s %6s\n' deps "" 0 "$install_seconds" 0 "$install_seconds"
 # The background fetch overlapped the stages: its seconds are not added to the total.
-printf '  %-8s %-7s %6s %6s %6s %6s  (in the background, not in the total)\n' prefetch \
-  "$([ "$prefetch_rc" = 0 ] && echo done || echo failed)" 0 "$prefetch_seconds" 0 "$prefetch_seconds"
+if [ -n "$prefetching" ]; then
+  printf '  %-8s %-7s %6s %6s %6s %6s  (in the background, not in the total)\n' prefetch \
+    "$([ "$prefetch_rc" = 0 ] && echo done || echo failed)" 0 "$prefetch_seconds" 0 \
+    "$prefetch_seconds"
+fi
 for s in "${stages[@]}"; do
   read -r p f k <<<"${tests[$s]}"
   b=${build[$s]} u=${setup[$s]} t=${seconds[$s]}
