@@ -2,6 +2,7 @@
 #include "bench_report.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <sstream>
@@ -101,6 +102,13 @@ std::string format_case(const LabelledCase& lc, double probe_gbps) {
         r.probe_fraction, r.roof_fraction, ratio(speedup(c, r, "head")),
         ratio(speedup(c, r, "split")), r.max_abs_err, r.ok ? "ok" : "FAIL");
   }
+  // Each worker's busy time (the median over runs), where there is more than one.
+  for (const auto& r : c.results) {
+    if (r.worker_busy_us.size() < 2) continue;
+    const auto [lo, hi] = std::minmax_element(r.worker_busy_us.begin(), r.worker_busy_us.end());
+    os << fmt::format("  busy {:<11} {:.0f} us per worker; slowest / fastest {:.3f}\n", r.strategy,
+                      fmt::join(r.worker_busy_us, " "), *lo > 0 ? *hi / *lo : 0.0);
+  }
   return os.str();
 }
 
@@ -180,7 +188,8 @@ nlohmann::ordered_json to_json(const BenchRun& run) {
                          {"speedup_vs_split", speedup(c, r, "split")},
                          {"max_abs_err", r.max_abs_err},
                          {"tolerance", r.tolerance},
-                         {"ok", r.ok}});
+                         {"ok", r.ok},
+                         {"worker_busy_us", r.worker_busy_us}});
     }
   }
   j["results"] = std::move(results);

@@ -253,7 +253,9 @@ void add_bench_command(CLI::App& app) {
       "  vs_head    time of head over this row's time (> 1: this row is faster)\n"
       "  vs_split   time of split over this row's time\n"
       "  max_err    largest |out - fp64 reference| on the checked rows\n"
-      "  check      ok when every checked row is within its tolerance");
+      "  check      ok when every checked row is within its tolerance\n"
+      "Below the table, with several workers: each worker's busy time (its segments, the median\n"
+      "over the runs) and the slowest over the fastest: how evenly the plan loaded them");
   cmd->callback([args, cmd] {
     bool sweep = true;
     for (const char* f : kShapeFlags) {

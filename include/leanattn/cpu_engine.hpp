@@ -63,6 +63,10 @@ class Engine {
   void run(const DecodeProblem& problem, const Plan& plan, const DecodeTensors& tensors,
            std::span<std::byte> workspace);
 
+  // Seconds each plan worker spent on its segments in the last run ([plan.workers]; empty before
+  // the first): how evenly a plan loaded the workers, for benchmarks.
+  std::span<const double> worker_seconds() const;
+
   // plan() then run().
   void decode(const DecodeProblem& problem, const DecodeTensors& tensors,
               const PlanOptions& options = {});

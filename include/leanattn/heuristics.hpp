@@ -67,25 +67,44 @@ std::int32_t fa2_num_splits(std::int64_t units, std::int32_t workers, std::int64
 std::int32_t cpu_num_splits(std::int64_t rows, std::int32_t workers, std::int64_t max_tiles,
                             std::int32_t max_splits);
 
-// FMAs a CPU worker does in the time it reads one byte of K and V from DRAM: about 32 G FMA/s in
-// the row kernel with hundreds of rows over 10 GB/s per worker (Zen 4, 2 workers; bench/results/
-// mixed-batch-amd-epyc-2c-2026-12-06.txt), rounded to 3.
+// FMAs a CPU worker does in the time it reads one byte of K and V from DRAM: about 35 G FMA/s on
+// the many-rows path over 11 GB/s per worker (Zen 4, 2 workers, 2026-12-07; 32 G FMA/s in the
+// row kernel over 10 GB/s before it, bench/results/mixed-batch-amd-epyc-2c-2026-12-06.txt),
+// rounded to 3.
 inline constexpr std::int64_t kFmasPerKvByte = 3;
 
-// The relative cost of one lean tile of each request of a mixed batch, for lean's cut by cost
-// (DecodeProblem::query_start_loc): a tile reads its tokens' K and V once for every query row
-// of the pair and does (head_dim + head_dim_v) FMAs per row and token, so per token
-//   cost[b] = kv_row_bytes x kFmasPerKvByte + rows[b] x (head_dim + head_dim_v)
-// (the two add up: docs/cpu-engine.md measures that they barely overlap), divided by the gcd of
-// those of the requests with rows, so that equal rows give weights of 1 (the plain cut of
-// decode); a request of no row plans no tile and weighs 1. rows[b]: query rows per pair of
-// request b (its query tokens x the GQA group); kv_row_bytes: one token's K and V bytes of one KV
-// head.
-//   32 query / 8 KV heads, d 128, f16 (kv_row_bytes 512): a decode row (4 rows) costs 1536 +
-//   1024 = 2560, a 128-token prefill chunk (512 rows) 1536 + 131072 = 132608; their gcd 512 ->
-//   weights 5 and 259: a chunk's tile counts as 52 decode tiles.
-std::vector<std::int64_t> tile_weights(const std::vector<std::int32_t>& rows,
-                                       std::int64_t kv_row_bytes, std::int32_t head_dim,
-                                       std::int32_t head_dim_v);
+// The query tokens of one request as the cost of its tiles sees them (the rules of
+// core/variant_rules.hpp): the last `queries` of seq_len keys, token j at position
+// seq_len - queries + j seeing keys [max(0, position - window_left), position + 1) when causal,
+// [.., seq_len) when not; window_left < 0: no window.
+struct TileQueries {
+  std::int64_t seq_len = 0;
+  std::int64_t queries = 1;
+  bool causal = true;
+  std::int64_t window_left = -1;
+};
+
+// (query token, key) pairs of keys [t0, t1) that the request's tokens see.
+//   A 512-token chunk at depth 4096 (seq_len 4608, causal), keys [4352, 4608): token j sees
+//   max(0, j - 255) of them -> 1 + ... + 255 + 256 = 32896 pairs (a quarter of 512 x 256).
+std::int64_t visible_pairs(const TileQueries& queries, std::int64_t t0, std::int64_t t1);
+
+// The cost of a lean tile, keys [t0, t1), of a request of a mixed batch, for lean's cut by cost
+// (DecodeProblem::query_start_loc): the tile reads its keys' K and V once for every query row of
+// the pair and does (head_dim + head_dim_v) FMAs per visible (row, key) pair; whichever takes
+// longer bounds it (decode rows: the bytes; prefill chunks: the FMAs), so
+//   cost = max((t1 - t0) x kv_row_bytes x kFmasPerKvByte,
+//              group x visible_pairs(queries, t0, t1) x (head_dim + head_dim_v))
+// in FMAs. group: query heads per KV head; kv_row_bytes: one token's K and V bytes of one KV
+// head. Hidden pairs cost nothing: the CPU engine skips blocks of rows that see none of a block
+// of keys (causal, window). (Adding the two instead, as when the row kernel did prefill, priced
+// a GQA decode row 1.6x too high against a chunk: the workers' busy times 10-14 % apart.)
+//   SmolLM2's 9/3 heads, d 64, f16 (kv_row_bytes 256, group 3), 256-key tiles: a decode token at
+//   depth 4096, any tile: max(196608, 3 x 256 x 128) = 196608; a 512-token chunk at depth 4096,
+//   its tile [0, 256): 3 x 131072 x 128 = 50331648 (256 decode tiles), its last tile
+//   [4352, 4608): 3 x 32896 x 128 = 12632064 (a quarter of that).
+std::int64_t tile_cost(const TileQueries& queries, std::int64_t t0, std::int64_t t1,
+                       std::int32_t group, std::int64_t kv_row_bytes, std::int32_t head_dim,
+                       std::int32_t head_dim_v);
 
 }  // namespace leanattn

@@ -58,10 +58,12 @@ PlanOptions resolve_plan_options(const PlanOptions& options, PlanTarget target);
 Plan make_plan(const DecodeProblem& problem, const Hardware& hardware,
                const PlanOptions& options = {});
 
-// The cost of one lean tile of each request that lean (not batch-invariant) cuts `problem`'s
-// line by: tile_weights() (heuristics.hpp) of its rows for a mixed batch (query_start_loc); empty
-// otherwise (every tile alike).
-std::vector<std::int64_t> lean_tile_weights(const DecodeProblem& problem);
+// The cost of each lean tile of `tile_tokens` keys that lean (not batch-invariant) cuts
+// `problem`'s line by: costs[b][t] = tile_cost() (heuristics.hpp) of request b's tile t (its
+// planned keys [first key, seq_len) in tiles, Plan::tile_keys) for a mixed batch
+// (query_start_loc); empty otherwise (every tile alike).
+std::vector<std::vector<std::int64_t>> lean_tile_costs(const DecodeProblem& problem,
+                                                       std::int32_t tile_tokens);
 
 // Throws Error("plan", ...) unless `plan` was made for `problem`'s shape and lengths.
 void check_plan_matches(const Plan& plan, const DecodeProblem& problem);

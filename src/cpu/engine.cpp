@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -50,7 +51,7 @@ struct Scratch {
   std::vector<const void*> bias;                           // [n, rows]: each row's bias at key 0
   std::vector<ScoreRules> rules;                           // [n]
   std::vector<const char*> prefetch;  // [2, kKernelRowsPadded]: a call's K and V prefetch lines
-  std::vector<float> gemm_tiles;      // the many-rows path's widened block (gemm_scratch_floats)
+  std::vector<float> gemm_tiles;      // the many-rows path's widened sweep of blocks
   // n jobs of `rows` query rows, q of d floats per row, o of dv.
   void reserve(std::size_t n, std::int32_t rows, std::int32_t d, std::int32_t dv) {
     const std::size_t qs = n * static_cast<std::size_t>(rows) * d;
@@ -67,7 +68,8 @@ struct Scratch {
     }
     if (slope.size() < ml) slope.resize(ml), bias.resize(ml);
     prefetch.resize(2 * kKernelRowsPadded);
-    const auto tiles = static_cast<std::size_t>(gemm_scratch_floats(d, dv)) + 16;
+    const auto tiles =
+        static_cast<std::size_t>(gemm_sweep_blocks(d, dv) * gemm_scratch_floats(d, dv)) + 16;
     if (gemm_tiles.size() < tiles) gemm_tiles.resize(tiles);
   }
   // SegmentJob::gemm_scratch (reserved for heads of d and dv values): 64-byte aligned.
@@ -84,7 +86,8 @@ struct RunContext {
   const DecodeTensors& tensors;
   SegmentKernelFn kernel;
   bool q_bits;  // the kernel takes Q's own bf16 bits (SimdKernel::bf16_dot, bf16 Q and K)
-  std::int32_t gemm_rows;  // passes of at least this many rows take the many-rows path (0: none)
+  std::int32_t gemm_rows;    // passes of at least this many rows take the many-rows path (0: none)
+  std::int32_t gemm_blocks;  // kernel blocks per sweep of that path (gemm_sweep_blocks)
   KvAddressing k, v;
   KvAddressing k_scale, v_scale;  // a quantized cache's scales (unused otherwise)
   float* slot_o;
@@ -224,6 +227,7 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
     job.q_bits = q_bits ? sc.q_bits.data() + i * q_stride : nullptr;
     job.q_scale = cx.problem.softmax_scale();
     job.gemm_scratch = gemm ? sc.gemm_scratch() : nullptr;
+    job.gemm_blocks = gemm ? cx.gemm_blocks : 1;
     if (te > tb && q_bits) {
       load_q_bits(cx.problem, cx.tensors, s.request, s.kv_head, sc.q_bits.data() + i * q_stride);
     } else if (te > tb) {
@@ -268,9 +272,14 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
                          v_elt};
   const char** pk = sc.prefetch.data();
   const char** pv = pk + kKernelRowsPadded;
-  for (std::int64_t t = tb; t < te; t += kKernelBlockTokens) {
-    const std::int64_t next = std::min<std::int64_t>(t + kKernelBlockTokens, te);
-    const PrefetchBlock block = prefetch_block(pg, next, te, kKernelBlockTokens);
+  // A many-rows pass takes a sweep of blocks per call and prefetches nothing (it is bound by its
+  // FMAs, and the hardware prefetcher follows the rows it widens).
+  const std::int64_t step =
+      gemm ? std::int64_t{kKernelBlockTokens} * cx.gemm_blocks : std::int64_t{kKernelBlockTokens};
+  for (std::int64_t t = tb; t < te; t += step) {
+    const std::int64_t next = std::min<std::int64_t>(t + step, te);
+    const PrefetchBlock block =
+        gemm ? PrefetchBlock{} : prefetch_block(pg, next, te, kKernelBlockTokens);
     for (std::int64_t i = 0; i < n; ++i) {
       SegmentJob& job = sc.jobs[static_cast<std::size_t>(i)];
       job.token_begin = t;
@@ -279,8 +288,9 @@ void run_group(const RunContext& cx, std::span<const Segment> group, Scratch& sc
       job.prefetch_v = pv;
       const std::int32_t next_head =
           sc.jobs[static_cast<std::size_t>(i + 1 == n ? 0 : i + 1)].kv_head;
-      job.prefetch_lines =
-          plan_prefetch(pg, block, i, t, next_head, kKernelBlockTokens, kKernelRowsPadded, pk, pv);
+      job.prefetch_lines = gemm ? 0
+                                : plan_prefetch(pg, block, i, t, next_head, kKernelBlockTokens,
+                                                kKernelRowsPadded, pk, pv);
       cx.kernel(job);
     }
   }
@@ -356,7 +366,8 @@ struct Engine::Impl {
   std::int64_t inline_kv_bytes = 0;
   std::int32_t threads = 1;
   std::int32_t gemm_rows = many_rows_threshold();
-  ParallelFor parallel;  // the caller's threads; else the pool's
+  ParallelFor parallel;                // the caller's threads; else the pool's
+  std::vector<double> worker_seconds;  // of the last run, [plan.workers]
 
   // A caller's ParallelFor leaves the pool with the calling thread alone.
   Impl(const SimdKernel& k, std::int32_t n, bool spin, bool pin, const ParallelFor& lent)
@@ -449,6 +460,7 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
                       impl_->kernel.bf16_dot && problem.q_dtype == DType::bf16 &&
                           problem.kv_dtype == DType::bf16 && problem.head_dim % 32 == 0,
                       impl_->gemm_rows,
+                      gemm_sweep_blocks(plan.head_dim, plan.head_dim_v),
                       kv(tensors.k_strides),
                       kv(tensors.v_strides),
                       kv(tensors.k_scale_strides),
@@ -465,19 +477,23 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
                plan.head_dim_v);
   }
 
+  // Each plan worker's segments, timed (Engine::worker_seconds; each thread writes its own).
+  impl_->worker_seconds.assign(static_cast<std::size_t>(plan.workers), 0.0);
+  auto timed_worker = [&](std::int32_t w, Scratch& sc) {
+    const auto start = std::chrono::steady_clock::now();
+    run_worker(cx, plan.worker_segments(w), sc);
+    impl_->worker_seconds[static_cast<std::size_t>(w)] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   if (problem.kv_bytes(shares_kv(tensors)) * problem.q_len <= impl_->inline_kv_bytes) {
     // A small problem: every worker's segments in turn on this thread (EngineOptions).
-    for (std::int32_t w = 0; w < plan.workers; ++w) {
-      run_worker(cx, plan.worker_segments(w), impl_->scratch[0]);
-    }
+    for (std::int32_t w = 0; w < plan.workers; ++w) timed_worker(w, impl_->scratch[0]);
     return;
   }
   const std::int32_t threads = impl_->threads;
   auto job = [&](std::int32_t thread) {
     Scratch& sc = impl_->scratch[static_cast<std::size_t>(thread)];
-    for (std::int32_t w = thread; w < plan.workers; w += threads) {
-      run_worker(cx, plan.worker_segments(w), sc);
-    }
+    for (std::int32_t w = thread; w < plan.workers; w += threads) timed_worker(w, sc);
   };
   if (impl_->parallel.run != nullptr) {
     impl_->parallel.run(
@@ -486,6 +502,10 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
     return;
   }
   impl_->pool.run(job);
+}
+
+std::span<const double> Engine::worker_seconds() const {
+  return impl_->worker_seconds;
 }
 
 std::vector<std::string> simd_targets() {

@@ -1,7 +1,7 @@
 // The many-rows path of the CPU kernel, per Highway target (segment_kernel.cpp includes it after
 // foreach_target.h): a pass of many query rows (a prompt chunk: query tokens x the GQA group) over
-// one block of K and V, shaped like a GEMM. The block's tiles are widened once (gemm_tile-inl.hpp);
-// then for each block of kGemmRows rows:
+// a sweep of up to SegmentJob::gemm_blocks blocks of K and V, shaped like a GEMM. The blocks' tiles
+// are widened once (gemm_tile-inl.hpp); then for each block of kGemmRows rows and each tile:
 //   1. scores  S[r][t] = q_r . k_t   (gemm_scores: kGemmRows rows x 2 vectors of token lanes of
 //                                      accumulators, a broadcast of q_r[i] per row and d step)
 //   2. per row: the K scales, soft-cap, rules, online softmax and V scales of the tiled kernel
@@ -118,9 +118,9 @@ HWY_INLINE bool rows_hidden(const ScoreRules& rules, std::int32_t r0, std::int32
 
 // One block of R rows from row r0 on over the tile (keys t0 on): scores, weights, values.
 template <int R>
-HWY_NOINLINE void gemm_row_block(const SegmentJob& job, const GemmTile& tile,
-                                 const ScoreRules* rules, float cap, std::int32_t r0,
-                                 std::int64_t t0, const float* kscale, const float* vscale) {
+HWY_INLINE void gemm_row_block(const SegmentJob& job, const GemmTile& tile, const ScoreRules* rules,
+                               float cap, std::int32_t r0, std::int64_t t0, const float* kscale,
+                               const float* vscale) {
   if (rules != nullptr && rows_hidden(*rules, r0, R, t0, tile.tokens, job.m)) return;
   const std::int32_t d = job.head_dim, dv = job.head_dim_v;
   HWY_ALIGN float s[R * kBlock];
@@ -133,25 +133,43 @@ HWY_NOINLINE void gemm_row_block(const SegmentJob& job, const GemmTile& tile,
   gemm_values<R>(s, tile, dv, rescale, job.o + static_cast<std::ptrdiff_t>(r0) * dv);
 }
 
-// gemm_row_block<rows> for 1 <= rows <= R, chosen at run time (the rows left after whole blocks).
-template <int R, class... Args>
-HWY_INLINE void gemm_row_block_of(std::int32_t rows, Args&&... args) {
-  if constexpr (R > 1) {
-    if (rows < R) return gemm_row_block_of<R - 1>(rows, args...);
+// Row block r0 (R rows) over every tile of a sweep, in key order: tile b holds keys
+// t0 + b x kBlock on, its 8-bit scales at kscale / vscale + b x kBlock (null: none).
+template <int R>
+HWY_NOINLINE void gemm_row_sweep(const SegmentJob& job, const GemmTile* tiles, std::int32_t n,
+                                 const ScoreRules* rules, float cap, std::int32_t r0,
+                                 std::int64_t t0, const float* kscale, const float* vscale) {
+  for (std::int32_t b = 0; b < n; ++b) {
+    const std::ptrdiff_t at = static_cast<std::ptrdiff_t>(b) * kBlock;
+    gemm_row_block<R>(job, tiles[b], rules, cap, r0, t0 + at, kscale ? kscale + at : nullptr,
+                      vscale ? vscale + at : nullptr);
   }
-  gemm_row_block<R>(args...);
 }
 
-// Every row of the job over one widened block (keys t0 on). kscale / vscale: an 8-bit cache's
-// per-token factors (null otherwise); rules without the soft-cap, and the cap (KernelRules).
-HWY_NOINLINE void gemm_block(const SegmentJob& job, const GemmTile& tile, const ScoreRules* rules,
-                             float cap, std::int64_t t0, const float* kscale, const float* vscale) {
+// gemm_row_sweep<rows> for 1 <= rows <= R, chosen at run time (the rows left after whole blocks).
+template <int R, class... Args>
+HWY_INLINE void gemm_row_sweep_of(std::int32_t rows, Args&&... args) {
+  if constexpr (R > 1) {
+    if (rows < R) return gemm_row_sweep_of<R - 1>(rows, args...);
+  }
+  gemm_row_sweep<R>(args...);
+}
+
+// Every row of the job over a sweep of n widened blocks (keys t0 on): rows outer, so each row
+// block's q and o stay in L1 over the sweep's keys. Each row's blocks run in key order, as with
+// one block per sweep (the same arithmetic, bit for bit). kscale / vscale: an 8-bit cache's
+// per-token factors, kBlock per block (null otherwise); rules without the soft-cap, and the cap
+// (KernelRules).
+HWY_NOINLINE void gemm_sweep(const SegmentJob& job, const GemmTile* tiles, std::int32_t n,
+                             const ScoreRules* rules, float cap, std::int64_t t0,
+                             const float* kscale, const float* vscale) {
   std::int32_t r0 = 0;
   for (; r0 + kGemmRows <= job.rows; r0 += kGemmRows) {
-    gemm_row_block<kGemmRows>(job, tile, rules, cap, r0, t0, kscale, vscale);
+    gemm_row_sweep<kGemmRows>(job, tiles, n, rules, cap, r0, t0, kscale, vscale);
   }
   if (r0 < job.rows) {
-    gemm_row_block_of<kGemmRows - 1>(job.rows - r0, job, tile, rules, cap, r0, t0, kscale, vscale);
+    gemm_row_sweep_of<kGemmRows - 1>(job.rows - r0, job, tiles, n, rules, cap, r0, t0, kscale,
+                                     vscale);
   }
 }
 

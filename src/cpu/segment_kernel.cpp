@@ -110,63 +110,95 @@ HWY_INLINE void rows_pass_of(std::int32_t rows, const SegmentJob& job, Args... a
   rows_pass<R, KT, VT>(job, args...);
 }
 
-// K of type KT, V of type VT: the same type, or (validate(problem)) two of f16, q8_0 and q4_0.
+// One block of K and V rows, as both paths read it: the rows' addresses, a block format's scales
+// per block of values, an 8-bit cache's per-token scales.
 template <class KT, class VT>
-void compute_typed(const SegmentJob& job) {
-  const auto* kbase = static_cast<const KT*>(job.k_cache);
-  const auto* vbase = static_cast<const VT*>(job.v_cache);
+struct BlockRows {
+  static constexpr std::int32_t kKScales =
+      kBlockKv<KT> ? kRowsPadded * kMaxHeadDim / kBlockValues : 1;
+  static constexpr std::int32_t kVScales =
+      kBlockKv<VT> ? kRowsPadded * kMaxHeadDim / kBlockValues : 1;
   const KT* krow[kRowsPadded];
   const VT* vrow[kRowsPadded];
-  static const char* const kNoRows[kRowsPadded] = {};
-  const KernelRules split(job.rules);
   // Block formats: the scales of every block of the rows, as floats ([block][row]); bits: their
   // f16 bits.
-  constexpr std::int32_t kKScales = kBlockKv<KT> ? kRowsPadded * kMaxHeadDim / kBlockValues : 1;
-  constexpr std::int32_t kVScales = kBlockKv<VT> ? kRowsPadded * kMaxHeadDim / kBlockValues : 1;
-  HWY_ALIGN float k_blocks[kKScales], v_blocks[kVScales];
+  HWY_ALIGN float k_blocks[kKScales];
+  HWY_ALIGN float v_blocks[kVScales];
   HWY_ALIGN uint16_t bits[std::max(kKScales, kVScales)];
-  const std::int32_t k_block_count = job.head_dim / kBlockValues;
-  const std::int32_t v_block_count = job.head_dim_v / kBlockValues;
-  const KvRows<KT> k{krow, k_blocks};
-  const KvRows<VT> v{vrow, v_blocks};
-  for (std::int64_t t0 = job.token_begin; t0 < job.token_end; t0 += kBlock) {
-    const auto tokens =
-        static_cast<std::int32_t>(std::min<std::int64_t>(kBlock, job.token_end - t0));
-    fill_rows(job.k, kbase, job.request, t0, job.kv_head, tokens, kRowsPadded, krow);
-    fill_rows(job.v, vbase, job.request, t0, job.kv_head, tokens,
+  KvRows<KT> k{krow, k_blocks};
+  KvRows<VT> v{vrow, v_blocks};
+
+  BlockRows() = default;
+  BlockRows(const BlockRows&) = delete;  // k and v point into it
+  BlockRows& operator=(const BlockRows&) = delete;
+
+  // Tokens [t0, t0 + tokens) of the job's (request, KV head); ks / vs: an 8-bit cache's per-token
+  // scales (kScaledKv), kBlock each.
+  void load(const SegmentJob& job, std::int64_t t0, std::int32_t tokens, float* ks, float* vs) {
+    fill_rows(job.k, static_cast<const KT*>(job.k_cache), job.request, t0, job.kv_head, tokens,
+              kRowsPadded, krow);
+    fill_rows(job.v, static_cast<const VT*>(job.v_cache), job.request, t0, job.kv_head, tokens,
               kBlockKv<VT> ? kRowsPadded : tokens, vrow);
     if constexpr (kBlockKv<KT>) {  // the score loop's padding rows too
-      block_row_scales(DF(), krow, std::min(tokens + kMaxPaddingRows, kRowsPadded), k_block_count,
-                       bits, k_blocks);
+      block_row_scales(DF(), krow, std::min(tokens + kMaxPaddingRows, kRowsPadded),
+                       job.head_dim / kBlockValues, bits, k_blocks);
     }
-    if constexpr (kBlockKv<VT>) block_row_scales(DF(), vrow, tokens, v_block_count, bits, v_blocks);
-    HWY_ALIGN float ks[kBlock], vs[kBlock];
+    if constexpr (kBlockKv<VT>) {
+      block_row_scales(DF(), vrow, tokens, job.head_dim_v / kBlockValues, bits, v_blocks);
+    }
     if constexpr (kScaledKv<KT>) {  // then VT is KT
       block_scales<KT>(job.k_scale, job.k_scale_at, job.request, t0, job.kv_head, tokens, ks);
       block_scales<VT>(job.v_scale, job.v_scale_at, job.request, t0, job.kv_head, tokens, vs);
     }
+  }
+};
+
+// The many-rows path (gemm_rows-inl.hpp): sweeps of up to job.gemm_blocks blocks, each block
+// widened once into the job's scratch, then every row block over the sweep.
+template <class KT, class VT>
+void compute_many_rows(const SegmentJob& job, const KernelRules& split) {
+  BlockRows<KT, VT> rows;
+  GemmTile tiles[kMaxGemmBlocks];
+  HWY_ALIGN float ks[kMaxGemmBlocks * kBlock], vs[kMaxGemmBlocks * kBlock];
+  const std::int64_t block_floats = gemm_scratch_floats(job.head_dim, job.head_dim_v);
+  const std::int64_t sweep = static_cast<std::int64_t>(job.gemm_blocks) * kBlock;
+  for (std::int64_t t0 = job.token_begin; t0 < job.token_end; t0 += sweep) {
+    const std::int64_t end = std::min(t0 + sweep, job.token_end);
+    std::int32_t n = 0;
+    for (std::int64_t t = t0; t < end; t += kBlock, ++n) {
+      const auto tokens = static_cast<std::int32_t>(std::min<std::int64_t>(kBlock, end - t));
+      rows.load(job, t, tokens, ks + n * kBlock, vs + n * kBlock);
+      tiles[n] = widen_tiles(rows.k, rows.v, tokens, job.head_dim, job.head_dim_v,
+                             job.gemm_scratch + n * block_floats);
+    }
+    gemm_sweep(job, tiles, n, split.rules, split.cap, t0, kScaledKv<KT> ? ks : nullptr,
+               kScaledKv<VT> ? vs : nullptr);
+  }
+}
+
+// K of type KT, V of type VT: the same type, or (validate(problem)) two of f16, q8_0 and q4_0.
+template <class KT, class VT>
+void compute_typed(const SegmentJob& job) {
+  static const char* const kNoRows[kRowsPadded] = {};
+  const KernelRules split(job.rules);
+  if (job.gemm_scratch != nullptr) return compute_many_rows<KT, VT>(job, split);
+  BlockRows<KT, VT> rows;
+  for (std::int64_t t0 = job.token_begin; t0 < job.token_end; t0 += kBlock) {
+    const auto tokens =
+        static_cast<std::int32_t>(std::min<std::int64_t>(kBlock, job.token_end - t0));
+    HWY_ALIGN float ks[kBlock], vs[kBlock];
+    rows.load(job, t0, tokens, ks, vs);
     // The engine hands out one block per call and names what to prefetch with it; a longer range
     // prefetches only with its last block.
     const std::int32_t lines = t0 + kBlock >= job.token_end ? job.prefetch_lines : 0;
     const char* const* pk = lines > 0 ? job.prefetch_k : kNoRows;
     const char* const* pv = lines > 0 ? job.prefetch_v : kNoRows;
-    if (job.gemm_scratch != nullptr) {  // many rows: the block widened once, then row blocks
-      for (std::int32_t t = 0; t < tokens; ++t) {
-        prefetch_lines(pk[t], 0, lines);
-        prefetch_lines(pv[t], 0, lines);
-      }
-      const GemmTile tile =
-          widen_tiles(k, v, tokens, job.head_dim, job.head_dim_v, job.gemm_scratch);
-      gemm_block(job, tile, split.rules, split.cap, t0, kScaledKv<KT> ? ks : nullptr,
-                 kScaledKv<VT> ? vs : nullptr);
-      continue;
-    }
     // Passes of up to kPassRows rows, each of as many rows as are left: wider passes read K and
     // V once but spend more on broadcasts and reductions than they save (measured: 8 rows in one
     // AVX2 pass cost 1.8x two passes of 4).
     for (std::int32_t r0 = 0; r0 < job.rows; r0 += kPassRows) {
       rows_pass_of<kPassRows, KT, VT>(std::min(job.rows - r0, kPassRows), job, split.rules,
-                                      split.cap, r0, t0, k, v, tokens, ks, vs, pk, pv,
+                                      split.cap, r0, t0, rows.k, rows.v, tokens, ks, vs, pk, pv,
                                       r0 == 0 ? lines : 0);
     }
   }

@@ -58,11 +58,13 @@ struct SegmentJob {
   const char* const* prefetch_k = nullptr;  // [kKernelRowsPadded]
   const char* const* prefetch_v = nullptr;  // [kKernelRowsPadded]
   std::int32_t prefetch_lines = 0;
-  // Set: the pass runs the many-rows path (gemm_rows-inl.hpp: each block of K and V widened once
-  // into this scratch, 64-byte aligned, gemm_scratch_floats(head_dim, head_dim_v) floats; q is
-  // read, not q_bits). The engine sets it for passes of many rows; the row kernel's targets
-  // (SCALAR, SVE) ignore it. Null: the tiled kernel.
+  // Set: the pass runs the many-rows path (gemm_rows-inl.hpp: up to gemm_blocks blocks of K and V
+  // at a time widened once into this scratch, 64-byte aligned, gemm_blocks x
+  // gemm_scratch_floats(head_dim, head_dim_v) floats; q is read, not q_bits, and nothing is
+  // prefetched). The engine sets it for passes of many rows; the row kernel's targets (SCALAR,
+  // SVE) ignore it. Null: the tiled kernel.
   float* gemm_scratch = nullptr;
+  std::int32_t gemm_blocks = 1;  // 1 .. kMaxGemmBlocks
 };
 
 using SegmentKernelFn = void (*)(const SegmentJob&);
@@ -74,10 +76,27 @@ inline constexpr std::int32_t kKernelBlockTokens = 32;
 // may read up to 16 rows past the block (repeats of its last row).
 inline constexpr std::int32_t kKernelRowsPadded = kKernelBlockTokens + 16;
 
-// Floats of SegmentJob::gemm_scratch: a block of K (transposed) and of V, widened to fp32.
+// Floats of one block in SegmentJob::gemm_scratch: K (transposed) and V, widened to fp32.
 constexpr std::int64_t gemm_scratch_floats(std::int32_t head_dim, std::int32_t head_dim_v) {
   return static_cast<std::int64_t>(head_dim + head_dim_v) * kKernelBlockTokens;
 }
+
+// The many-rows path widens up to this many blocks at a time and runs every block of rows over
+// all of them, so that a row block's q and o stay in L1 while the widened K and V (at most
+// kGemmTileBytes, within the L2 of every CPU measured) are read from L2: with one block per sweep
+// of the rows, a 2048-row pass of d 128 streams 2 MiB of q and o per 32 keys.
+inline constexpr std::int32_t kMaxGemmBlocks = 16;
+inline constexpr std::int64_t kGemmTileBytes = 256 * 1024;
+// Blocks per sweep for heads of head_dim and head_dim_v values: d 64 -> 16 (512 keys), d 128 -> 8,
+// DeepSeek's 576/512 -> 1.
+constexpr std::int32_t gemm_sweep_blocks(std::int32_t head_dim, std::int32_t head_dim_v) {
+  const std::int64_t block_bytes =
+      gemm_scratch_floats(head_dim, head_dim_v) * static_cast<std::int64_t>(sizeof(float));
+  const std::int64_t fit = kGemmTileBytes / block_bytes;
+  return static_cast<std::int32_t>(fit < 1 ? 1 : fit > kMaxGemmBlocks ? kMaxGemmBlocks : fit);
+}
+static_assert(gemm_sweep_blocks(64, 64) == 16 && gemm_sweep_blocks(128, 128) == 8 &&
+              gemm_sweep_blocks(576, 512) == 1);
 
 struct SimdKernel {
   std::string name;         // Highway's target name: "AVX3", "AVX2", "SSE4", "EMU128", ...

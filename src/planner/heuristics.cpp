@@ -69,20 +69,35 @@ std::int32_t cpu_num_splits(std::int64_t rows, std::int32_t workers, std::int64_
   return static_cast<std::int32_t>(limit);
 }
 
-std::vector<std::int64_t> tile_weights(const std::vector<std::int32_t>& rows,
-                                       std::int64_t kv_row_bytes, std::int32_t head_dim,
-                                       std::int32_t head_dim_v) {
-  std::vector<std::int64_t> weights;
-  weights.reserve(rows.size());
-  std::int64_t common = 0;  // over the requests with rows: the others plan no tile
-  for (const std::int32_t r : rows) {
-    weights.push_back(r == 0 ? 0
-                             : kv_row_bytes * kFmasPerKvByte +
-                                   static_cast<std::int64_t>(r) * (head_dim + head_dim_v));
-    common = std::gcd(common, weights.back());
-  }
-  for (std::int64_t& w : weights) w = w == 0 ? 1 : w / common;
-  return weights;
+namespace {
+
+// sum over j in [0, n) of clamp(a + j, 0, length).
+std::int64_t sum_clamped(std::int64_t a, std::int64_t n, std::int64_t length) {
+  const std::int64_t rising = std::clamp<std::int64_t>(1 - a, 0, n);     // first j with a + j >= 1
+  const std::int64_t full = std::clamp<std::int64_t>(length - a, 0, n);  // first with >= length
+  const std::int64_t count = full - rising;  // terms a + j, between 1 and length - 1
+  return count * a + (rising + full - 1) * count / 2 + (n - full) * length;
+}
+
+}  // namespace
+
+std::int64_t visible_pairs(const TileQueries& q, std::int64_t t0, std::int64_t t1) {
+  // Keys of [t0, t1) below x: clamp(x - t0, 0, t1 - t0). Token j sees [begin_j, end_j), so its
+  // pairs are (keys below end_j) - (keys below begin_j); both bounds rise by one per token.
+  const std::int64_t length = t1 - t0, first = q.seq_len - q.queries;  // token 0's position
+  const std::int64_t below_end =
+      q.causal ? sum_clamped(first + 1 - t0, q.queries, length)
+               : q.queries * std::clamp<std::int64_t>(q.seq_len - t0, 0, length);
+  const std::int64_t below_begin =
+      q.window_left < 0 ? 0 : sum_clamped(first - q.window_left - t0, q.queries, length);
+  return below_end - below_begin;
+}
+
+std::int64_t tile_cost(const TileQueries& queries, std::int64_t t0, std::int64_t t1,
+                       std::int32_t group, std::int64_t kv_row_bytes, std::int32_t head_dim,
+                       std::int32_t head_dim_v) {
+  return std::max((t1 - t0) * kv_row_bytes * kFmasPerKvByte,
+                  group * visible_pairs(queries, t0, t1) * (head_dim + head_dim_v));
 }
 
 }  // namespace leanattn

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "leanattn/core/variant_rules.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/heuristics.hpp"
 #include "leanattn/planner.hpp"
@@ -37,15 +38,27 @@ void validate_options(const Hardware& hw, const PlanOptions& opt) {
 
 }  // namespace
 
-std::vector<std::int64_t> lean_tile_weights(const DecodeProblem& p) {
+std::vector<std::vector<std::int64_t>> lean_tile_costs(const DecodeProblem& p,
+                                                       std::int32_t tile_tokens) {
   if (!p.has_query_start_loc()) return {};
-  std::vector<std::int32_t> rows(p.seq_lens.size());
-  for (std::int32_t b = 0; b < p.batch(); ++b) rows[static_cast<std::size_t>(b)] = p.pair_rows(b);
   const DType v = p.value_dtype();
   const std::int64_t kv_row =
       row_units(p.kv_dtype, p.head_dim) * static_cast<std::int64_t>(dtype_size(p.kv_dtype)) +
       row_units(v, p.value_dim()) * static_cast<std::int64_t>(dtype_size(v));
-  return tile_weights(rows, kv_row, p.head_dim, p.value_dim());
+  std::vector<std::vector<std::int64_t>> costs(p.seq_lens.size());
+  for (std::int32_t b = 0; b < p.batch(); ++b) {
+    const std::int32_t n = p.query_len(b);
+    const std::int64_t len = p.seq_lens[static_cast<std::size_t>(b)];
+    if (n == 0) continue;  // plans no tile
+    const TileQueries queries{len, n, p.variant.causal, p.variant.window_left};
+    for (std::int64_t t0 = first_planned_key(len, n, p.variant.window_left); t0 < len;
+         t0 += tile_tokens) {
+      costs[static_cast<std::size_t>(b)].push_back(
+          tile_cost(queries, t0, std::min(t0 + tile_tokens, len), p.group_size(), kv_row,
+                    p.head_dim, p.value_dim()));
+    }
+  }
+  return costs;
 }
 
 PlanOptions resolve_plan_options(const PlanOptions& options, PlanTarget target) {
@@ -90,9 +103,9 @@ Plan make_plan(const DecodeProblem& problem, const Hardware& hardware,
     const auto r = static_cast<std::int32_t>(b);
     planned[b] = static_cast<std::int32_t>(plan.seq_lens[b] - plan.first_key(r));
   }
-  const std::vector<std::int64_t> weights = lean_tile_weights(problem);
+  const planner::TileCosts costs = lean_tile_costs(problem, plan.tile_tokens);
   const planner::PairLine line =
-      planner::make_pair_line(planned, problem.kv_heads, plan.tile_tokens, weights);
+      planner::make_pair_line(planned, problem.kv_heads, plan.tile_tokens, costs);
   plan.total_tiles = line.total();
   const std::int64_t max_tiles =
       line.tiles.empty() ? 0 : *std::max_element(line.tiles.begin(), line.tiles.end());
@@ -110,7 +123,7 @@ Plan make_plan(const DecodeProblem& problem, const Hardware& hardware,
                       : planner::chunked_partition(line, plan.workers, plan.chunk_tiles);
       } else {
         pieces = rows ? planner::lean_partition_rows(planned, problem.kv_heads, plan.tile_tokens,
-                                                     plan.workers, weights)
+                                                     plan.workers, costs)
                       : planner::lean_partition(line, plan.workers);
       }
       break;

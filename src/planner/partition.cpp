@@ -9,23 +9,20 @@
 namespace leanattn::planner {
 
 PairLine make_pair_line(const std::vector<std::int32_t>& seq_lens, std::int32_t kv_heads,
-                        std::int32_t tile_tokens, const std::vector<std::int64_t>& weights) {
+                        std::int32_t tile_tokens, const TileCosts& costs) {
   PairLine line;
   const std::size_t pairs = seq_lens.size() * static_cast<std::size_t>(kv_heads);
   line.tiles.reserve(pairs);
   line.prefix.reserve(pairs + 1);
-  line.weight.reserve(pairs);
-  line.cost.reserve(pairs + 1);
   line.prefix.push_back(0);
-  line.cost.push_back(0);
+  if (!costs.empty()) line.start.push_back(0);
   for (std::size_t b = 0; b < seq_lens.size(); ++b) {
     const auto n = static_cast<std::int32_t>(ceil_div<std::int64_t>(seq_lens[b], tile_tokens));
-    const std::int64_t w = weights.empty() ? 1 : weights[b];
     for (std::int32_t h = 0; h < kv_heads; ++h) {
       line.tiles.push_back(n);
       line.prefix.push_back(line.prefix.back() + n);
-      line.weight.push_back(w);
-      line.cost.push_back(line.cost.back() + n * w);
+      if (costs.empty()) continue;
+      for (std::int32_t t = 0; t < n; ++t) line.start.push_back(line.start.back() + costs[b][t]);
     }
   }
   return line;
@@ -70,20 +67,23 @@ WorkerPieces lean_partition(const PairLine& line, std::int32_t workers) {
   WorkerPieces out(static_cast<std::size_t>(workers));
   const std::int64_t total = line.total_cost();
   for (std::int64_t p = 0; p < line.pairs(); ++p) {
-    const std::int64_t begin = line.cost[p];
-    const std::int64_t end = line.cost[p + 1];
-    const std::int64_t weight = line.weight[p];
-    if (begin == end) {
+    const std::int64_t at = line.prefix[p];  // the pair's first tile on the line
+    const std::int32_t n = line.tiles[p];
+    const std::int64_t begin = line.start_of(at);
+    if (n == 0) {
       out[empty_owner(begin, total, workers)].push_back({p, 0, 0});
       continue;
     }
-    // Tile t starts at cost begin + t x weight: worker w takes the tiles starting in its range.
+    // Tile t starts at cost start_of(at + t): worker w takes the tiles starting in its range.
     auto first_tile_from = [&](std::int64_t x) {
-      return static_cast<std::int32_t>(std::min<std::int64_t>(
-          line.tiles[p], ceil_div<std::int64_t>(std::max<std::int64_t>(0, x - begin), weight)));
+      if (line.start.empty()) {
+        return static_cast<std::int32_t>(std::clamp<std::int64_t>(x - at, 0, n));
+      }
+      const auto tiles = line.start.begin() + at;
+      return static_cast<std::int32_t>(std::lower_bound(tiles, tiles + n, x) - tiles);
     };
     const std::int32_t first = lean_owner(begin, total, workers);
-    const std::int32_t last = lean_owner(end - weight, total, workers);
+    const std::int32_t last = lean_owner(line.start_of(at + n - 1), total, workers);
     for (std::int32_t w = first; w <= last; ++w) {
       const std::int32_t lo = first_tile_from(lean_begin(w, total, workers));
       const std::int32_t hi = first_tile_from(lean_begin(w + 1, total, workers));
@@ -114,9 +114,9 @@ WorkerPieces chunked_partition(const PairLine& line, std::int32_t workers,
 
 WorkerPieces lean_partition_rows(const std::vector<std::int32_t>& seq_lens, std::int32_t kv_heads,
                                  std::int32_t tile_tokens, std::int32_t workers,
-                                 const std::vector<std::int64_t>& weights) {
+                                 const TileCosts& costs) {
   // One "pair" per request on the row line: its tiles are the request's tile rows.
-  const PairLine rows = make_pair_line(seq_lens, 1, tile_tokens, weights);
+  const PairLine rows = make_pair_line(seq_lens, 1, tile_tokens, costs);
   return pieces_for_every_head(lean_partition(rows, workers), kv_heads);
 }
 

@@ -22,26 +22,29 @@ using WorkerPieces = std::vector<std::vector<Piece>>;
 // Tiles of each pair and their running sum, over the actual lengths: pair p = (request b, head h)
 // with p = b * kv_heads + h has tiles[p] = ceil(seq_lens[b] / tile_tokens) and starts at
 // position prefix[p] on the line of all tiles; prefix has pairs + 1 entries. Lean cuts the line
-// by cost: each of pair p's tiles costs weight[p] (tile_weights: a mixed batch's prefill tiles
-// cost more than its decode tiles), and cost[p] is the running sum of tiles x weight.
+// by cost: start[x] is the cost of the tiles before line position x (tile_cost in
+// heuristics.hpp: a mixed batch's prefill tiles cost more than its decode tiles, a causal
+// chunk's last tiles less than its first); empty when every tile costs 1 (start[x] = x).
 struct PairLine {
   std::vector<std::int32_t> tiles;
   std::vector<std::int64_t> prefix;
-  std::vector<std::int64_t> weight;  // [pairs]
-  std::vector<std::int64_t> cost;    // [pairs + 1]
+  std::vector<std::int64_t> start;  // [total() + 1] or empty
   std::int64_t pairs() const { return static_cast<std::int64_t>(tiles.size()); }
   std::int64_t total() const { return prefix.back(); }
-  std::int64_t total_cost() const { return cost.back(); }
+  std::int64_t start_of(std::int64_t x) const { return start.empty() ? x : start[x]; }
+  std::int64_t total_cost() const { return start_of(total()); }
 };
 
-// `weights`: the cost of one tile of each request (empty: 1 each; tile_weights in
-// heuristics.hpp).
+// The cost of each tile of each request: costs[b][t] for request b's tiles (the same for every
+// KV head; lean_tile_costs in planner.hpp); empty: 1 each.
+using TileCosts = std::vector<std::vector<std::int64_t>>;
+
 PairLine make_pair_line(const std::vector<std::int32_t>& seq_lens, std::int32_t kv_heads,
-                        std::int32_t tile_tokens, const std::vector<std::int64_t>& weights = {});
+                        std::int32_t tile_tokens, const TileCosts& costs = {});
 
 // lean, head_major: cut the line of costs into `workers` contiguous ranges [floor(w C / G),
 // floor((w + 1) C / G)), a tile going to the range that holds its first unit of cost (with
-// equal weights: the tiles' own ranges [floor(w T / G), floor((w + 1) T / G))).
+// equal costs: the tiles' own ranges [floor(w T / G), floor((w + 1) T / G))).
 WorkerPieces lean_partition(const PairLine& line, std::int32_t workers);
 
 // lean, token_major: the line of tile rows (request, tile), each row holding the tile of every
@@ -49,7 +52,7 @@ WorkerPieces lean_partition(const PairLine& line, std::int32_t workers);
 // of every request its rows touch, all with the same tile range.
 WorkerPieces lean_partition_rows(const std::vector<std::int32_t>& seq_lens, std::int32_t kv_heads,
                                  std::int32_t tile_tokens, std::int32_t workers,
-                                 const std::vector<std::int64_t>& weights = {});
+                                 const TileCosts& costs = {});
 
 // batch-invariant lean: cut each pair into chunks of chunk_tiles tiles; deal each chunk whole to
 // the worker whose lean range holds its first tile (head_major), or each chunk row (all heads of

@@ -48,7 +48,7 @@ std::string format_plan_text(const Plan& plan) {
     for (std::int32_t b = 0; b < plan.batch() && b < 16; ++b)
       os << (b ? "," : " ") << plan.query_len(b);
     if (plan.batch() > 16) os << ",...";
-    os << " (lean cuts by cost: heuristics.hpp, tile_weights)";
+    os << " (lean cuts by cost: heuristics.hpp, tile_cost)";
   }
   os << "\n";
   os << "tiles: " << plan.total_tiles << " total, " << lo << ".." << hi << " per worker; "

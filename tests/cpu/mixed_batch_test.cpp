@@ -6,6 +6,7 @@
 // query tokens plans no tile.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -17,6 +18,7 @@
 #include "harness/host_case.hpp"
 #include "harness/sanitized.hpp"
 #include "harness/test_problem.hpp"
+#include "leanattn/core/variant_rules.hpp"
 #include "leanattn/cpu_engine.hpp"
 #include "leanattn/error.hpp"
 #include "leanattn/heuristics.hpp"
@@ -161,14 +163,11 @@ TEST(MixedBatchPlan, RequestsWithoutQueryTokensPlanNoTile) {
   for (std::size_t i = 0; i < ref.out.size(); ++i) EXPECT_NEAR(got.out[i], ref.out[i], 1e-9) << i;
 }
 
-// Lean cuts a mixed batch by cost (tile_weights): every worker's cost is within one cut unit
-// (a tile row of every KV head token-major, a tile head-major) of the mean; by tiles, the
-// 300-token prompt would load its worker alone.
+// Lean cuts a mixed batch by cost (tile_cost, per tile): every worker's cost is within one cut
+// unit (a tile row of every KV head token-major, a tile head-major) of the mean; by tiles, the
+// 300-token prompt would load its worker alone. The costs are recomputed here from the rules.
 TEST(MixedBatchPlan, LeanBalancesCostNotTiles) {
   const DecodeProblem p = mixed({4096, 4096, 4096, 4096, 0, 300}, {128, 1, 1, 0, 3, 1});
-  std::vector<std::int32_t> rows;
-  for (std::int32_t b = 0; b < p.batch(); ++b) rows.push_back(p.pair_rows(b));
-  const std::vector<std::int64_t> weight = tile_weights(rows, 4 * 64, 64, 64);
   for (LineOrder order : {LineOrder::token_major, LineOrder::head_major}) {
     for (std::int32_t workers : {2, 3, 7}) {
       const Plan plan = make_plan(p, Hardware{workers}, {.order = order, .tile_tokens = 64});
@@ -176,10 +175,21 @@ TEST(MixedBatchPlan, LeanBalancesCostNotTiles) {
       std::int64_t total = 0, unit = 0;
       for (std::int32_t w = 0; w < workers; ++w) {
         for (const Segment& s : plan.worker_segments(w)) {
-          const std::int64_t c = (s.tile_end - s.tile_begin) * weight[s.request];
-          cost[static_cast<std::size_t>(w)] += c;
-          total += c;
-          unit = std::max(unit, weight[s.request]);
+          for (std::int32_t t = s.tile_begin; t < s.tile_end; ++t) {
+            const KeyRange keys = plan.tile_keys(s.request, t, t + 1);
+            std::int64_t pairs = 0;  // (query token, key) pairs the rows see
+            for (std::int32_t j = 0; j < p.query_len(s.request); ++j) {
+              const KeyRange r = visible_keys(p.seq_lens[s.request], p.query_len(s.request), j,
+                                              p.variant.causal, p.variant.window_left);
+              pairs += std::max<std::int64_t>(
+                  0, std::min(r.end, keys.end) - std::max(r.begin, keys.begin));
+            }
+            const std::int64_t c = std::max((keys.end - keys.begin) * 4 * 64 * kFmasPerKvByte,
+                                            p.group_size() * pairs * 128);
+            cost[static_cast<std::size_t>(w)] += c;
+            total += c;
+            unit = std::max(unit, c);
+          }
         }
       }
       if (order == LineOrder::token_major) unit *= p.kv_heads;

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "leanattn/core/variant_rules.hpp"
+
 namespace leanattn {
 namespace {
 
@@ -22,12 +24,36 @@ TEST(Heuristics, DefaultTileTokens) {
   EXPECT_EQ(default_tile_tokens(576, 512), 64);   // absorbed MLA
 }
 
-TEST(Heuristics, TileWeightsWorkedExample) {
-  // 32/8 heads, d 128, f16: a decode row (4 rows) and a 128-token chunk (512 rows).
-  EXPECT_EQ(tile_weights({4, 512}, 512, 128, 128), (std::vector<std::int64_t>{5, 259}));
-  // Equal rows weigh 1 each, a request of no row (no tile) too: the plain cut of decode.
-  EXPECT_EQ(tile_weights({4, 4, 4}, 512, 128, 128), (std::vector<std::int64_t>{1, 1, 1}));
-  EXPECT_EQ(tile_weights({4, 0, 4}, 512, 128, 128), (std::vector<std::int64_t>{1, 1, 1}));
+TEST(Heuristics, TileCostWorkedExample) {
+  // SmolLM2's 9/3 heads, d 64, f16, 256-key tiles (heuristics.hpp).
+  const TileQueries chunk{4608, 512, true, -1};
+  EXPECT_EQ(visible_pairs(chunk, 4352, 4608), 32896);
+  EXPECT_EQ(tile_cost({4097, 1, true, -1}, 0, 256, 3, 256, 64, 64), 196608);  // a decode token
+  EXPECT_EQ(tile_cost(chunk, 0, 256, 3, 256, 64, 64), 50331648);
+  EXPECT_EQ(tile_cost(chunk, 4352, 4608, 3, 256, 64, 64), 12632064);
+}
+
+// visible_pairs against counting every (token, key) pair by the variant rules themselves.
+TEST(Heuristics, VisiblePairsCountsWhatTheRulesShow) {
+  for (const bool causal : {true, false}) {
+    for (const std::int32_t window : {-1, 0, 5, 40}) {
+      for (const std::int32_t queries : {1, 3, 37}) {
+        for (const std::int64_t seq_len : {std::int64_t{queries}, std::int64_t{100}}) {
+          for (std::int64_t t0 = 0; t0 < seq_len; t0 += 16) {
+            const std::int64_t t1 = std::min<std::int64_t>(t0 + 16, seq_len);
+            std::int64_t count = 0;
+            for (std::int32_t j = 0; j < queries; ++j) {
+              const KeyRange r = visible_keys(seq_len, queries, j, causal, window);
+              count += std::max<std::int64_t>(0, std::min(r.end, t1) - std::max(r.begin, t0));
+            }
+            EXPECT_EQ(visible_pairs({seq_len, queries, causal, window}, t0, t1), count)
+                << "causal " << causal << " window " << window << " queries " << queries
+                << " seq_len " << seq_len << " keys " << t0;
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(Heuristics, Fa2SplitsWorkedExample) {

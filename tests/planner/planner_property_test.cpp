@@ -35,21 +35,24 @@ bool same_plan(const Plan& a, const Plan& b) {
 // may continue a pair started by another worker, only its last may leave tiles to another.
 // token_major: the same per KV head (whole tile rows are cut), loads within one row (kv_heads
 // tiles), and every segment of a worker in one request covers the same tiles.
-// `weights`: lean's cost of a tile of each request (lean_tile_weights; empty: 1 each). A worker
+// `costs`: lean's cost of each tile of each request (lean_tile_costs; empty: 1 each). A worker
 // takes the tiles that start in its share of the cost, so by cost its load is within one tile of
-// its share: loads differ by at most one tile (equal weights) or two of the dearest.
-void expect_lean_shape(const Plan& plan, const std::vector<std::int64_t>& weights = {}) {
+// its share: loads differ by at most one tile (equal costs) or two of the dearest.
+void expect_lean_shape(const Plan& plan, const std::vector<std::vector<std::int64_t>>& costs = {}) {
   const bool rows = plan.order == LineOrder::token_major;
   const std::int32_t per_pair_ends = rows ? plan.kv_heads : 1;
-  auto weight = [&](std::int32_t request) {
-    return weights.empty() ? std::int64_t{1} : weights[static_cast<std::size_t>(request)];
+  auto cost = [&](std::int32_t request, std::int32_t tile) {
+    return costs.empty() ? std::int64_t{1}
+                         : costs[static_cast<std::size_t>(request)][static_cast<std::size_t>(tile)];
   };
   std::int64_t lo = -1, hi = 0, unit = 1;  // worker loads in cost; the largest tile's cost
   for (std::int32_t w = 0; w < plan.workers; ++w) {
     std::int64_t load = 0;
     for (const Segment& s : plan.worker_segments(w)) {
-      load += (s.tile_end - s.tile_begin) * weight(s.request);
-      if (s.tile_end > s.tile_begin) unit = std::max(unit, weight(s.request));
+      for (std::int32_t t = s.tile_begin; t < s.tile_end; ++t) {
+        load += cost(s.request, t);
+        unit = std::max(unit, cost(s.request, t));
+      }
     }
     lo = lo < 0 ? load : std::min(lo, load);
     hi = std::max(hi, load);
@@ -78,7 +81,7 @@ void expect_lean_shape(const Plan& plan, const std::vector<std::int64_t>& weight
       }
     }
   }
-  EXPECT_LE(hi - lo, (weights.empty() ? 1 : 2) * unit * (rows ? plan.kv_heads : 1))
+  EXPECT_LE(hi - lo, (costs.empty() ? 1 : 2) * unit * (rows ? plan.kv_heads : 1))
       << "lean loads must differ by at most one " << (rows ? "tile row" : "tile") << "'s cost";
   EXPECT_LE(plan.num_slots, 2 * plan.workers * per_pair_ends);
   const WorkspaceLayout ws = workspace_layout(plan);
@@ -101,7 +104,7 @@ TEST(PlannerProperties, RandomProblemsAllStrategies) {
     ASSERT_NO_THROW(check_plan(plan));
     EXPECT_TRUE(same_plan(plan, make_plan(c.problem, c.hardware, c.options)));
     if (c.options.strategy == Strategy::lean && !c.options.batch_invariant) {
-      expect_lean_shape(plan, lean_tile_weights(c.problem));
+      expect_lean_shape(plan, lean_tile_costs(c.problem, plan.tile_tokens));
     }
     if (c.options.strategy == Strategy::head) {
       EXPECT_TRUE(plan.reductions.empty());

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <span>
 
 #include "bench_runner/bench_backend.hpp"
 #include "bench_runner/bench_result.hpp"
@@ -127,6 +128,8 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, cp
   say("timing " + std::to_string(plans.size()) + " plans x " + std::to_string(cfg.repeat) +
       " runs");
   std::vector<std::vector<double>> us(plans.size());
+  // busy[i][w]: plan i's worker w, one entry per timed run
+  std::vector<std::vector<std::vector<double>>> busy(plans.size());
   std::vector<double> probe_gbps;
   std::size_t next = 0;
   for (std::int32_t rep = -1; rep < cfg.repeat; ++rep) {  // rep -1 warms up
@@ -141,7 +144,12 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, cp
       engine.run(c.problem, plans[i], t);
       const double dt =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-      if (rep >= 0) us[i].push_back(dt);
+      if (rep >= 0) {
+        us[i].push_back(dt);
+        const std::span<const double> seconds = engine.worker_seconds();
+        busy[i].resize(seconds.size());
+        for (std::size_t w = 0; w < seconds.size(); ++w) busy[i][w].push_back(seconds[w] * 1e6);
+      }
     }
     if (probe != nullptr && rep >= 0) {
       probe_gbps.push_back(probe->pass());
@@ -163,6 +171,9 @@ CaseResult run_cpu_case(const DecodeProblem& problem, const BenchConfig& cfg, cp
         harness::check_accuracy(c, sample.ref, true, sample.naive, sample.rows);
     result.results.push_back(strategy_result(names[i], plans[i], us[i], result.kv_bytes,
                                              result.probe_gbps, result.ceiling_gbps, a));
+    for (const std::vector<double>& runs : busy[i]) {
+      result.results.back().worker_busy_us.push_back(median(runs));
+    }
   }
   return result;
 }

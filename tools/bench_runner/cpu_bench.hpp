@@ -78,6 +78,10 @@ struct StrategyResult {
   std::int32_t workers = 0;
   std::int32_t splits = 0;  // split: chosen splits per pair
   std::string order;        // the plan's tile order (line_order_name)
+  // Each plan worker's time on its segments (cpu::Engine::worker_seconds), the median over the
+  // timed runs, microseconds: how evenly the plan loaded the workers ([workers]; empty for
+  // backends that do not measure it).
+  std::vector<double> worker_busy_us;
 };
 
 struct CaseResult {
