@@ -115,7 +115,7 @@ struct Epilogue {
     const PairRow pr = pair_row(row, kv_head, p.heads);
     const Finalized<float> f =
         p.sinks != nullptr ? finalize_with_sink(mc.stats, p.sinks[pr.head]) : finalize(mc.stats);
-    const std::int64_t token = rq.token + pr.token;
+    const std::int64_t token = static_cast<std::int64_t>(rq.token) + pr.token;
     T* out = static_cast<T*>(p.out) + rq.batch * p.out_stride_batch + token * p.out_stride_token +
              pr.head * p.out_stride_head + 4 * quad;
     const uint2 packed = make_uint2(ptx::pack2<T>(mc.o.v[0] * f.inv_l, mc.o.v[1] * f.inv_l),

@@ -32,10 +32,11 @@ struct TileLoader {
       const int row = row0 + c.row;
       const bool valid = row < rq.rows;
       const PairRow pr = pair_row(valid ? row : 0, kv_head, p.heads);
-      const T* src = valid ? q + rq.batch * p.q_stride_batch +
-                                 (rq.token + pr.token) * p.q_stride_token +
-                                 pr.head * p.q_stride_head + c.chunk * Shape::kChunkElems
-                           : q;
+      const T* src = valid
+                         ? q + rq.batch * p.q_stride_batch +
+                               (static_cast<std::int64_t>(rq.token) + pr.token) * p.q_stride_token +
+                               pr.head * p.q_stride_head + c.chunk * Shape::kChunkElems
+                         : q;
       ptx::cp_async_16(
           ptx::smem_address(q_tile + swizzled_offset(c.row, c.chunk * 8, Shape::kChunksPerRow)),
           src, valid);

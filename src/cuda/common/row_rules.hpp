@@ -22,8 +22,9 @@ namespace leanattn::cuda {
 struct RequestQueries {
   std::int32_t count;  // query tokens: the last `count` keys of the request are theirs
   std::int32_t rows;   // count x heads: the pair's rows (0: the request writes nothing)
-  std::int64_t batch;  // index in the batch dimension of q, out and lse
-  std::int64_t token;  // index of the first query token in their token dimension
+  std::int32_t batch;  // index in the batch dimension of q, out and lse
+  std::int32_t token;  // index of the first query token in their token dimension (int32, as
+                       //   query_start_loc; offsets are taken in 64 bits)
 };
 
 LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE RequestQueries request_queries(const KernelParams& p,
