@@ -126,11 +126,11 @@ struct Epilogue {
     }
   }
 
-  // Rows [row0, row0 + rows) of the pair (rq: its request's queries): merge the warp columns,
-  // write output or slot (slots keep group_size rows each; a request's own rows are its first).
+  // Rows [row0, row0 + rows) of the pair: merge the warp columns, write output or slot (slots
+  // keep group_size rows each; a request's own rows are its first).
   __device__ static void write_rows(const unsigned char* smem, const KernelParams& p,
-                                    const DeviceSegment& seg, const RequestQueries& rq, int row0,
-                                    int rows, int thread) {
+                                    const DeviceSegment& seg, int row0, int rows, int thread) {
+    const RequestQueries rq = request_queries(p, seg.request);
     for (int i = thread; i < rows * kQuads; i += Shape::kThreads) {
       const int r = i / kQuads;
       const int quad = i % kQuads;

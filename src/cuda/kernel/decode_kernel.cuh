@@ -37,9 +37,9 @@ namespace leanattn::cuda {
 template <class T, class Shape>
 __device__ __forceinline__ void attend_range(WarpAttention<T, Shape>& acc, unsigned char* smem,
                                              const KernelParams& p, const DeviceSegment& seg,
-                                             const RequestQueries& rq, TokenRange range, int row0,
-                                             bool warp_active, int warp_m, int warp_v, int warp_n,
-                                             int lane, int thread) {
+                                             TokenRange range, int row0, bool warp_active,
+                                             int warp_m, int warp_v, int warp_n, int lane,
+                                             int thread) {
   using Loader = TileLoader<T, Shape>;
   using KvT = typename Loader::KvT;
   constexpr int kStageElems = Shape::kBlockN * Shape::kHeadDim;
@@ -65,6 +65,9 @@ __device__ __forceinline__ void attend_range(WarpAttention<T, Shape>& acc, unsig
 
   // Prologue: Q with the first stage, then the other stages but one (one commit group each,
   // empty groups included, so that group b always holds block b).
+  // The request's queries, read here and in the epilogue rather than kept in registers across
+  // the token loop.
+  const RequestQueries rq = request_queries(p, seg.request);
   Loader::load_q(q_tile, p, rq, seg.kv_head, row0, thread);
 #pragma unroll
   for (int st = 0; st < Shape::kStages - 1; ++st) {
@@ -147,20 +150,20 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocksPerSm)
   const int last = p.worker_offsets[blockIdx.x + 1];
   for (int s = first; s < last; ++s) {
     const DeviceSegment seg = p.segments[s];
-    const TokenRange range{seg.token_begin, seg.token_end};     // precomputed by the host
-    const RequestQueries rq = request_queries(p, seg.request);  // no rows: nothing to write
-    for (int row0 = 0; row0 < rq.rows; row0 += Shape::kRows) {
-      const int rows = rq.rows - row0 < Shape::kRows ? rq.rows - row0 : Shape::kRows;
+    const TokenRange range{seg.token_begin, seg.token_end};      // precomputed by the host
+    const int pair_rows = request_queries(p, seg.request).rows;  // 0: nothing to write
+    for (int row0 = 0; row0 < pair_rows; row0 += Shape::kRows) {
+      const int rows = pair_rows - row0 < Shape::kRows ? pair_rows - row0 : Shape::kRows;
       WarpAttention<T, Shape> acc;
       acc.clear();
       if (!range.empty()) {
-        attend_range<T, Shape>(acc, smem, p, seg, rq, range, row0, warp_m * 16 < rows, warp_m,
-                               warp_v, warp_n, lane, thread);
+        attend_range<T, Shape>(acc, smem, p, seg, range, row0, warp_m * 16 < rows, warp_m, warp_v,
+                               warp_n, lane, thread);
       }
       acc.finish();
       Epilogue<T, Shape>::stash(acc, smem, warp_m, warp_v, warp_n, lane);
       __syncthreads();
-      Epilogue<T, Shape>::write_rows(smem, p, seg, rq, row0, rows, thread);
+      Epilogue<T, Shape>::write_rows(smem, p, seg, row0, rows, thread);
       __syncthreads();  // scratch read before the next pass's copies overwrite it
     }
     if (seg.slot >= 0) Epilogue<T, Shape>::arrive(p, seg, smem, &last_flag, thread);
