@@ -50,9 +50,8 @@ int run_check(const CheckArgs& a) {
   limits.max_len = a.max_len;
   limits.max_workers = 64;
   limits.any_head_dim = true;
-  limits.bias = kernel == nullptr;           // the CUDA kernels do not take a bias yet
-  limits.block_kv = kernel == nullptr;       // nor ggml's block formats
-  limits.mixed_queries = kernel == nullptr;  // nor per-request query counts
+  limits.bias = kernel == nullptr;      // the CUDA kernels do not take a bias yet
+  limits.block_kv = kernel == nullptr;  // nor ggml's block formats
   // K and V of different widths: kernel_case() moves them to the kernels' DeepSeek widths.
   // One case in 25 draws a long request among short ones; fewer, narrower heads keep its fp64
   // reference within a second.

@@ -36,6 +36,10 @@ std::string_view step_planning_name(StepPlanning planning);  // "host", "device"
 // Throws Error naming `argument` for anything but "host" or "device".
 StepPlanning parse_step_planning(std::string_view text, const char* argument = "planning");
 
+// Throws Error naming query_start_loc when `shape` has one: a step takes one q_len for every
+// request (its plans, made on the host or the device, are for that), as step_problem() says.
+void require_one_q_len(const DecodeProblem& shape);
+
 // `shape` with `seq_lens` [<= capacity] as its lengths, requests past them at length 0: the
 // problem one step of a DecodeStep runs. Throws Error naming seq_lens when there are more
 // lengths than the capacity (shape's batch) or a length is negative, above the bound (shape's

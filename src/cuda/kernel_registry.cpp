@@ -22,6 +22,24 @@ std::int32_t kv_bits(const DecodeProblem& p) {
   return is_quantized(p.kv_dtype) ? 8 : 16;
 }
 
+// The most query tokens of one request: q_len, or the largest query_start_loc count (the rows
+// a pair packs are that x the GQA group), and the first request that has them. Reads only the
+// entries there are (the lookups may run before validate()).
+struct LongestQueries {
+  std::int64_t count = 0;
+  std::int32_t request = 0;
+};
+LongestQueries longest_queries(const DecodeProblem& p) {
+  if (!p.has_query_start_loc()) return {p.q_len, 0};
+  const std::vector<std::int32_t>& loc = p.query_start_loc;
+  LongestQueries most;
+  for (std::size_t b = 0; b + 1 < loc.size(); ++b) {
+    const std::int64_t n = std::int64_t{loc[b + 1]} - loc[b];
+    if (n > most.count) most = {n, static_cast<std::int32_t>(b)};
+  }
+  return most;
+}
+
 bool matches(const KernelHandle& k, const DecodeProblem& p) {
   return k.dtype == p.q_dtype && k.kv_bits == kv_bits(p) && k.head_dim == p.head_dim &&
          k.head_dim_v == p.value_dim();
@@ -47,14 +65,24 @@ std::string compiled_widths(DType dtype, std::int32_t bits, bool unequal) {
 }  // namespace
 
 std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block) {
+  const LongestQueries most = longest_queries(p);
+  if (p.has_query_start_loc() && most.count > kMaxCudaQLen) {
+    return "query_start_loc: the CUDA engine takes at most " + std::to_string(kMaxCudaQLen) +
+           " query tokens per request (request " + std::to_string(most.request) + " has " +
+           std::to_string(most.count) +
+           "; batches with longer prefill chunks run on the CPU engine)";
+  }
   if (p.q_len > kMaxCudaQLen) {
+    if (p.has_query_start_loc()) {
+      return "q_len: the CUDA engine takes at most " + std::to_string(kMaxCudaQLen) + " (got " +
+             std::to_string(p.q_len) +
+             "); with query_start_loc it is the bound of the counts and of a workspace slot's "
+             "rows: pass the longest count (" +
+             std::to_string(most.count) + ")";
+    }
     return "q_len: the CUDA engine takes at most " + std::to_string(kMaxCudaQLen) +
            " query tokens per request (got " + std::to_string(p.q_len) +
            "; longer prefill chunks run on the CPU engine)";
-  }
-  if (p.has_query_start_loc()) {
-    return "query_start_loc: the CUDA engine takes one q_len for every request yet (mixed "
-           "batches run on the CPU engine)";
   }
   if (p.variant.bias) {
     return "bias: the CUDA engine does not add a per-key bias yet (the CPU engine does)";
@@ -114,12 +142,13 @@ std::string why_unsupported(const DecodeProblem& p, std::int32_t smem_per_block)
 
 const KernelHandle* find_kernel(const DecodeProblem& p, std::int32_t smem_per_block) {
   if (p.kv_heads < 1 || (!is_quantized(p.kv_dtype) && p.q_dtype != p.kv_dtype)) return nullptr;
-  if (p.variant.bias || p.has_query_start_loc() || p.q_len > kMaxCudaQLen)
-    return nullptr;  // why_unsupported says so
+  if (p.variant.bias || p.q_len > kMaxCudaQLen) return nullptr;  // why_unsupported says so
   if (p.value_dtype() != p.kv_dtype) return nullptr;
-  const std::int32_t rows = p.pair_rows();  // q_len x the GQA group, packed in the MMA rows
-  const KernelHandle* fit = nullptr;        // fewest rows that hold the group
-  const KernelHandle* largest = nullptr;    // most rows (several passes)
+  // The longest request's query tokens x the GQA group, packed in the MMA rows (<= q_len x group,
+  // the bound; counts past kMaxCudaQLen exceed q_len, which validate() refuses).
+  const std::int64_t rows = longest_queries(p).count * p.group_size();
+  const KernelHandle* fit = nullptr;      // fewest rows that hold the group
+  const KernelHandle* largest = nullptr;  // most rows (several passes)
   for (const KernelHandle& k : compiled_kernels()) {
     if (!matches(k, p)) continue;
     if (k.smem_bytes + kStaticSmemBytes > smem_per_block) continue;

@@ -27,11 +27,15 @@ void refuse_lengths_on_host_planned_run() {
   throw Error("seq_lens", "must be null for a host-planned step: its lengths come from plan()");
 }
 
-DecodeProblem step_problem(const DecodeProblem& shape, std::span<const std::int32_t> seq_lens) {
+void require_one_q_len(const DecodeProblem& shape) {
   require(!shape.has_query_start_loc(), "query_start_loc", [] {
     return "a step takes one q_len for every request (a mixed batch runs through an executor's "
            "plan and run)";
   });
+}
+
+DecodeProblem step_problem(const DecodeProblem& shape, std::span<const std::int32_t> seq_lens) {
+  require_one_q_len(shape);
   const auto capacity = shape.seq_lens.size();
   const std::int32_t bound =
       capacity == 0 ? 0 : *std::max_element(shape.seq_lens.begin(), shape.seq_lens.end());

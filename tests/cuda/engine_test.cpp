@@ -4,9 +4,9 @@
 // of one and several passes; the lean, split and head strategies (the same kernel, different
 // plans); worker counts from 1 to many times the resident CTAs; ragged and empty lengths; paged
 // caches with shuffled block tables and pages of 1 to 256 tokens; the attention variants (several
-// query tokens, windows, soft-caps, sinks, ALiBi); strided outputs; bitwise-repeatable runs; one
-// workspace shared by different plans (the counters reset themselves); bad input rejected.
-// Every test skips when no CUDA device is present.
+// query tokens, per-request counts, windows, soft-caps, sinks, ALiBi); strided outputs;
+// bitwise-repeatable runs; one workspace shared by different plans (the counters reset themselves);
+// bad input rejected. Every test skips when no CUDA device is present.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
@@ -204,14 +204,36 @@ TEST_F(CudaEngineTest, AllEmptySequences) {
   for (float x : c.lse) EXPECT_EQ(x, -std::numeric_limits<float>::infinity());
 }
 
+// Per-request query counts (query_start_loc): 256 (x group 4: several passes of rows), 0, 1, 8, 2,
+// 2 for an empty request (its rows see no key) and 33; causal and not, contiguous and paged.
+TEST_F(CudaEngineTest, PerRequestQueryCounts) {
+  if (!compiled(DType::bf16, 128)) GTEST_SKIP() << "bf16 head_dim 128 not in this build";
+  for (bool causal : {true, false}) {
+    for (KvLayout layout : {KvLayout::contiguous, KvLayout::paged}) {
+      DecodeProblem p = harness::test_problem({300, 0, 9, 17, 130, 0, 257}, 8, 2, 128, DType::bf16);
+      p.query_start_loc = {0, 256, 256, 257, 265, 267, 269, 302};
+      p.q_len = 256;
+      p.variant.causal = causal;
+      if (layout == KvLayout::paged) {
+        p.layout = KvLayout::paged;
+        p.page_size = 7;
+      }
+      harness::HostCase c = harness::make_case(p, causal ? 61 : 62);
+      check_all(c, {0, 3, 8},
+                std::string("query_start_loc ") + (causal ? "causal " : "non-causal ") +
+                    (layout == KvLayout::paged ? "paged" : "contiguous"),
+                16);
+    }
+  }
+}
+
 TEST_F(CudaEngineTest, RandomProblems) {
   std::mt19937_64 rng(4242);
   harness::RandomLimits lim;
   lim.max_len = 2000;
-  lim.bias = false;           // the CUDA engine does not take a bias yet
-  lim.block_kv = false;       // nor ggml's block formats
-  lim.mixed_queries = false;  // nor per-request query counts
-  lim.value_widths = false;   // nor K and V of different widths
+  lim.bias = false;          // the CUDA engine does not take a bias yet
+  lim.block_kv = false;      // nor ggml's block formats
+  lim.value_widths = false;  // nor K and V of different widths
   lim.max_workers = 1000;
   lim.max_group = 40;
   int checked = 0;

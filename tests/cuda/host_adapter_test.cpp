@@ -1,6 +1,7 @@
 // The CUDA engine's host adapter without a GPU: the public header needs no CUDA types, the plan's
-// device image round-trips, the plan cache's equality, the kernel argument and its alignment
-// rules, the configuration lookup (can_run / why_not), and a clean answer when no device exists.
+// device image round-trips (query_start_loc included), the plan cache's equality, the kernel
+// argument and its alignment rules, the configuration lookup (can_run / why_not), and a clean
+// answer when no device exists.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -83,6 +84,31 @@ TEST(PlanImage, HoldsTheScheduleTheKernelReads) {
   }
 }
 
+// A mixed batch's per-request counts travel in the image (the kernel reads them there), and plans
+// that differ only in them are different schedules (the plan cache must not reuse one for the
+// other); without them the section is empty and the kernel gets null.
+TEST(PlanImage, CarriesQueryStartLoc) {
+  DecodeProblem p = problem(8, 2, 128, DType::bf16);
+  p.q_len = 3;
+  p.query_start_loc = {0, 3, 3, 4};  // counts 3, 0, 1
+  const Plan plan = make_plan(p, {5}, {.order = LineOrder::head_major, .tile_tokens = 32});
+  const PlanImage im = make_plan_image(plan);
+  ASSERT_TRUE(im.has_query_start_loc);
+  EXPECT_EQ(im.query_start_loc_at % 16, 0u);
+  ASSERT_GE(im.bytes.size(), im.query_start_loc_at + 4 * 4);
+  for (std::size_t b = 0; b < p.query_start_loc.size(); ++b) {
+    EXPECT_EQ(read_at<std::int32_t>(im, im.query_start_loc_at, b), p.query_start_loc[b]);
+  }
+  DecodeProblem other = p;
+  other.query_start_loc = {0, 2, 3, 4};  // counts 2, 1, 1: other rows, same lengths
+  const Plan plan2 = make_plan(other, {5}, {.order = LineOrder::head_major, .tile_tokens = 32});
+  EXPECT_FALSE(same_schedule(plan, plan2));
+  EXPECT_NE(make_plan_image(plan).bytes, make_plan_image(plan2).bytes);
+  const PlanImage plain = make_plan_image(make_plan(problem(8, 2, 128, DType::bf16), {5}, {}));
+  EXPECT_FALSE(plain.has_query_start_loc);
+  EXPECT_EQ(plain.query_start_loc_at, plain.bytes.size());
+}
+
 TEST(PlanImage, EqualPlansGiveEqualImagesAndOthersDiffer) {
   const DecodeProblem p = problem(8, 2, 128, DType::bf16);
   const Plan a = make_plan(p, {5}, {.order = LineOrder::head_major});
@@ -162,6 +188,36 @@ TEST(KernelArguments, CarryTheVariant) {
   k = make_kernel_params(p, t, plan, DevicePlan{}, ws);
   EXPECT_EQ(k.sinks, nullptr);
   EXPECT_EQ(k.alibi_slopes, nullptr);
+}
+
+// A mixed batch: the kernel gets the plan's device copy of query_start_loc (a problem with counts
+// and a plan copy without them, or the reverse, is refused naming query_start_loc), and the batch
+// strides, unused, are not held to the 16-byte rule.
+TEST(KernelArguments, CarryQueryStartLoc) {
+  DecodeProblem p = problem(8, 2, 64, DType::f16);
+  p.q_len = 3;
+  p.query_start_loc = {0, 3, 3, 4};
+  const Plan plan = make_plan(p, {7}, {.order = LineOrder::head_major, .tile_tokens = 16});
+  alignas(16) static std::byte ws[1 << 21];
+  ASSERT_LE(device_workspace_layout(plan).bytes, static_cast<std::int64_t>(sizeof ws));
+  DecodeTensors t = dense_tensors(p, ws, ws, ws, nullptr, ws, nullptr);
+  const std::int32_t device_copy[4] = {0, 3, 3, 4};
+  DevicePlan dp;
+  dp.query_start_loc = device_copy;
+  const KernelParams k = make_kernel_params(p, t, plan, dp, ws);
+  EXPECT_EQ(k.query_start_loc, device_copy);
+  EXPECT_EQ(k.q_len, 3);
+  EXPECT_EQ(k.group_size, 12);  // the bound: a workspace slot's rows
+  try {
+    make_kernel_params(p, t, plan, DevicePlan{}, ws);
+    ADD_FAILURE() << "a missing device copy was not refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.argument(), "query_start_loc") << e.what();
+  }
+  t.q_stride_batch = t.out_stride_batch = 3;  // unused with query_start_loc
+  EXPECT_NO_THROW(check_kernel_alignment(p, t));
+  p.query_start_loc.clear();
+  EXPECT_THROW(check_kernel_alignment(p, t), Error);
 }
 
 // An 8-bit cache reaches the kernel with its format and its scales, addressed with the scales'

@@ -67,9 +67,8 @@ TEST(EmulatedKernel, RandomProblemsAgainstTheReference) {
   std::mt19937_64 rng(2024);
   harness::RandomLimits limits;
   limits.max_batch = 4;
-  limits.bias = false;           // the CUDA engine does not take a bias yet
-  limits.block_kv = false;       // nor ggml's block formats
-  limits.mixed_queries = false;  // nor per-request query counts
+  limits.bias = false;      // the CUDA engine does not take a bias yet
+  limits.block_kv = false;  // nor ggml's block formats
   limits.max_kv_heads = 2;
   limits.max_len = 300;
   limits.max_workers = 24;

@@ -29,8 +29,8 @@ struct RandomLimits {
   bool block_kv = true;       // a fifth of the cases with head_dim a multiple of 32 get a K/V
                               //   cache in ggml's q8_0 or q4_0 (off for the CUDA engine)
   bool mixed_queries = true;  // with variants, a quarter of the cases get per-request query
-                              //   counts (query_start_loc: decode rows beside prefill chunks);
-                              //   off for the CUDA engine, which takes one q_len
+                              //   counts (query_start_loc: decode rows beside prefill chunks;
+                              //   the CUDA engine takes them up to kMaxCudaQLen)
   bool value_widths = true;   // a sixth of the cases get V narrower than K (head_dim_v), half of
                               //   them V in K's rows (shared_kv), some absorbed-MLA shaped (one
                               //   KV head, K 576 / V 512); off for the CUDA engine

@@ -106,34 +106,38 @@ struct Epilogue {
     }
   };
 
-  // Output of pair row `row` of (request, kv_head) (its query token and head: pair_row), columns
-  // [4 q, 4 q + 4): o / l in T, and the LSE once per row. A row's sink joins here, once, where
-  // the row is finalised (variant_rules.hpp: finalize_with_sink); partial states never see it.
-  __device__ static void write_output(const KernelParams& p, int request, int kv_head, int row,
-                                      int quad, const MergedColumns& mc) {
+  // Output of pair row `row` of (request, kv_head) (its query token and head: pair_row; rq: the
+  // request's queries and where they live), columns [4 q, 4 q + 4): o / l in T, and the LSE once
+  // per row. A row's sink joins here, once, where the row is finalised (variant_rules.hpp:
+  // finalize_with_sink); partial states never see it.
+  __device__ static void write_output(const KernelParams& p, const RequestQueries& rq, int kv_head,
+                                      int row, int quad, const MergedColumns& mc) {
     const PairRow pr = pair_row(row, kv_head, p.heads);
     const Finalized<float> f =
         p.sinks != nullptr ? finalize_with_sink(mc.stats, p.sinks[pr.head]) : finalize(mc.stats);
-    T* out = static_cast<T*>(p.out) + request * p.out_stride_batch + pr.token * p.out_stride_token +
+    const std::int64_t token = static_cast<std::int64_t>(rq.token) + pr.token;
+    T* out = static_cast<T*>(p.out) + rq.batch * p.out_stride_batch + token * p.out_stride_token +
              pr.head * p.out_stride_head + 4 * quad;
     const uint2 packed = make_uint2(ptx::pack2<T>(mc.o.v[0] * f.inv_l, mc.o.v[1] * f.inv_l),
                                     ptx::pack2<T>(mc.o.v[2] * f.inv_l, mc.o.v[3] * f.inv_l));
     *reinterpret_cast<uint2*>(out) = packed;
     if (quad == 0 && p.lse != nullptr) {
-      p.lse[request * p.lse_stride_batch + pr.token * p.lse_stride_token + pr.head] = f.lse;
+      p.lse[rq.batch * p.lse_stride_batch + token * p.lse_stride_token + pr.head] = f.lse;
     }
   }
 
-  // Rows [row0, row0 + rows) of the pair: merge the warp columns, write output or slot.
+  // Rows [row0, row0 + rows) of the pair: merge the warp columns, write output or slot (slots
+  // keep group_size rows each; a request's own rows are its first).
   __device__ static void write_rows(const unsigned char* smem, const KernelParams& p,
                                     const DeviceSegment& seg, int row0, int rows, int thread) {
+    const RequestQueries rq = request_queries(p, seg.request);
     for (int i = thread; i < rows * kQuads; i += Shape::kThreads) {
       const int r = i / kQuads;
       const int quad = i % kQuads;
       const MergedColumns mc = merge_in_order(Shape::kWarpsN, ScratchSource{smem, r, quad});
       const int row = row0 + r;
       if (seg.slot < 0) {
-        write_output(p, seg.request, seg.kv_head, row, quad, mc);
+        write_output(p, rq, seg.kv_head, row, quad, mc);
         continue;
       }
       const std::int64_t at = static_cast<std::int64_t>(seg.slot) * p.group_size + row;
@@ -181,7 +185,9 @@ struct Epilogue {
   __device__ static void merge_slots_parallel(const KernelParams& p, const DeviceReduction& r,
                                               unsigned char* smem, int thread) {
     const int n = r.num_slots;
-    const int g = p.group_size;
+    const int g = p.group_size;  // a slot's rows (its row stride)
+    const RequestQueries rq = request_queries(p, r.request);
+    const int pair_rows = rq.rows;  // the rows to merge: the request's own
     float* w = reinterpret_cast<float*>(smem + Shape::kMergeWOffset);
     float* sl = reinterpret_cast<float*>(smem + Shape::kMergeLOffset);
     float* row_m = reinterpret_cast<float*>(smem + Shape::kMergeRowMOffset);
@@ -189,18 +195,19 @@ struct Epilogue {
     float4* part = reinterpret_cast<float4*>(smem + Shape::kMergePartOffset);
     if (merge_chunk_rows(n, g, Shape::kMergeCapacity, Shape::kMergeMaxRows) == 0) {
       // More slots than shared memory holds (thousands of pieces of one pair): same order, serial.
-      for (int i = thread; i < g * kQuads; i += Shape::kThreads) {
+      for (int i = thread; i < pair_rows * kQuads; i += Shape::kThreads) {
         const int row = i / kQuads;
         const int quad = i % kQuads;
         const MergedColumns mc = merge_slots(n, merge_lanes(kQuads, Shape::kThreads),
                                              SlotSource{&p, r.slot_begin, row, quad});
-        write_output(p, r.request, r.kv_head, row, quad, mc);
+        write_output(p, rq, r.kv_head, row, quad, mc);
       }
       __syncthreads();
       return;
     }
-    for (int row0 = 0; row0 < g;) {
-      const int rows = merge_chunk_rows(n, g - row0, Shape::kMergeCapacity, Shape::kMergeMaxRows);
+    for (int row0 = 0; row0 < pair_rows;) {
+      const int rows =
+          merge_chunk_rows(n, pair_rows - row0, Shape::kMergeCapacity, Shape::kMergeMaxRows);
       const int elems = n * rows;  // [slot][row]: slot k's rows are contiguous in the workspace
 #pragma unroll 4
       for (int e = thread; e < elems; e += Shape::kThreads) {
@@ -249,7 +256,7 @@ struct Epilogue {
           acc.w += wk * x.w;
         }
         if (lanes == 1) {
-          write_output(p, r.request, r.kv_head, row0 + rr, quad,
+          write_output(p, rq, r.kv_head, row0 + rr, quad,
                        {{row_m[rr], row_l[rr]}, {{acc.x, acc.y, acc.z, acc.w}}});
         } else {
           part[it] = acc;
@@ -267,7 +274,7 @@ struct Epilogue {
             o.w += x.w;
           }
           const int rr = item / kQuads;
-          write_output(p, r.request, r.kv_head, row0 + rr, item % kQuads,
+          write_output(p, rq, r.kv_head, row0 + rr, item % kQuads,
                        {{row_m[rr], row_l[rr]}, {{o.x, o.y, o.z, o.w}}});
         }
       }

@@ -21,19 +21,22 @@ namespace leanattn::cuda {
 template <class T, class Shape>
 struct TileLoader {
   // q_tile [kRows][head_dim] <- the Q rows of pair rows row0 + r of (request, kv_head) (query
-  // token and head: pair_row); rows at or past the pair's end are zero-filled.
-  __device__ static void load_q(T* q_tile, const KernelParams& p, int request, int kv_head,
-                                int row0, int thread) {
+  // token and head: pair_row; rq: the request's queries and where they live); rows at or past
+  // the pair's end (rq.rows) are zero-filled.
+  __device__ static void load_q(T* q_tile, const KernelParams& p, const RequestQueries& rq,
+                                int kv_head, int row0, int thread) {
     const T* q = static_cast<const T*>(p.q);
 #pragma unroll
     for (int i = 0; i < Shape::kQLoadsPerThread; ++i) {
       const ChunkCoord c = load_coord(thread, i, Shape::kThreads, Shape::kChunksPerRow);
       const int row = row0 + c.row;
-      const bool valid = row < p.group_size;
+      const bool valid = row < rq.rows;
       const PairRow pr = pair_row(valid ? row : 0, kv_head, p.heads);
-      const T* src = valid ? q + request * p.q_stride_batch + pr.token * p.q_stride_token +
-                                 pr.head * p.q_stride_head + c.chunk * Shape::kChunkElems
-                           : q;
+      const T* src = valid
+                         ? q + rq.batch * p.q_stride_batch +
+                               (static_cast<std::int64_t>(rq.token) + pr.token) * p.q_stride_token +
+                               pr.head * p.q_stride_head + c.chunk * Shape::kChunkElems
+                         : q;
       ptx::cp_async_16(
           ptx::smem_address(q_tile + swizzled_offset(c.row, c.chunk * 8, Shape::kChunksPerRow)),
           src, valid);

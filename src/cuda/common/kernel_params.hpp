@@ -44,13 +44,20 @@ struct KernelParams {
   const DeviceReduction* reductions;   // [reductions]
   const std::int32_t* seq_lens;        // [batch]
   std::int32_t tile_tokens;
-  std::int32_t group_size;  // rows per pair = q_len x heads (Plan::group_size); row r is query
-                            //   token r / heads, query head kv_head * heads + r % heads (pair_row)
+  std::int32_t group_size;  // rows per pair = q_len x heads (Plan::group_size; with
+                            //   query_start_loc the bound and a workspace slot's row stride, a
+                            //   request's own rows fewer: request_queries); row r is query token
+                            //   r / heads, query head kv_head * heads + r % heads (pair_row)
   std::int32_t heads;       // query heads per KV head (the GQA group)
   float scale;              // softmax scale, applied to q.k in fp32
 
   // The attention variant (AttentionVariant; per-row rules in core/variant_rules.hpp).
-  std::int32_t q_len;        // query tokens per request (the last q_len positions)
+  std::int32_t q_len;  // query tokens per request (the last q_len positions; with
+                       //   query_start_loc the bound)
+  // Per-request query tokens (DecodeProblem::query_start_loc, device memory: the plan image's
+  // copy), [batch + 1] prefix sums, or null: every request has q_len. With it q, out and lse are
+  // [total query tokens, ...] and their batch strides unused (row_rules.hpp: request_queries).
+  const std::int32_t* query_start_loc;
   std::int32_t window_left;  // -1: no window
   bool causal;
   float softcap;              // 0: off
@@ -58,7 +65,7 @@ struct KernelParams {
   const float* alibi_slopes;  // [q_heads] ALiBi slope per query head, or null
 
   // Tensors (device memory; layouts in tensors.hpp; element strides).
-  const void* q;  // [batch, q_len, q_heads, head_dim]
+  const void* q;  // [batch, q_len, q_heads, head_dim] (query_start_loc: [tokens, q_heads, ...])
   std::int64_t q_stride_batch;
   std::int64_t q_stride_token;
   std::int64_t q_stride_head;

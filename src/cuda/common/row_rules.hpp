@@ -1,4 +1,5 @@
-// The attention variants as the decode kernel applies them to one row of a pair: which query
+// The attention variants as the decode kernel applies them to one row of a pair: a request's query
+// tokens (q_len, or its query_start_loc count) and where they live, which query
 // token and head a pair row is, which keys of a segment it sees, and the score of a visible key
 // (soft-cap, ALiBi). The rules themselves are core/variant_rules.hpp's (visible_keys,
 // apply_softcap, alibi_bias); this file only maps the kernel's rows and int32 key positions onto
@@ -15,11 +16,30 @@
 
 namespace leanattn::cuda {
 
-// Row r of a pair (0 <= r < q_len x heads): query token r / heads, query head kv_head * heads +
+// The query tokens of a request as the kernel addresses them: how many (q_len, or the request's
+// query_start_loc difference) and where the first lives in q, out and lse (tensors.hpp's
+// query_index: (request, 0) without query_start_loc, (0, query_start_loc[request]) with it).
+struct RequestQueries {
+  std::int32_t count;  // query tokens: the last `count` keys of the request are theirs
+  std::int32_t rows;   // count x heads: the pair's rows (0: the request writes nothing)
+  std::int32_t batch;  // index in the batch dimension of q, out and lse
+  std::int32_t token;  // index of the first query token in their token dimension (int32, as
+                       //   query_start_loc; offsets are taken in 64 bits)
+};
+
+LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE RequestQueries request_queries(const KernelParams& p,
+                                                                         int request) {
+  if (p.query_start_loc == nullptr) return {p.q_len, p.group_size, request, 0};
+  const std::int32_t first = p.query_start_loc[request];
+  const std::int32_t count = p.query_start_loc[request + 1] - first;
+  return {count, count * p.heads, 0, first};
+}
+
+// Row r of a pair (0 <= r < count x heads): query token r / heads, query head kv_head * heads +
 // r % heads. The GQA group's heads of one token are adjacent rows, so the q_len tokens pack into
 // the MMA's M dimension beside the group and every K/V tile serves all of them.
 struct PairRow {
-  std::int32_t token;  // 0 .. q_len - 1, among the new tokens
+  std::int32_t token;  // 0 .. count - 1, among the request's new tokens
   std::int32_t head;   // query head
 };
 
@@ -54,14 +74,15 @@ struct RowRule {
 };
 
 // The rule of pair row `row` of (request, kv_head) over the segment's `range`; seq_len: the
-// request's length. A row at or past the pair's end (q_len x heads rows) sees no key.
-LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE RowRule row_rule(const KernelParams& p, int kv_head,
+// request's length, rq its queries. A row at or past the pair's end (rq.rows) sees no key.
+LEANATTN_HOST_DEVICE LEANATTN_FORCEINLINE RowRule row_rule(const KernelParams& p,
+                                                           const RequestQueries& rq, int kv_head,
                                                            TokenRange range, std::int32_t seq_len,
                                                            int row) {
-  if (row >= p.group_size) return {{0, 0}, 0, 0.0f};
+  if (row >= rq.rows) return {{0, 0}, 0, 0.0f};
   const PairRow pr = pair_row(row, kv_head, p.heads);
-  return {row_keys(range, seq_len, p.q_len, pr.token, p.causal, p.window_left),
-          static_cast<std::int32_t>(query_position(seq_len, p.q_len, pr.token)),
+  return {row_keys(range, seq_len, rq.count, pr.token, p.causal, p.window_left),
+          static_cast<std::int32_t>(query_position(seq_len, rq.count, pr.token)),
           p.alibi_slopes != nullptr ? p.alibi_slopes[pr.head] : 0.0f};
 }
 

@@ -19,8 +19,9 @@ namespace leanattn::cuda {
 
 // The tile every plan of a captured step uses: options.tile_tokens, or the default for the
 // shape's widths (a length-dependent tile would change the plan's shape). Throws Error naming
-// strategy, batch_invariant, order or tile for options such a step does not plan (lean,
-// head-major only; `who` names the step in the message).
+// query_start_loc for a shape with one (require_one_q_len: a step, and the device planner, take
+// one q_len for every request), strategy, batch_invariant, order or tile for options such a step
+// does not plan (lean, head-major only; `who` names the step in the message).
 std::int32_t fixed_step_tile(const DecodeProblem& shape, const PlanOptions& options,
                              const char* who);
 

@@ -29,12 +29,14 @@ void require_stride(std::int64_t stride, const char* argument, int elems = 8) {
 }  // namespace
 
 void check_kernel_alignment(const DecodeProblem& p, const DecodeTensors& t) {
+  // With query_start_loc the batch strides are unused (tensors.hpp: query_index).
+  const bool batched = !p.has_query_start_loc();
   require_16_bytes(t.q, "q");
-  require_stride(t.q_stride_batch, "q_stride_batch");
+  if (batched) require_stride(t.q_stride_batch, "q_stride_batch");
   require_stride(t.q_stride_token, "q_stride_token");
   require_stride(t.q_stride_head, "q_stride_head");
   require_16_bytes(t.out, "out");
-  require_stride(t.out_stride_batch, "out_stride_batch");
+  if (batched) require_stride(t.out_stride_batch, "out_stride_batch");
   require_stride(t.out_stride_token, "out_stride_token");
   require_stride(t.out_stride_head, "out_stride_head");
   if (p.total_tokens() == 0) return;  // K and V are never read
@@ -84,6 +86,12 @@ KernelParams make_kernel_params(const DecodeProblem& p, const DecodeTensors& t, 
 KernelParams make_kernel_params(const DecodeProblem& p, const DecodeTensors& t,
                                 std::int32_t tile_tokens, const DevicePlan& dp,
                                 const WorkspacePointers& w) {
+  require(p.has_query_start_loc() == (dp.query_start_loc != nullptr), "query_start_loc", [&] {
+    return p.has_query_start_loc()
+               ? "the plan's device copy is missing (a plan made on the device or for a step "
+                 "takes one q_len for every request)"
+               : "the plan has per-request query counts but the problem has none";
+  });
   KernelParams k{};
   k.worker_offsets = dp.worker_offsets;
   k.segments = dp.segments;
@@ -94,6 +102,7 @@ KernelParams make_kernel_params(const DecodeProblem& p, const DecodeTensors& t,
   k.heads = p.group_size();
   k.scale = p.softmax_scale();
   k.q_len = p.q_len;
+  k.query_start_loc = dp.query_start_loc;  // the plan's copy of p.query_start_loc
   k.window_left = p.variant.window_left;
   k.causal = p.variant.causal;
   k.softcap = p.variant.softcap;

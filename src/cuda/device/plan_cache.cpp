@@ -37,7 +37,9 @@ DevicePlan pointers(const void* base, const PlanImage& im) {
   return {reinterpret_cast<const std::int32_t*>(b + im.worker_offsets_at),
           reinterpret_cast<const DeviceSegment*>(b + im.segments_at),
           reinterpret_cast<const DeviceReduction*>(b + im.reductions_at),
-          reinterpret_cast<const std::int32_t*>(b + im.seq_lens_at)};
+          reinterpret_cast<const std::int32_t*>(b + im.seq_lens_at),
+          im.has_query_start_loc ? reinterpret_cast<const std::int32_t*>(b + im.query_start_loc_at)
+                                 : nullptr};
 }
 
 // Buffers grow to a power of two, so a reused entry rarely reallocates.
@@ -52,8 +54,8 @@ std::size_t rounded(std::size_t n) {
 bool same_schedule(const Plan& a, const Plan& b) {
   return a.workers == b.workers && a.tile_tokens == b.tile_tokens && a.group_size == b.group_size &&
          a.head_dim == b.head_dim && a.kv_heads == b.kv_heads && a.num_slots == b.num_slots &&
-         a.seq_lens == b.seq_lens && a.worker_offsets == b.worker_offsets &&
-         same_list(a.segments, b.segments, same_segment) &&
+         a.seq_lens == b.seq_lens && a.query_start_loc == b.query_start_loc &&
+         a.worker_offsets == b.worker_offsets && same_list(a.segments, b.segments, same_segment) &&
          same_list(a.reductions, b.reductions, same_reduction);
 }
 

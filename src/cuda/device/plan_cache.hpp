@@ -31,6 +31,7 @@ struct DevicePlan {
   const DeviceSegment* segments = nullptr;
   const DeviceReduction* reductions = nullptr;
   const std::int32_t* seq_lens = nullptr;
+  const std::int32_t* query_start_loc = nullptr;  // null: one q_len for every request
 };
 
 // True when two plans schedule the same work (every field the kernel reads).

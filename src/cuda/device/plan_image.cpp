@@ -67,7 +67,9 @@ PlanImage make_plan_image(const Plan& plan) {
   im.segments_at = align16(im.worker_offsets_at + plan.worker_offsets.size() * 4);
   im.reductions_at = align16(im.segments_at + plan.segments.size() * sizeof(DeviceSegment));
   im.seq_lens_at = align16(im.reductions_at + plan.reductions.size() * sizeof(DeviceReduction));
-  im.bytes.assign(align16(im.seq_lens_at + plan.seq_lens.size() * 4), std::byte{0});
+  im.query_start_loc_at = align16(im.seq_lens_at + plan.seq_lens.size() * 4);
+  im.has_query_start_loc = !plan.query_start_loc.empty();
+  im.bytes.assign(align16(im.query_start_loc_at + plan.query_start_loc.size() * 4), std::byte{0});
 
   put(im.bytes, 0, header, 8);
   std::vector<std::int32_t> offsets(plan.worker_offsets.begin(), plan.worker_offsets.end());
@@ -77,6 +79,7 @@ PlanImage make_plan_image(const Plan& plan) {
   const std::vector<DeviceReduction> reductions = device_reductions(plan);
   put(im.bytes, im.reductions_at, reductions.data(), reductions.size());
   put(im.bytes, im.seq_lens_at, plan.seq_lens.data(), plan.seq_lens.size());
+  put(im.bytes, im.query_start_loc_at, plan.query_start_loc.data(), plan.query_start_loc.size());
   return im;
 }
 

@@ -20,11 +20,14 @@ struct PlanImage {
   //   segments        DeviceSegment [segments]
   //   reductions      DeviceReduction [reductions]
   //   seq_lens        int32 [batch]
+  //   query_start_loc int32 [batch + 1] (Plan::query_start_loc; empty without it)
   std::vector<std::byte> bytes;
   std::size_t worker_offsets_at = 0;
   std::size_t segments_at = 0;
   std::size_t reductions_at = 0;
   std::size_t seq_lens_at = 0;
+  std::size_t query_start_loc_at = 0;  // (the end of the bytes when the plan has none)
+  bool has_query_start_loc = false;
   std::int32_t workers = 0;
   std::int32_t tile_tokens = 0;
   std::int32_t group_size = 0;

@@ -1,6 +1,7 @@
 // The persistent decode kernel: CTA w runs worker w's segments of the plan, in order. For each
 // segment (one (request, KV head) pair and a range of its lean tiles) and each pass of up to
-// kRows of the pair's rows (q_len query tokens x the GQA group, common/row_rules.hpp: pair_row):
+// kRows of the pair's rows (the request's query tokens - q_len, or its query_start_loc count -
+// x the GQA group, common/row_rules.hpp: request_queries, pair_row):
 //   1. Q rows and the first K/V stages go into shared memory (cp.async, 16-byte, swizzled); the
 //      segment's token range comes precomputed in the plan (no seq_len lookup before the copies);
 //   2. a kStages-deep pipeline streams the segment's tokens in blocks of kBlockN: while the warps
@@ -64,7 +65,10 @@ __device__ __forceinline__ void attend_range(WarpAttention<T, Shape>& acc, unsig
 
   // Prologue: Q with the first stage, then the other stages but one (one commit group each,
   // empty groups included, so that group b always holds block b).
-  Loader::load_q(q_tile, p, seg.request, seg.kv_head, row0, thread);
+  // The request's queries, read here and in the epilogue rather than kept in registers across
+  // the token loop.
+  const RequestQueries rq = request_queries(p, seg.request);
+  Loader::load_q(q_tile, p, rq, seg.kv_head, row0, thread);
 #pragma unroll
   for (int st = 0; st < Shape::kStages - 1; ++st) {
     if (st < blocks) load_block(st);
@@ -74,7 +78,7 @@ __device__ __forceinline__ void attend_range(WarpAttention<T, Shape>& acc, unsig
   // reads them after the first block's barrier below.
   RowRule* rules = reinterpret_cast<RowRule*>(smem + Shape::kRowRulesOffset);
   if (thread < Shape::kRows) {
-    rules[thread] = row_rule(p, seg.kv_head, range, p.seq_lens[seg.request], row0 + thread);
+    rules[thread] = row_rule(p, rq, seg.kv_head, range, p.seq_lens[seg.request], row0 + thread);
   }
 
   for (int b = 0; b < blocks; ++b) {
@@ -146,9 +150,10 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocksPerSm)
   const int last = p.worker_offsets[blockIdx.x + 1];
   for (int s = first; s < last; ++s) {
     const DeviceSegment seg = p.segments[s];
-    const TokenRange range{seg.token_begin, seg.token_end};  // precomputed by the host
-    for (int row0 = 0; row0 < p.group_size; row0 += Shape::kRows) {
-      const int rows = p.group_size - row0 < Shape::kRows ? p.group_size - row0 : Shape::kRows;
+    const TokenRange range{seg.token_begin, seg.token_end};      // precomputed by the host
+    const int pair_rows = request_queries(p, seg.request).rows;  // 0: nothing to write
+    for (int row0 = 0; row0 < pair_rows; row0 += Shape::kRows) {
+      const int rows = pair_rows - row0 < Shape::kRows ? pair_rows - row0 : Shape::kRows;
       WarpAttention<T, Shape> acc;
       acc.clear();
       if (!range.empty()) {

@@ -76,6 +76,9 @@ void EmulatedDevice::run(const DecodeProblem& problem, const Plan& plan,
   dp.segments = reinterpret_cast<const cuda::DeviceSegment*>(base + image.segments_at);
   dp.reductions = reinterpret_cast<const cuda::DeviceReduction*>(base + image.reductions_at);
   dp.seq_lens = reinterpret_cast<const std::int32_t*>(base + image.seq_lens_at);
+  if (image.has_query_start_loc) {
+    dp.query_start_loc = reinterpret_cast<const std::int32_t*>(base + image.query_start_loc_at);
+  }
   impl_->counters.before_run(plan, workspace);
 
   launch_decode(kernel, plan.workers,
