@@ -10,12 +10,11 @@
 #include "ggml.h"
 #include "leanattn/core/float16.hpp"
 #include "leanattn/error.hpp"
+#include "mask_shape.hpp"
 
 namespace leanattn::llama_cpp {
 
 namespace {
-
-constexpr std::uint16_t kF16NegInf = 0xFC00;
 
 std::string text(std::int64_t v) {
   return std::to_string(v);
@@ -181,24 +180,13 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
   p.seq_lens.assign(static_cast<std::size_t>(requests), static_cast<std::int32_t>(n_kv));
   bool bias = false;
   const std::int64_t mask_heads = mask != nullptr ? mask->ne[2] : 1;
-  auto mask_row = [&](std::int64_t b, std::int64_t h) {
-    const std::int64_t s = b / rows, r = b % rows;
-    return reinterpret_cast<const std::uint16_t*>(
-        static_cast<const char*>(mask->data) + r * mask->nb[1] + (h % mask->ne[2]) * mask->nb[2] +
-        (s % mask->ne[3]) * mask->nb[3]);
-  };
   if (mask != nullptr) {
     for (std::int64_t b = 0; b < requests; ++b) {
-      std::int64_t last = 0;  // past the last cell some head of the row sees
-      for (std::int64_t h = 0; h < mask_heads; ++h) {
-        const std::uint16_t* m = mask_row(b, h);
-        std::int64_t end = n_kv;
-        while (end > last && m[end - 1] == kF16NegInf) --end;
-        last = std::max(last, end);
-      }
+      const std::int64_t s = b / rows, r = b % rows;
+      const std::int64_t last = visible_end(mask, s, r, r + 1, n_kv);
       // A bias when some cell before `last` is hidden (-inf) or not 0 (+0 and -0 are 0).
       for (std::int64_t h = 0; h < mask_heads && !bias; ++h) {
-        const std::uint16_t* m = mask_row(b, h);
+        const std::uint16_t* m = mask_row(mask, r, h, s);
         for (std::int64_t j = 0; j < last && !bias; ++j) bias = (m[j] & 0x7FFF) != 0;
       }
       p.seq_lens[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(last);
@@ -216,7 +204,7 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
     bias_.resize(static_cast<std::size_t>(requests * bias_heads * n_kv));
     for (std::int64_t b = 0; b < requests; ++b) {
       for (std::int64_t h = 0; h < bias_heads; ++h) {
-        const std::uint16_t* m = mask_row(b, h);
+        const std::uint16_t* m = mask_row(mask, b % rows, h, b / rows);
         const float slope = alibi ? slope_[static_cast<std::size_t>(h)] : 1.0f;
         float* out = bias_.data() + (b * bias_heads + h) * n_kv;
         const std::int64_t len = p.seq_lens[static_cast<std::size_t>(b)];
@@ -310,22 +298,19 @@ void FlashAttnRunner::run_stream_rows(const ggml_tensor* node) {
   const std::int64_t rows = q->ne[1], heads = q->ne[2], streams = q->ne[3];
   DecodeProblem& p = problem_;
   p = DecodeProblem{};
-  // Stream s reads cells [0, the last some row of it sees on some head): at least its rows
+  // A causal-shaped mask (mask_shape.hpp): stream s is a causal request (windowed where the mask
+  // is) of the seq_len its last row sees, so the blocks of keys a block of rows does not see are
+  // skipped; the mask stays the bias (what it adds to the cells it shows). Otherwise stream s
+  // reads cells [0, the last some row of it sees on some head), non-causal: at least its rows
   // (their own cells), which the bias hides where the mask does.
-  p.seq_lens.assign(static_cast<std::size_t>(streams), static_cast<std::int32_t>(n_kv));
-  if (mask != nullptr) {
-    for (std::int64_t s = 0; s < streams; ++s) {
-      std::int64_t last = 0;
-      for (std::int64_t r = 0; r < rows; ++r) {
-        for (std::int64_t h = 0; h < mask->ne[2]; ++h) {
-          const auto* m = reinterpret_cast<const std::uint16_t*>(
-              static_cast<const char*>(mask->data) + r * mask->nb[1] + h * mask->nb[2] +
-              (s % mask->ne[3]) * mask->nb[3]);
-          std::int64_t end = n_kv;
-          while (end > last && m[end - 1] == kF16NegInf) --end;
-          last = std::max(last, end);
-        }
-      }
+  CausalShape causal;
+  const bool is_causal = mask != nullptr && causal_shape(mask, rows, streams, n_kv, causal);
+  if (is_causal) {
+    p.seq_lens = causal.seq_lens;
+  } else {
+    p.seq_lens.assign(static_cast<std::size_t>(streams), static_cast<std::int32_t>(n_kv));
+    for (std::int64_t s = 0; mask != nullptr && s < streams; ++s) {
+      const std::int64_t last = visible_end(mask, s, 0, rows, n_kv);
       p.seq_lens[static_cast<std::size_t>(s)] =
           static_cast<std::int32_t>(last == 0 ? 0 : std::max(last, rows));
     }
@@ -342,7 +327,8 @@ void FlashAttnRunner::run_stream_rows(const ggml_tensor* node) {
   p.kv_dtype = kv;
   p.v_dtype = vt == kv ? std::nullopt : std::optional<DType>(vt);
   p.scale = op_param(node, 0);
-  p.variant = AttentionVariant{.causal = false,
+  p.variant = AttentionVariant{.causal = is_causal,
+                               .window_left = is_causal ? causal.window_left : -1,
                                .softcap = op_param(node, 2),
                                .sinks = sinks != nullptr,
                                .bias = mask != nullptr};

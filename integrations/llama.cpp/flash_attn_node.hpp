@@ -46,8 +46,10 @@ std::string why_not(const ggml_tensor* node, bool tiled_prompts = false);
 // row) becomes a request of its own reading keys [0, last visible cell] of its stream's cache, in
 // place; the mask becomes a bias only when it hides a cell inside that range or adds a non-zero
 // value (ALiBi scales it by the head's slope), so a plain decode step runs the engine's unmasked
-// path. Above, each stream is a request of n_rows query tokens (non-causal: the mask, read in
-// place as an f16 bias, says what each row sees) reading cells [0, the last any row sees].
+// path. Above, each stream is a request of n_rows query tokens, the mask read in place as an f16
+// bias: causal (with a window where the mask has one) when every stream's mask is causal-shaped
+// (mask_shape.hpp: row i sees cells [.., e + i)), so hidden blocks of keys are skipped; else
+// non-causal (the mask says what each row sees), reading cells [0, the last any row sees].
 class FlashAttnRunner {
  public:
   // threads: the CPU engine's workers (llama.cpp's thread count); parallel: the threads to run
@@ -55,6 +57,8 @@ class FlashAttnRunner {
   void set_threads(std::int32_t threads, const cpu::ParallelFor& parallel = {});
   // Computes `node` into node->data. Throws leanattn::Error for a node why_not() declines.
   void run(const ggml_tensor* node);
+  // The leanattn problem the last run() computed (the tests check its variant and seq_lens).
+  const DecodeProblem& problem() const { return problem_; }
 
  private:
   void run_stream_rows(const ggml_tensor* node);  // more than kMaxRows rows (see above)

@@ -26,7 +26,19 @@ namespace {
 
 const float kInf = std::numeric_limits<float>::infinity();
 
-enum class MaskKind { none, prefix, sequences, window, alibi, random };
+// causal: prefix's cells showing random values; causal_extra and causal_hole one cell off it (row
+// rows / 2 sees the next row's cell too; row rows / 2 has cell 3 hidden).
+enum class MaskKind {
+  none,
+  prefix,
+  sequences,
+  window,
+  alibi,
+  random,
+  causal,
+  causal_extra,
+  causal_hole
+};
 
 struct NodeSpec {
   std::int64_t d = 64, heads = 8, kv_heads = 2, rows = 1, streams = 1, n_kv = 300;
@@ -131,6 +143,17 @@ std::vector<float> mask_row(const NodeSpec& s, std::int64_t stream, std::int64_t
         m[static_cast<std::size_t>(j)] = -static_cast<float>(pos - j);
       }
       break;
+    case MaskKind::causal:
+    case MaskKind::causal_extra:
+    case MaskKind::causal_hole: {
+      std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+      for (std::int64_t j = 0; j <= pos; ++j) m[static_cast<std::size_t>(j)] = uniform(rng);
+      if (r == s.rows / 2 && s.mask == MaskKind::causal_extra) {
+        m[static_cast<std::size_t>(pos + 1)] = uniform(rng);
+      }
+      if (r == s.rows / 2 && s.mask == MaskKind::causal_hole) m[3] = -kInf;
+      break;
+    }
     case MaskKind::sequences: {
       // Three sequences interleaved cell by cell (llama-server's slots decoding together); row r
       // belongs to sequence r % 3 and sees that sequence's cells up to its own; sequence 2 of
@@ -281,7 +304,9 @@ std::vector<double> oracle(const ggml_tensor* node) {
   return out;
 }
 
-void expect_matches(const NodeSpec& s, std::uint32_t seed, const std::string& what) {
+// `check`: what else the runner's problem must show (its variant, its seq_lens).
+void expect_matches(const NodeSpec& s, std::uint32_t seed, const std::string& what,
+                    const std::function<void(const DecodeProblem&)>& check = {}) {
   for (std::int32_t threads : {1, 3}) {
     Node n;
     build(n, s, seed);
@@ -289,6 +314,7 @@ void expect_matches(const NodeSpec& s, std::uint32_t seed, const std::string& wh
     FlashAttnRunner runner;
     runner.set_threads(threads);
     runner.run(n.node);
+    if (check) check(runner.problem());
     const std::vector<double> ref = oracle(n.node);
     const auto* got = static_cast<const float*>(n.node->data);
     double worst = 0.0, largest = 0.0;
@@ -354,6 +380,41 @@ TEST(FlashAttnNode, PromptMicroBatches) {
   Node taken;
   build(taken, q8, seed);
   EXPECT_EQ(why_not(taken.node), "");
+}
+
+// Prompt masks of causal shape (mask_shape.hpp: a causal prompt with random visible values, a
+// sliding window) run leanattn's causal variant, the window the mask's, each stream's seq_len
+// the end of its last row (its filled cells); masks one cell off that shape (a row that sees the
+// next row's cell, a hole) and llama-server's interleaved slots stay non-causal. One stream and
+// three (each at its own depth), one mask for every head and one per head, f16 and q8_0.
+TEST(FlashAttnNode, CausalPromptsRunCausal) {
+  std::uint32_t seed = 1500;
+  for (const MaskKind mask : {MaskKind::causal, MaskKind::window, MaskKind::causal_extra,
+                              MaskKind::causal_hole, MaskKind::sequences}) {
+    for (const std::int64_t rows : {9, 64, 300}) {
+      for (const std::int64_t streams : {1, 3}) {
+        if (rows == 300 && streams == 3) continue;
+        NodeSpec s;
+        s.rows = rows;
+        s.streams = streams;
+        s.n_kv = rows + 120;
+        s.mask = mask;
+        s.kv = rows == 64 ? GGML_TYPE_Q8_0 : GGML_TYPE_F16;
+        s.mask_heads = rows == 9 ? s.heads : 1;
+        const bool causal = mask == MaskKind::causal || mask == MaskKind::window;
+        const std::string what = "mask " + std::to_string(static_cast<int>(mask)) + " rows " +
+                                 std::to_string(rows) + " streams " + std::to_string(streams);
+        expect_matches(s, seed++, what, [&](const DecodeProblem& p) {
+          EXPECT_EQ(p.variant.causal, causal) << what;
+          EXPECT_EQ(p.variant.window_left, mask == MaskKind::window ? 40 : -1) << what;
+          ASSERT_EQ(p.seq_lens.size(), static_cast<std::size_t>(streams)) << what;
+          for (std::int64_t st = 0; st < streams && causal; ++st) {
+            EXPECT_EQ(p.seq_lens[static_cast<std::size_t>(st)], s.n_kv - 5 - 17 * st) << what;
+          }
+        });
+      }
+    }
+  }
 }
 
 // K and V of different types, as llama.cpp's -ctk and -ctv make them: every pair of f16, q8_0
@@ -487,6 +548,12 @@ TEST(FlashAttnNode, DeclinesWhatItDoesNotComputeByReason) {
        [](NodeSpec& s) {
          s.rows = 9;
          s.n_kv = 8;
+       }},
+      {"rows: more query rows than cells",
+       [](NodeSpec& s) {
+         s.rows = 300;
+         s.n_kv = 299;
+         s.mask = MaskKind::causal;
        }},
       {"mask: per-head groups", [](NodeSpec& s) { s.mask_heads = 2; }},
   };

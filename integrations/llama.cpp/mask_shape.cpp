@@ -1,0 +1,119 @@
+// What a FLASH_ATTN_EXT node's mask shows (see mask_shape.hpp).
+#include "mask_shape.hpp"
+
+#include <algorithm>
+#include <optional>
+
+#include "ggml.h"
+
+namespace leanattn::llama_cpp {
+
+namespace {
+
+constexpr std::uint16_t kF16NegInf = 0xFC00;  // -inf hides a cell; -0 and everything else adds
+constexpr std::int64_t kChunk = 64;           // cells tested without a branch per cell
+
+// The first cell of [from, to) that is hidden (`hidden`) or visible (!`hidden`); `to` when none.
+std::int64_t first_cell(const std::uint16_t* m, std::int64_t from, std::int64_t to, bool hidden) {
+  std::int64_t j = from;
+  for (; j + kChunk <= to; j += kChunk) {
+    unsigned found = 0;
+    for (std::int64_t k = j; k < j + kChunk; ++k) {
+      found |= static_cast<unsigned>((m[k] == kF16NegInf) == hidden);
+    }
+    if (found != 0) break;
+  }
+  for (; j < to; ++j) {
+    if ((m[j] == kF16NegInf) == hidden) return j;
+  }
+  return to;
+}
+
+// Past the last visible cell of [floor, to); `floor` when none. Reads from `to` down.
+std::int64_t last_visible_end(const std::uint16_t* m, std::int64_t floor, std::int64_t to) {
+  std::int64_t j = to;
+  for (; j - kChunk >= floor; j -= kChunk) {
+    unsigned found = 0;
+    for (std::int64_t k = j - kChunk; k < j; ++k)
+      found |= static_cast<unsigned>(m[k] != kF16NegInf);
+    if (found != 0) break;
+  }
+  for (; j > floor; --j) {
+    if (m[j - 1] != kF16NegInf) return j;
+  }
+  return floor;
+}
+
+// The visible cells of a row when they are one run [begin, end); none when the row shows no
+// cell or more than one run. Reads the row once, up to the first cell of a second run.
+struct VisibleRun {
+  std::int64_t begin;
+  std::int64_t end;
+};
+std::optional<VisibleRun> one_run(const std::uint16_t* m, std::int64_t n_kv) {
+  const std::int64_t begin = first_cell(m, 0, n_kv, false);
+  if (begin == n_kv) return std::nullopt;
+  const std::int64_t end = first_cell(m, begin, n_kv, true);
+  if (first_cell(m, end, n_kv, false) != n_kv) return std::nullopt;
+  return VisibleRun{begin, end};
+}
+
+}  // namespace
+
+const std::uint16_t* mask_row(const ggml_tensor* mask, std::int64_t row, std::int64_t head,
+                              std::int64_t stream) {
+  return reinterpret_cast<const std::uint16_t*>(
+      static_cast<const char*>(mask->data) + row * mask->nb[1] +
+      (head % mask->ne[2]) * mask->nb[2] + (stream % mask->ne[3]) * mask->nb[3]);
+}
+
+std::int64_t visible_end(const ggml_tensor* mask, std::int64_t stream, std::int64_t row_begin,
+                         std::int64_t row_end, std::int64_t n_kv) {
+  std::int64_t last = 0;
+  for (std::int64_t r = row_begin; r < row_end; ++r) {
+    for (std::int64_t h = 0; h < mask->ne[2]; ++h) {
+      last = last_visible_end(mask_row(mask, r, h, stream), last, n_kv);
+    }
+  }
+  return last;
+}
+
+bool causal_shape(const ggml_tensor* mask, std::int64_t rows, std::int64_t streams,
+                  std::int64_t n_kv, CausalShape& out) {
+  if (mask == nullptr || rows < 1 || streams < 1) return false;
+  // Streams that share a mask plane (ne[3] == 1) share its shape: each plane is read once.
+  const std::int64_t planes = std::min(streams, mask->ne[3]);
+  std::int64_t window = -1;      // window_left, once some row starts after cell 0
+  std::int64_t window_min = -1;  // the least window_left under which every row read so far that
+                                 // starts at cell 0 does: its largest position
+  out.seq_lens.resize(static_cast<std::size_t>(streams));
+  for (std::int64_t s = 0; s < planes; ++s) {
+    std::int64_t e = 0;  // row 0's end: row i must end at e + i, on every head
+    for (std::int64_t h = 0; h < mask->ne[2]; ++h) {
+      for (std::int64_t i = 0; i < rows; ++i) {
+        const std::optional<VisibleRun> run = one_run(mask_row(mask, i, h, s), n_kv);
+        if (!run) return false;
+        if (h == 0 && i == 0) e = run->end;
+        if (run->end != e + i) return false;
+        const std::int64_t position = e + i - 1;  // the row's own cell
+        if (run->begin == 0) {
+          if (window >= 0 && position > window) return false;  // its window starts after 0
+          window_min = std::max(window_min, position);
+        } else if (window < 0) {
+          window = position - run->begin;
+          if (window < window_min) return false;  // an earlier row should have started later
+        } else if (run->begin != position - window) {
+          return false;
+        }
+      }
+    }
+    out.seq_lens[static_cast<std::size_t>(s)] = static_cast<std::int32_t>(e + rows - 1);
+  }
+  for (std::int64_t s = planes; s < streams; ++s) {
+    out.seq_lens[static_cast<std::size_t>(s)] = out.seq_lens[static_cast<std::size_t>(s % planes)];
+  }
+  out.window_left = static_cast<std::int32_t>(window);
+  return true;
+}
+
+}  // namespace leanattn::llama_cpp
