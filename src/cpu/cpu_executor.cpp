@@ -16,8 +16,9 @@ namespace leanattn::executors {
 namespace {
 
 // A step of fixed bounds on the CPU engine: host planning plans in plan(), device planning in
-// run() from the lengths it is given (host memory, read then: bad ones throw at once, so check()
-// has nothing to report). Each plan is the engine's for the step's problem with `options`.
+// run() from the lengths (and a mixed shape's query_start_loc) it is given (host memory, read then:
+// bad ones throw at once, so check() has nothing to report). Each plan is the engine's for the
+// step's problem with `options`.
 class CpuStep final : public DecodeStep {
  public:
   CpuStep(cpu::Engine& engine, const DecodeProblem& shape, const PlanOptions& options,
@@ -31,22 +32,29 @@ class CpuStep final : public DecodeStep {
   std::int32_t workers() const override { return engine_.workers(); }
   std::int32_t tile_tokens() const override { return tile_tokens_; }
 
-  void plan(std::span<const std::int32_t> seq_lens, void*) override {
+  void plan(std::span<const std::int32_t> seq_lens, std::span<const std::int32_t> query_start_loc,
+            void*) override {
     if (planning_ != StepPlanning::host) refuse_plan_on_device_planned_step();
-    set_plan(step_problem(shape_, seq_lens));  // refused: the last plan stays, as on a GPU
+    // Refused: the last plan stays, as on a GPU.
+    set_plan(step_problem(shape_, seq_lens, query_start_loc));
   }
 
-  void run(const std::int32_t* seq_lens, const DecodeTensors& tensors, void*) override {
+  void run(const std::int32_t* seq_lens, const std::int32_t* query_start_loc,
+           const DecodeTensors& tensors, void*) override {
     if (planning_ == StepPlanning::device) {
       require(seq_lens != nullptr, "seq_lens",
               [] { return "must be given to a device-planned step's run() ([capacity] int32)"; });
+      require_step_query_start_loc(shape_, query_start_loc != nullptr);
       const std::span lens(seq_lens, shape_.seq_lens.size());
+      std::span<const std::int32_t> loc;
+      if (query_start_loc != nullptr) loc = std::span(query_start_loc, lens.size() + 1);
       // A model's layers run one step's lengths in turn: plan them once (as plan_for() does).
-      if (!plan_ || !std::equal(lens.begin(), lens.end(), step_.seq_lens.begin())) {
-        set_plan(step_problem(shape_, lens));
+      if (!plan_ || !std::ranges::equal(lens, step_.seq_lens) ||
+          !std::ranges::equal(loc, step_.query_start_loc)) {
+        set_plan(step_problem(shape_, lens, loc));
       }
-    } else if (seq_lens != nullptr) {
-      refuse_lengths_on_host_planned_run();
+    } else if (seq_lens != nullptr || query_start_loc != nullptr) {
+      refuse_lengths_on_host_planned_run(seq_lens != nullptr ? "seq_lens" : "query_start_loc");
     }
     if (!plan_) return;  // host planning with nothing planned yet: nothing written
     engine_.run(step_, *plan_, tensors);

@@ -9,8 +9,8 @@ namespace leanattn::step_tests {
 
 INSTANTIATE_TEST_SUITE_P(Emulated, DecodeStepSeam,
                          ::testing::Values(StepExecutor{
-                             "cuda_emulated", [] { return emulator::make_emulated_executor(7); },
-                             8}),
+                             "cuda_emulated", [] { return emulator::make_emulated_executor(7); }, 8,
+                             false}),
                          step_executor_name);
 
 }  // namespace leanattn::step_tests

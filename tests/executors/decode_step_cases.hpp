@@ -26,6 +26,9 @@ struct StepExecutor {
   // least 3): the emulator's are slow, and tests/cuda_emulator/device_planner_test.cpp replays
   // the full 20 + 8 there already.
   int replays = 20;
+  // Whether its steps take a mixed shape (query_start_loc; mixed_decode_step_test.cpp): the
+  // CPU engine's do, the CUDA engine's (and the emulator's) refuse one by name.
+  bool mixed_steps = true;
 };
 
 inline std::ostream& operator<<(std::ostream& os, const StepExecutor& e) {

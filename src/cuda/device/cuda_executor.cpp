@@ -6,6 +6,7 @@
 
 #include "executors/factories.hpp"
 #include "leanattn/cuda_engine.hpp"
+#include "leanattn/decode_step.hpp"
 
 namespace leanattn::executors {
 
@@ -31,12 +32,18 @@ class CudaStep final : public DecodeStep {
     return device_ ? device_->tile_tokens() : host_->tile_tokens();
   }
 
-  void plan(std::span<const std::int32_t> seq_lens, void* stream) override {
+  // Mixed shapes are refused when the step is made (fixed_step_tile: require_one_q_len), so a
+  // query_start_loc given here is refused by name as one for a step of one q_len.
+  void plan(std::span<const std::int32_t> seq_lens, std::span<const std::int32_t> query_start_loc,
+            void* stream) override {
     if (host_ == nullptr) refuse_plan_on_device_planned_step();
+    require_step_query_start_loc(DecodeProblem{}, !query_start_loc.empty());
     host_->plan(seq_lens, stream);
   }
 
-  void run(const std::int32_t* seq_lens, const DecodeTensors& tensors, void* stream) override {
+  void run(const std::int32_t* seq_lens, const std::int32_t* query_start_loc,
+           const DecodeTensors& tensors, void* stream) override {
+    require_step_query_start_loc(DecodeProblem{}, query_start_loc != nullptr);
     if (device_) return device_->run(seq_lens, tensors, stream);
     if (seq_lens != nullptr) refuse_lengths_on_host_planned_run();
     host_->run(tensors, stream);

@@ -17,7 +17,7 @@ namespace leanattn::cuda {
 
 std::int32_t fixed_step_tile(const DecodeProblem& shape, const PlanOptions& options,
                              const char* who) {
-  require_one_q_len(shape);  // the device planner plans one q_len for every request
+  require_one_q_len(shape, who);  // its buffers and the device planner: one q_len for all
   require(options.strategy == Strategy::lean, "strategy", [&] {
     return std::string("must be lean for ") + who + " (its buffers' bounds are lean's)";
   });

@@ -42,7 +42,7 @@ EmulatedCapturedStep::EmulatedCapturedStep(const DecodeProblem& shape, std::int3
                                            std::int32_t tile_tokens)
     : impl_(std::make_unique<Impl>()) {
   validate(shape);
-  require_one_q_len(shape);  // the device planner plans one q_len for every request
+  require_one_q_len(shape, "the device planner");
   validate_workers(workers);
   require(tile_tokens >= 1 && tile_tokens <= kMaxTileTokens, "tile", [&] {
     return "must be in [1, " + std::to_string(kMaxTileTokens) + "] (got " +

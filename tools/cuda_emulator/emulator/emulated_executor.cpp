@@ -32,12 +32,17 @@ class EmulatedStep final : public DecodeStep {
   std::int32_t workers() const override { return workers_; }
   std::int32_t tile_tokens() const override { return tile_tokens_; }
 
-  void plan(std::span<const std::int32_t> seq_lens, void*) override {
+  // Mixed shapes are refused when the step is made (fixed_step_tile), as on the CUDA engine.
+  void plan(std::span<const std::int32_t> seq_lens, std::span<const std::int32_t> query_start_loc,
+            void*) override {
     if (planning_ != StepPlanning::host) refuse_plan_on_device_planned_step();
+    require_step_query_start_loc(DecodeProblem{}, !query_start_loc.empty());
     step_.plan_on_host(seq_lens);
   }
 
-  void run(const std::int32_t* seq_lens, const DecodeTensors& tensors, void*) override {
+  void run(const std::int32_t* seq_lens, const std::int32_t* query_start_loc,
+           const DecodeTensors& tensors, void*) override {
+    require_step_query_start_loc(DecodeProblem{}, query_start_loc != nullptr);
     if (planning_ == StepPlanning::host) {
       if (seq_lens != nullptr) refuse_lengths_on_host_planned_run();
       return step_.replay_decode(tensors, options_);
