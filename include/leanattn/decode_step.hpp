@@ -6,6 +6,13 @@
 //   shape: the step's heads, widths, types, layout, q_len and variant; its batch the capacity
 //   (requests past a step's batch get length 0) and its longest request the bound.
 //
+//   auto step = executor->make_step(shape, {}, leanattn::StepPlanning::device);
+//   step->run(seq_lens, tensors, stream);   // seq_lens [capacity] in executor->memory()
+//
+//   auto step = executor->make_step(shape, {}, leanattn::StepPlanning::host);
+//   step->plan(lens, stream);               // each step, lens on the host (<= capacity)
+//   step->run(nullptr, tensors, stream);    // the captured part
+//
 // A mixed step (prefill chunks beside decode rows, each step its own counts): a shape with a
 // query_start_loc, whose last entry is the step's static bound of query tokens,
 // max_query_tokens (q, out, lse are [max_query_tokens, q_heads, ...]; mixed_step_shape() makes
@@ -14,13 +21,6 @@
 //
 //   step->run(seq_lens, query_start_loc, tensors, stream);  // device planning
 //   step->plan(lens, query_start_loc, stream);              // host planning, then run(nullptr..)
-//
-//   auto step = executor->make_step(shape, {}, leanattn::StepPlanning::device);
-//   step->run(seq_lens, tensors, stream);   // seq_lens [capacity] in executor->memory()
-//
-//   auto step = executor->make_step(shape, {}, leanattn::StepPlanning::host);
-//   step->plan(lens, stream);               // each step, lens on the host (<= capacity)
-//   step->run(nullptr, tensors, stream);    // the captured part
 //
 // How an executor does it: the CUDA engine's DevicePlannedStep (a planner kernel before the
 // decode kernel) and HostPlannedStep (the host's plan copied into fixed buffers); the CPU engine,

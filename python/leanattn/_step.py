@@ -45,9 +45,24 @@ class DecodeStep:
     nothing (on CUDA its kernel runs over an empty plan, so a capture made then replays every
     later plan all the same).
 
+    A mixed step (prefill chunks beside decode rows, each step its own counts; the CPU only, CUDA
+    raises ValueError naming query_start_loc): made with ``query_start_loc`` (``[batch + 1]``, the
+    host's) and q ``[max_query_tokens, q_heads, head_dim]``: its batch is the capacity, its last
+    entry must be q's rows (the step's bound of query tokens) and its largest count bounds a
+    request's. Each step then passes its own ``query_start_loc`` beside seq_lens (``[batch + 1]``,
+    starting at 0, non-decreasing, each count within the bound, the last at most
+    max_query_tokens; requests past the step's with 0 tokens and length 0)::
+
+        step = leanattn.DecodeStep(q, k_cache, v_cache, max_seq_len=4096,
+                                   query_start_loc=[0, 16, 32, 48, 64])  # up to 16 each, 64 in all
+        out = step(q, k_cache, v_cache, seq_lens, query_start_loc=loc)   # loc [batch + 1] int32
+        host_step.plan(seq_lens, query_start_loc=loc)                     # host planning
+
+    Rows of out (and lse) past the step's ``query_start_loc[-1]`` are not written.
+
     ``problem`` takes :func:`leanattn.decode`'s keywords that describe the problem (block_table,
     scale, causal, window_left, softcap, sinks, alibi_slopes, kv_dtype, k_scale, v_scale,
-    v_dtype and V's width). Every call's arrays must have the shapes, dtypes, layout and variant
+    v_dtype, V's width and a mixed step's query_start_loc). Every call's arrays must have the shapes, dtypes, layout and variant
     arrays of those the step was made with (ValueError naming the argument otherwise); the
     keywords that are no arrays are fixed at construction, with workers and tile. On CUDA
     the step must be made outside a capture (it allocates its buffers then; with PyTorch
@@ -81,6 +96,12 @@ class DecodeStep:
             describe(q, k_cache, v_cache, None, problem), int(max_seq_len), planning,
             _arrays.optional_positive_int(workers, "workers", _ext.MAX_WORKERS),
             _arrays.optional_positive_int(tile, "tile"))
+        starts = problem.get("query_start_loc")
+        self._max_query_tokens: Optional[int] = None
+        if starts is not None:  # read once on the host: every call describes the step with it
+            self._settings["query_start_loc"] = _arrays.host_index_array(
+                starts, "query_start_loc", 1, "[batch + 1]")
+            self._max_query_tokens = int(self._settings["query_start_loc"][-1])
         self._stream = _arrays.stream_source(q)
         self._on_cuda = _arrays.on_cuda(q)
 
@@ -109,16 +130,27 @@ class DecodeStep:
         """The most tokens a request may have."""
         return int(self._impl.max_seq_len)
 
-    def plan(self, seq_lens: Any) -> None:
+    @property
+    def max_query_tokens(self) -> Optional[int]:
+        """A mixed step's bound of query tokens (q's rows); None for a step of one q_len."""
+        return self._max_query_tokens
+
+    def plan(self, seq_lens: Any, query_start_loc: Any = None) -> None:
         """Host planning: plans the next call for ``seq_lens`` (``[<= batch]`` integers, read on
-        the host; requests past them get length 0), on CUDA copied asynchronously on the current
+        the host; requests past them get length 0) and a mixed step's ``query_start_loc``
+        (``[len(seq_lens) + 1]``; None otherwise), on CUDA copied asynchronously on the current
         stream. Not during a capture (ValueError naming stream). ValueError naming seq_lens for
-        a length negative, above max_seq_len or in [1, q_len), or more lengths than batch."""
+        a length negative, above max_seq_len or below its request's query tokens (but not 0), or
+        more lengths than batch; naming query_start_loc for counts the step refuses."""
         if self.planning != "host":
             raise ValueError("planning: the step is 'device': its call takes seq_lens, plan() is "
                              "for planning='host'")
         lens = _arrays.host_index_array(seq_lens, "seq_lens", 1, "[batch]")
-        self._impl.plan(lens, self._stream())
+        starts = None
+        if query_start_loc is not None:
+            starts = _arrays.host_index_array(query_start_loc, "query_start_loc", 1,
+                                              "[batch + 1]")
+        self._impl.plan(lens, starts, self._stream())
 
     def check(self) -> None:
         """Device planning on CUDA: waits for the current stream, then raises ValueError naming
@@ -130,18 +162,22 @@ class DecodeStep:
         self, q: Any, k_cache: Any, v_cache: Any = None, seq_lens: Any = None, *,
         block_table: Any = None, out: Any = None, lse_out: Any = None,
         return_lse: bool = False, sinks: Any = None, alibi_slopes: Any = None,
-        k_scale: Any = None, v_scale: Any = None,
+        k_scale: Any = None, v_scale: Any = None, query_start_loc: Any = None,
     ) -> Union[Any, Tuple[Any, Any]]:
         """One step: attention as :func:`leanattn.decode` computes it, with the step's plan.
         seq_lens: device planning, ``[batch]`` int32, contiguous, on q's device (anything else
         is converted there first by q's framework; inside a capture pass it as it is wanted);
-        host planning, None (the lengths of the last plan()). Returns out (and lse with
+        host planning, None (the lengths of the last plan()). query_start_loc: a mixed step's
+        device planning, ``[batch + 1]`` int32 as seq_lens; None otherwise. Returns out (and lse with
         return_lse or lse_out) as decode does; on CUDA launched on the current stream."""
         if self.planning == "host":
             if seq_lens is not None:
                 raise ValueError("seq_lens: a host-planned step takes its lengths from plan(); "
                                  "pass None")
-            lens = None
+            if query_start_loc is not None:
+                raise ValueError("query_start_loc: a host-planned step takes its counts from "
+                                 "plan(); pass None")
+            lens = starts = None
         elif seq_lens is None:
             raise ValueError("seq_lens: required by a device-planned step ([batch] int32 on "
                              "q's device)")
@@ -149,9 +185,14 @@ class DecodeStep:
             lens = _arrays.device_index_array(seq_lens, "seq_lens", 1, "[batch]", q)
         else:
             lens = _arrays.host_index_array(seq_lens, "seq_lens", 1, "[batch]")
+        if self.planning == "device":
+            starts = self._device_starts(query_start_loc, q)
         q = _arrays.as_array(q)
         rows = _q_rows(q)
-        if rows[0] != self.batch:
+        if self._max_query_tokens is not None and rows[0] != self._max_query_tokens:
+            raise ValueError(f"q: query tokens (q.shape[0]) must be the step's max_query_tokens "
+                             f"{self._max_query_tokens} (got {rows[0]})")
+        if self._max_query_tokens is None and rows[0] != self.batch:
             raise ValueError(f"q: batch (q.shape[0]) must be the step's {self.batch} "
                              f"(got {rows[0]})")
         problem = describe(q, k_cache, v_cache, None, dict(
@@ -166,5 +207,22 @@ class DecodeStep:
             lse_view = _arrays.output_view(lse_out, "lse_out", q)
         elif return_lse:
             lse, lse_view = _arrays.empty_like(q, rows, float32=True)
-        _ext._step_run(self._impl, problem, lens, out_view, lse_view, _arrays.current_stream(q))
+        _ext._step_run(self._impl, problem, lens, starts, out_view, lse_view,
+                       _arrays.current_stream(q))
         return (out, lse) if (return_lse or lse_out is not None) else out
+
+    def _device_starts(self, query_start_loc: Any, q: Any) -> Any:
+        """A device-planned call's query_start_loc: required by a mixed step (as seq_lens, on q's
+        device), None for a step of one q_len (ValueError naming query_start_loc otherwise)."""
+        if self._max_query_tokens is None:
+            if query_start_loc is not None:
+                raise ValueError("query_start_loc: the step has one q_len for every request; "
+                                 "make it with query_start_loc for mixed steps")
+            return None
+        if query_start_loc is None:
+            raise ValueError("query_start_loc: required by a mixed step ([batch + 1] int32 on "
+                             "q's device)")
+        if self._on_cuda:
+            return _arrays.device_index_array(query_start_loc, "query_start_loc", 1,
+                                              "[batch + 1]", q)
+        return _arrays.host_index_array(query_start_loc, "query_start_loc", 1, "[batch + 1]")

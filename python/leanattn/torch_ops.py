@@ -119,6 +119,9 @@ def _run_step(q: torch.Tensor, k_cache: torch.Tensor, v_cache: Optional[torch.Te
         raise ValueError(
             f"plan: must be 'device' (seq_lens read where the op runs) or None (got {kind!r}); "
             "a host-planned step is leanattn.DecodeStep(..., planning='host')")
+    if named.get("query_start_loc") is not None:
+        raise ValueError("query_start_loc: plan='device' takes one q_len for every request (a "
+                         "mixed step is leanattn.DecodeStep(..., query_start_loc=...))")
     bound = named.pop("max_seq_len", None)
     if bound is None:
         raise ValueError("max_seq_len: required with plan='device': the most tokens any request "

@@ -1,8 +1,9 @@
 // _leanattn._Step, _step_new and _step_run: a DecodeStep (leanattn/decode_step.hpp) on the
 // executor of q's device, for leanattn.DecodeStep (python/leanattn/_step.py) and the torch op's
 // plan="device". The step's shape is read from the arrays it is made with (its batch the
-// capacity, max_seq_len every request's bound); each run reads the arrays again and refuses,
-// naming the argument, any that differ from that shape.
+// capacity, max_seq_len every request's bound; with query_start_loc a mixed step, q's rows its
+// max_query_tokens); each run reads the arrays again and refuses, naming the argument, any that
+// differ from that shape.
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -37,10 +38,8 @@ std::pair<std::string, std::string> difference(const DecodeProblem& got, const D
   auto text = [](std::int64_t a, std::int64_t b) {
     return " (the step's " + std::to_string(b) + ", got " + std::to_string(a) + ")";
   };
-  if (got.has_query_start_loc()) {
-    return {"query_start_loc",
-            "a step takes one q_len for every request (pass a mixed batch to "
-            "leanattn.decode)"};
+  if (got.query_start_loc != s.query_start_loc) {  // the step's own, passed again by _step.py
+    return {"query_start_loc", "differs from the one the step was made with"};
   }
   if (got.batch() != s.batch()) {
     return {"q", "batch (q.shape[0]) must be the step's " + std::to_string(s.batch()) + " (got " +
@@ -85,11 +84,6 @@ Step* step_new(nb::handle problem, std::int32_t max_seq_len, std::string_view pl
       value_error("max_seq_len", "every request of a step may have this many tokens, so: " +
                                      std::string(what.substr(prefix.size())));
     }
-    if (views.packed) {
-      value_error("query_start_loc",
-                  "a step takes one q_len for every request (pass a mixed "
-                  "batch to leanattn.decode)");
-    }
     PlanOptions options;
     options.tile_tokens = tile;
     const std::string backend = backend_for_device(views.device.type);
@@ -103,25 +97,26 @@ Step* step_new(nb::handle problem, std::int32_t max_seq_len, std::string_view pl
   });
 }
 
-// The lengths a device-planned call passes (seq_lens: [batch] int32 contiguous on the step's
-// device), or null for a host-planned one (None).
-const std::int32_t* call_lengths(const Step& step, const std::optional<InArray>& seq_lens) {
-  const DecodeProblem& s = step.shape;
+// The lengths (seq_lens: [batch]) or counts (query_start_loc: [batch + 1]) a device-planned
+// call passes, `entries` int32 contiguous on the step's device, or null for a host-planned one
+// (None). `name` names the argument, `layout` its shape in the message.
+const std::int32_t* call_lengths(const Step& step, const std::optional<InArray>& array,
+                                 const char* name, std::size_t entries, const char* layout) {
   const std::int32_t* lens = nullptr;
-  if (seq_lens) {
-    const InArray& a = *seq_lens;
-    if (a.dtype() != nb::dtype<std::int32_t>() || a.ndim() != 1 ||
-        a.shape(0) != static_cast<std::size_t>(s.batch()) || (a.shape(0) > 1 && a.stride(0) != 1)) {
+  if (array) {
+    const InArray& a = *array;
+    if (a.dtype() != nb::dtype<std::int32_t>() || a.ndim() != 1 || a.shape(0) != entries ||
+        (a.shape(0) > 1 && a.stride(0) != 1)) {
       std::string shape;
       for (std::size_t d = 0; d < a.ndim(); ++d) {
         shape += (d ? ", " : "") + std::to_string(a.shape(d));
       }
-      value_error("seq_lens", "must be a contiguous int32 array of the step's batch, [" +
-                                  std::to_string(s.batch()) + "] (got " + dtype_text(a.dtype()) +
-                                  " [" + shape + "])");
+      value_error(name, std::string("must be a contiguous int32 array of the step's ") + layout +
+                            ", [" + std::to_string(entries) + "] (got " + dtype_text(a.dtype()) +
+                            " [" + shape + "])");
     }
     if (Device{a.device_type(), a.device_id()} != step.device) {
-      value_error("seq_lens",
+      value_error(name,
                   "must be on q's device (a device-planned step reads the lengths "
                   "where the step runs)");
     }
@@ -132,9 +127,11 @@ const std::int32_t* call_lengths(const Step& step, const std::optional<InArray>&
 
 // problem: a _leanattn.Problem of the call's arrays, with the step's settings (no seq_lens).
 // seq_lens: device planning, [batch] int32 contiguous on q's device (None: refused); host
-// planning, None. out and lse as decode's.
+// planning, None. query_start_loc: a mixed step's device planning, [batch + 1] as seq_lens;
+// None otherwise (the step refuses a mismatch by name). out and lse as decode's.
 void step_run(Step& step, nb::handle problem, const std::optional<InArray>& seq_lens,
-              nb::handle out, nb::handle lse, std::uintptr_t stream) {
+              const std::optional<InArray>& query_start_loc, nb::handle out, nb::handle lse,
+              std::uintptr_t stream) {
   const DecodeProblem& s = step.shape;
   translate_errors(Entry::decode, [&] {
     thread_local DecodeViews views;
@@ -145,11 +142,14 @@ void step_run(Step& step, nb::handle problem, const std::optional<InArray>& seq_
       value_error("v_cache", "given for one and not the other");
     }
     if (views.device != step.device) value_error("q", "is on another device than the step's");
-    const std::int32_t* lens = call_lengths(step, seq_lens);
+    const auto batch = static_cast<std::size_t>(s.batch());
+    const std::int32_t* lens = call_lengths(step, seq_lens, "seq_lens", batch, "batch");
+    const std::int32_t* loc =
+        call_lengths(step, query_start_loc, "query_start_loc", batch + 1, "batch + 1");
     attach_outputs(views, out, lse);
     nb::gil_scoped_release no_gil;
     const std::lock_guard<std::mutex> lock(step.held.executor->busy());
-    step.held.step->run(lens, views.tensors, reinterpret_cast<void*>(stream));
+    step.held.step->run(lens, loc, views.tensors, reinterpret_cast<void*>(stream));
   });
 }
 
@@ -167,15 +167,19 @@ void bind_step(nb::module_& m) {
       .def_ro("max_seq_len", &Step::max_seq_len)
       .def(
           "plan",
-          [](Step& s, const SeqLensArray& seq_lens, std::uintptr_t stream) {
+          [](Step& s, const SeqLensArray& seq_lens,
+             const std::optional<SeqLensArray>& query_start_loc, std::uintptr_t stream) {
             translate_errors(Entry::decode, [&] {
+              std::span<const std::int32_t> loc;
+              if (query_start_loc)
+                loc = std::span(query_start_loc->data(), query_start_loc->shape(0));
               nb::gil_scoped_release no_gil;
               const std::lock_guard<std::mutex> lock(s.held.executor->busy());
-              s.held.step->plan(std::span(seq_lens.data(), seq_lens.shape(0)),
+              s.held.step->plan(std::span(seq_lens.data(), seq_lens.shape(0)), loc,
                                 reinterpret_cast<void*>(stream));
             });
           },
-          "seq_lens"_a.noconvert(), "stream"_a)
+          "seq_lens"_a.noconvert(), "query_start_loc"_a.noconvert().none(), "stream"_a)
       .def(
           "check",
           [](Step& s, std::uintptr_t stream) {
@@ -188,8 +192,9 @@ void bind_step(nb::module_& m) {
           "stream"_a);
   m.def("_step_new", &step_new, "problem"_a, "max_seq_len"_a, "planning"_a, "workers"_a, "tile"_a,
         nb::rv_policy::take_ownership, "Private: use leanattn.DecodeStep.");
-  m.def("_step_run", &step_run, "step"_a, "problem"_a, "seq_lens"_a.noconvert().none(), "out"_a,
-        "lse"_a.none(), "stream"_a, "Private: use leanattn.DecodeStep.");
+  m.def("_step_run", &step_run, "step"_a, "problem"_a, "seq_lens"_a.noconvert().none(),
+        "query_start_loc"_a.noconvert().none(), "out"_a, "lse"_a.none(), "stream"_a,
+        "Private: use leanattn.DecodeStep.");
 }
 
 }  // namespace leanattn::python

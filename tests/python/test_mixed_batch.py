@@ -1,7 +1,8 @@
 """Mixed batches through leanattn.decode (``query_start_loc``: prefill chunks beside decode rows,
 q packed as [total query tokens, q_heads, head_dim]) against leanattn.reference and an
 independent NumPy fp64 attention: every strategy, contiguous and paged caches, causal or not,
-windows, plans made for the counts, and the rules naming query_start_loc."""
+windows, plans made for the counts, and the rules naming query_start_loc (mixed DecodeSteps:
+test_mixed_step.py)."""
 
 from __future__ import annotations
 
@@ -130,9 +131,7 @@ def test_more_query_tokens_than_keys_names_seq_lens(rng):
         leanattn.decode(q, case.k, case.v, lens, query_start_loc=starts)
 
 
-def test_packed_q_is_three_dimensional_and_steps_refuse_it(rng):
+def test_packed_q_is_three_dimensional(rng):
     case, q, starts = packed_case(rng)
     with pytest.raises(ValueError, match="^q: "):
         leanattn.decode(q[:, None], case.k, case.v, case.seq_lens, query_start_loc=starts)
-    with pytest.raises(ValueError, match="^query_start_loc: a step takes one q_len"):
-        leanattn.DecodeStep(q, case.k, case.v, max_seq_len=700, query_start_loc=starts)

@@ -68,3 +68,11 @@ def test_fake_shapes_and_compile_fullgraph(rng):
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=0, atol=0)
     assert np.isfinite(got[1].numpy()[:120]).all()
+
+
+def test_op_plan_device_refuses_query_start_loc(rng):
+    """The op's steps take one q_len: a mixed step is leanattn.DecodeStep(query_start_loc=)."""
+    _, _, q, k, v, lens, _, starts = packed(rng)
+    with pytest.raises(ValueError, match="^query_start_loc: plan='device' takes one q_len"):
+        torch.ops.leanattn.decode(q, k, v, lens, query_start_loc=starts, plan="device",
+                                  max_seq_len=700)
