@@ -244,9 +244,9 @@ def decode(
             cache (causal among them unless ``causal=False``; a count of 0 computes nothing;
             at most 8192 per request), and out / lse are ``[total query tokens, q_heads, ...]``.
             Every variant, cache type and layout as for decode. The CUDA engine takes counts
-            up to 256 (ValueError naming query_start_loc past them); DecodeStep refuses it
-            (ValueError naming query_start_loc); with ``plan``, one made with the same
-            query_start_loc.
+            up to 256 (ValueError naming query_start_loc past them); a DecodeStep made with
+            it is a mixed step (on the CPU; :class:`DecodeStep`); with ``plan``, one made with
+            the same query_start_loc.
 
     Returns:
         ``out`` ``[batch, q_heads, head_dim_v]`` in q's dtype and framework (the ``out`` argument
