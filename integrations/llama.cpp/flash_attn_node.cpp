@@ -69,7 +69,7 @@ float alibi_slope(float max_bias, std::int64_t n_head, std::int64_t h) {
 
 }  // namespace
 
-std::string why_not(const ggml_tensor* node, bool tiled_prompts) {
+std::string why_not(const ggml_tensor* node) {
   if (node->op != GGML_OP_FLASH_ATTN_EXT) return std::string("op: ") + ggml_op_name(node->op);
   const ggml_tensor* q = node->src[0];
   const ggml_tensor* k = node->src[1];
@@ -102,12 +102,6 @@ std::string why_not(const ggml_tensor* node, bool tiled_prompts) {
   if (rows > kMaxRows && rows > k->ne[1]) return "rows: more query rows than cells";
   if (rows > kMaxRows && op_param(node, 1) > 0.0f) {
     return "max_bias: ALiBi on " + text(rows) + " query rows (a prompt) stays on ggml";
-  }
-  const bool tiled_types =
-      (k->type == GGML_TYPE_F16 || k->type == GGML_TYPE_F32) && k->type == v->type;
-  if (!tiled_prompts && rows >= kGgmlTiledRows && tiled_types) {
-    return "rows: " + text(rows) + " query rows on " + ggml_type_name(k->type) +
-           " K and V stay on ggml's tiled path (faster there)";
   }
   if (k->ne[2] < 1 || heads % k->ne[2] != 0 || v->ne[2] != k->ne[2] || v->ne[1] != k->ne[1] ||
       k->ne[3] != streams || v->ne[3] != streams || q->ne[0] != d) {
@@ -159,7 +153,7 @@ void FlashAttnRunner::set_threads(std::int32_t threads, const cpu::ParallelFor& 
 }
 
 void FlashAttnRunner::run(const ggml_tensor* node) {
-  if (const std::string why = why_not(node, true); !why.empty()) throw Error("node", why);
+  if (const std::string why = why_not(node); !why.empty()) throw Error("node", why);
   if (node->src[0]->ne[1] > kMaxRows) {
     run_stream_rows(node);
     return;
@@ -323,6 +317,11 @@ void FlashAttnRunner::run_stream_rows(const ggml_tensor* node) {
   p.head_dim = static_cast<std::int32_t>(d);
   p.head_dim_v = static_cast<std::int32_t>(dv);
   p.q_len = static_cast<std::int32_t>(rows);
+  // One stream: its rows as the request's query tokens (query_start_loc), so that lean cuts it by
+  // each tile's cost (heuristics.hpp, tile_cost: the hidden part of a causal prompt's last tiles
+  // free) and not by tiles, which left one worker with 2.6x the other's work at depth 0. Several
+  // streams keep q_len: a mask shared by the streams is not laid out as one row per query token.
+  if (streams == 1) p.query_start_loc = {0, static_cast<std::int32_t>(rows)};
   p.q_dtype = DType::f32;
   p.kv_dtype = kv;
   p.v_dtype = vt == kv ? std::nullopt : std::optional<DType>(vt);

@@ -30,17 +30,11 @@ namespace leanattn::llama_cpp {
 // are read once for all of them, the mask read in place as each row's bias.
 inline constexpr std::int64_t kMaxRows = 8;
 
-// Query rows per stream from which ggml's CPU backend runs its tiled prefill path
-// (ggml_compute_forward_flash_attn_ext_tiled: f32 or f16 K and V of one type, GGML_FA_TILE_Q = 64
-// rows and more), faster there than leanattn's row kernel for now: pp512 of SmolLM2 at depth 4096
-// ran 148 tokens/s through leanattn against stock's 161 (f16), while q8_0 caches, which ggml
-// computes row by row, ran 131 against 46 (bench/results/mixed-batch-amd-epyc-2c-2026-12-06.txt).
-inline constexpr std::int64_t kGgmlTiledRows = 64;
-
 // "" when the backend computes `node` (a FLASH_ATTN_EXT node); otherwise why not, naming the
-// setting (the node then stays on ggml's CPU backend). Nodes ggml's tiled path computes stay
-// there unless `tiled_prompts` (the tests' and run()'s shape check).
-std::string why_not(const ggml_tensor* node, bool tiled_prompts = false);
+// setting (the node then stays on ggml's CPU backend). Prompts that ggml's tiled prefill path
+// would compute (f16 or f32 K and V, 64 rows and more) are taken too: the CPU engine's many-rows
+// path runs them 2.1-3.2x faster (bench/results/prefill-vs-ggml-amd-epyc-2c-2026-12-07.txt).
+std::string why_not(const ggml_tensor* node);
 
 // Computes taken nodes with the CPU engine. Up to kMaxRows rows per stream, each (stream, query
 // row) becomes a request of its own reading keys [0, last visible cell] of its stream's cache, in

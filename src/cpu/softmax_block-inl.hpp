@@ -126,6 +126,46 @@ HWY_INLINE void softmax_block(float* HWY_RESTRICT s, std::int32_t count, float* 
   for (int r = 0; r < R; ++r) l[r] = l[r] * rescale[r] + block_sum[r];
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// Row r's rules over a block of that row's scores alone (stride 1: the many-rows path, passes of
+// one row): the keys outside its range -inf, the caller's bias (f32, f16, bf16) added by vectors,
+// with the same sums as apply_score_rules' scalar loop (which cost a conversion and a branch per
+// score: 2x the node of a llama.cpp prompt, whose mask is the bias). False with ALiBi: the scalar
+// rules then.
+HWY_INLINE bool apply_row_rules(const ScoreRules& rules, std::int32_t r, std::int64_t t0,
+                                std::int32_t tokens, float* HWY_RESTRICT s) {
+  if (rules.slope != nullptr) return false;
+  const std::int64_t b = std::clamp<std::int64_t>(rules.key_begin[r] - t0, 0, tokens);
+  const std::int64_t e = std::clamp<std::int64_t>(rules.key_end[r] - t0, b, tokens);
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  for (std::int64_t t = 0; t < b; ++t) s[t] = neg_inf;
+  for (std::int64_t t = e; t < tokens; ++t) s[t] = neg_inf;
+  if (rules.bias == nullptr) return true;
+  const DF df;
+  const std::int64_t n = static_cast<std::int64_t>(hn::Lanes(df));
+  std::int64_t t = b;
+  auto add = [&](const auto* bias) {  // bias at key t0
+    for (; t + n <= e; t += n) {
+      hn::StoreU(hn::Add(hn::LoadU(df, s + t), load_row(df, bias + t)), df, s + t);
+    }
+  };
+  const void* row = rules.bias[r];
+  switch (rules.bias_dtype) {
+    case DType::f16:
+      add(static_cast<const hwy::float16_t*>(row) + t0);
+      break;
+    case DType::bf16:
+      add(static_cast<const hwy::bfloat16_t*>(row) + t0);
+      break;
+    default:
+      add(static_cast<const float*>(row) + t0);
+      break;
+  }
+  for (; t < e; ++t) s[t] += bias_at(row, rules.bias_dtype, t0 + t);
+  return true;
+}
+#endif
+
 // Between the two products of a pass of R rows: the K scales of an 8-bit cache (kscale, null
 // otherwise), the soft-cap (cap, 0: off), the rules (null for plain attention), the padding, the
 // softmax (m, l updated, rescale out) and the V scales (vscale): S becomes P in place.
@@ -140,7 +180,17 @@ HWY_INLINE void scores_to_weights(float* HWY_RESTRICT s, std::int32_t tokens, co
   const std::int32_t count = (tokens * S + period - 1) / period * period;
   if (kscale != nullptr) scale_token_rows<R, S>(s, kscale, tokens);
   if (cap > 0.0f) softcap_block(s, tokens * S, cap);
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (S == 1) {
+    if (rules != nullptr && !apply_row_rules(*rules, r0, t0, tokens, s)) {
+      apply_score_rules(*rules, r0, R, S, t0, tokens, s);
+    }
+  } else if (rules != nullptr) {
+    apply_score_rules(*rules, r0, R, S, t0, tokens, s);
+  }
+#else
   if (rules != nullptr) apply_score_rules(*rules, r0, R, S, t0, tokens, s);
+#endif
   for (std::int32_t i = tokens * S; i < count; ++i) s[i] = -std::numeric_limits<float>::infinity();
   softmax_block<R>(s, count, m, l, rescale);
   if (vscale != nullptr) scale_token_rows<R, S>(s, vscale, tokens);

@@ -11,7 +11,7 @@ as in the source tree, and the backend where a wheel built with it ships it (lea
 that enable() with no argument finds it as a user's would. Four runs, each in a fresh process, of
 one model: a
 prompt of --prompt-tokens tokens (llama.cpp's docs, as model_check.py takes them) evaluated in
-batches of 512 (prefill: the backend declines it), then --tokens single-token steps fed the
+batches of 512 (prefill: the backend takes them too), then --tokens single-token steps fed the
 text's next tokens (the same inputs for every run), keeping each step's logits:
   stock-fa-on   Llama(flash_attn=True)
   stock-fa-off  Llama(flash_attn=False): the reference
@@ -25,8 +25,9 @@ and two more processes that load no model, enable()'s errors:
                 (--fake-ggml-version): BackendError naming the installed llama-cpp-python, both
                 ggml versions, the tested releases and the rebuild command; nothing loaded.
 Checks, each of which fails the run:
-  - leanattn computed every attention node of every single-token step (layers x steps, counted by
-    LEANATTN_GGML_STATS and by lc.nodes_computed()) and no others; path-only never loaded it (no
+  - leanattn computed every attention node, the prompt's batches' and every single-token step's
+    (layers x (batches + steps), counted by LEANATTN_GGML_STATS and by lc.nodes_computed()) and
+    no others; path-only never loaded it (no
     "leanattn:" line at all); both errors as said;
   - leanattn is as close to stock -fa off as stock -fa on is: its mean KL divergence from stock
     -fa off's next-token distribution over the steps no larger than stock -fa on's plus the
@@ -243,23 +244,23 @@ def main() -> int:
                          "LEANATTN_GGML_STATS line (was the backend freed?)")
     layers = int(found.group(1))
     nodes = sum(int(n) for n in stats)
+    batches = -(-args.prompt_tokens // 512)
+    expected = layers * (batches + args.tokens)
     counted = re.search(r"python_package_check: nodes_computed (\d+)", logs["leanattn"])
-    if counted is None or int(counted.group(1)) != layers * args.tokens:
-        failed.append(f"lc.nodes_computed() said {counted and counted.group(1)}, not "
-                      f"{layers * args.tokens}")
+    if counted is None or int(counted.group(1)) != expected:
+        failed.append(f"lc.nodes_computed() said {counted and counted.group(1)}, not {expected}")
     else:
         print(f"lc.nodes_computed(): {counted.group(1)}")
     print(f"nodes: leanattn computed {nodes} FLASH_ATTN_EXT nodes ({layers} layers x "
-          f"{args.tokens} single-token steps = {layers * args.tokens}); the prompt's batches of "
-          "512 stay on ggml")
+          f"({batches} prompt batches of 512 + {args.tokens} single-token steps) = {expected})")
     said = sorted(set(re.findall(r"leanattn: (?:takes|declines)[^\n]*", logs["leanattn"])))
     declined = [line for line in said if "declines" in line]
     print(f"  {len(said) - len(declined)} lines 'leanattn: takes ...' (one per node name); "
           f"{len(declined)} declines:")
     for line in declined:
         print(f"  {line}")
-    if nodes != layers * args.tokens:
-        failed.append("leanattn did not compute exactly every single-token step's attention")
+    if nodes != expected:
+        failed.append("leanattn did not compute exactly every attention node of the run")
     if re.search(r"LEANATTN|^leanattn:", logs["path-only"], re.MULTILINE):
         failed.append("GGML_BACKEND_PATH alone loaded the backend (docs say it does not)")
     else:
