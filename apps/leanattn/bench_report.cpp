@@ -106,6 +106,7 @@ std::string format_case(const LabelledCase& lc, double probe_gbps) {
   for (const auto& r : c.results) {
     if (r.worker_busy_us.size() < 2) continue;
     const auto [lo, hi] = std::minmax_element(r.worker_busy_us.begin(), r.worker_busy_us.end());
+    // (A worker with no segment, more workers than tiles, has ~0 us: the ratio then says so.)
     os << fmt::format("  busy {:<11} {:.0f} us per worker; slowest / fastest {:.3f}\n", r.strategy,
                       fmt::join(r.worker_busy_us, " "), *lo > 0 ? *hi / *lo : 0.0);
   }

@@ -64,7 +64,7 @@ class Engine {
            std::span<std::byte> workspace);
 
   // Seconds each plan worker spent on its segments in the last run ([plan.workers]; empty before
-  // the first): how evenly a plan loaded the workers, for benchmarks.
+  // the first): how evenly a plan loaded the workers, for benchmarks. Valid until the next run.
   std::span<const double> worker_seconds() const;
 
   // plan() then run().

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "leanattn/hardware.hpp"
 #include "leanattn/plan.hpp"

@@ -215,6 +215,7 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
   p.head_dim = static_cast<std::int32_t>(d);
   p.head_dim_v = static_cast<std::int32_t>(dv);
   p.q_len = 1;
+  p.query_start_loc.clear();  // a prompt node before may have set it (run_stream_rows)
   p.q_dtype = DType::f32;
   p.kv_dtype = kv;
   p.v_dtype = vt == kv ? std::nullopt : std::optional<DType>(vt);

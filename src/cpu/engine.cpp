@@ -453,13 +453,16 @@ void Engine::run(const DecodeProblem& problem, const Plan& plan, const DecodeTen
     if (!shifted.empty()) a.block_table = shifted.data();
     return a;
   };
+  // The row kernel's targets (SCALAR, SVE) have no many-rows path: their passes keep the
+  // one-block calls and the prefetch.
+  const std::int32_t many_rows = impl_->kernel.row_kernel ? 0 : impl_->gemm_rows;
   const RunContext cx{problem,
                       plan,
                       tensors,
                       impl_->kernel.compute,
                       impl_->kernel.bf16_dot && problem.q_dtype == DType::bf16 &&
                           problem.kv_dtype == DType::bf16 && problem.head_dim % 32 == 0,
-                      impl_->gemm_rows,
+                      many_rows,
                       gemm_sweep_blocks(plan.head_dim, plan.head_dim_v),
                       kv(tensors.k_strides),
                       kv(tensors.v_strides),

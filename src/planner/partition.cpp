@@ -32,12 +32,15 @@ namespace {
 
 // Worker whose lean range [floor(w T / G), floor((w + 1) T / G)) holds line position x < T: the
 // largest w with floor(w T / G) <= x, i.e. ceil((x + 1) G / T) - 1.
+// A mixed batch's costs are FMAs: a position times the workers is taken in 128 bits.
+__extension__ using Wide = __int128;
+
 std::int32_t lean_owner(std::int64_t x, std::int64_t total, std::int32_t workers) {
-  return static_cast<std::int32_t>(((x + 1) * workers - 1) / total);
+  return static_cast<std::int32_t>(((static_cast<Wide>(x) + 1) * workers - 1) / total);
 }
 
 std::int64_t lean_begin(std::int32_t w, std::int64_t total, std::int32_t workers) {
-  return w * total / workers;
+  return static_cast<std::int64_t>(static_cast<Wide>(w) * total / workers);
 }
 
 // Worker that writes an empty pair's output: the one holding the next tile on the line (the

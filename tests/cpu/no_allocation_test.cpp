@@ -56,6 +56,7 @@ TEST(NoAllocation, ReusedPlanRunsAllocateNothing) {
       dense_tensors(p, q.data(), k.data(), v.data(), nullptr, out.data(), lse.data());
   for (std::int64_t inline_bytes : {std::int64_t{0}, std::int64_t{1} << 40}) {
     cpu::Engine engine({.workers = 2, .inline_kv_bytes = inline_bytes});
+    EXPECT_TRUE(engine.worker_seconds().empty());
     for (Strategy s : {Strategy::lean, Strategy::split, Strategy::head}) {
       const Plan plan = engine.plan(p, {.strategy = s});
       engine.run(p, plan, t);  // warm-up: workspace, scratch, plan-check buffers
@@ -64,6 +65,15 @@ TEST(NoAllocation, ReusedPlanRunsAllocateNothing) {
       for (int i = 0; i < 10; ++i) engine.run(p, plan, t);
       counting = false;
       EXPECT_EQ(allocations.load(), 0) << strategy_name(s) << (inline_bytes ? " inline" : " pool");
+      // Each plan worker's time (Engine::worker_seconds), timed without allocating either.
+      const auto seconds = engine.worker_seconds();
+      ASSERT_EQ(seconds.size(), static_cast<std::size_t>(plan.workers)) << strategy_name(s);
+      double sum = 0.0;
+      for (const double x : seconds) {
+        EXPECT_GE(x, 0.0) << strategy_name(s);
+        sum += x;
+      }
+      EXPECT_GT(sum, 0.0) << strategy_name(s);
     }
   }
 }

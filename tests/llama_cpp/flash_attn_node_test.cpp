@@ -382,6 +382,44 @@ TEST(FlashAttnNode, PromptMicroBatches) {
   EXPECT_EQ(why_not(taken.node), "");
 }
 
+// One runner through nodes of every kind in turn, as llama.cpp hands them over a prompt and the
+// decode steps after it: each node's problem is its own (a prompt's query_start_loc once leaked
+// into the next decode step's problem and broke every decode node after a prompt).
+TEST(FlashAttnNode, OneRunnerAcrossPromptsAndDecodeSteps) {
+  std::vector<NodeSpec> specs(5);
+  specs[0].rows = 300;  // a one-stream causal prompt
+  specs[0].n_kv = 700;
+  specs[1].rows = 1;  // a decode step
+  specs[1].n_kv = 701;
+  specs[2].rows = 64;  // a prompt of two streams, random mask values
+  specs[2].streams = 2;
+  specs[2].n_kv = 500;
+  specs[2].mask = MaskKind::random;
+  specs[3].rows = 4;  // a few rows (speculative drafts), sinks
+  specs[3].n_kv = 300;
+  specs[3].sinks = true;
+  specs[4].rows = 1;
+  specs[4].streams = 3;
+  specs[4].n_kv = 200;
+  FlashAttnRunner runner;
+  runner.set_threads(2);
+  std::uint32_t seed = 1700;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    Node n;
+    build(n, specs[i], seed++);
+    ASSERT_EQ(why_not(n.node), "") << "node " << i;
+    runner.run(n.node);
+    const std::vector<double> ref = oracle(n.node);
+    const auto* got = static_cast<const float*>(n.node->data);
+    double worst = 0.0, largest = 0.0;
+    for (std::size_t e = 0; e < ref.size(); ++e) {
+      worst = std::max(worst, std::abs(got[e] - ref[e]));
+      largest = std::max(largest, std::abs(ref[e]));
+    }
+    EXPECT_LT(worst, 2e-4 * std::max(1.0, largest)) << "node " << i;
+  }
+}
+
 // Prompt masks of causal shape (mask_shape.hpp: a causal prompt with random visible values, a
 // sliding window) run leanattn's causal variant, the window the mask's, each stream's seq_len
 // the end of its last row (its filled cells); masks one cell off that shape (a row that sees the
