@@ -60,7 +60,8 @@ def main():
           f"depth={a.depth} q_len={a.q_len} threads={a.threads} median_us={median:.1f} "
           f"min_us={times[0]:.1f} gfma_s={fmas / median * 1e-3:.2f} max_err={err:.3g} "
           f"check={'ok' if err <= bound else 'FAIL'} torch={torch.__version__}")
+    return 0 if err <= bound else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
