@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "leanattn/error.hpp"
 #include "leanattn/executor.hpp"
 
 namespace leanattn::step_tests {
@@ -60,5 +61,20 @@ inline std::string step_executor_name(const ::testing::TestParamInfo<StepExecuto
 
 // The tests' fixture: GetParam().make() makes a fresh executor.
 class DecodeStepSeam : public ::testing::TestWithParam<StepExecutor> {};
+
+// The error's message when `f` throws Error, "" when it does not.
+template <class F>
+std::string thrown(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+inline bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
 
 }  // namespace leanattn::step_tests

@@ -56,21 +56,6 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   });
 }
 
-// The error's message when `f` throws Error, "" when it does not.
-template <class F>
-std::string thrown(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool starts_with(const std::string& text, const std::string& prefix) {
-  return text.rfind(prefix, 0) == 0;
-}
-
 TEST(StepPlanning, NamesAndRefusals) {
   EXPECT_EQ(parse_step_planning("host"), StepPlanning::host);
   EXPECT_EQ(parse_step_planning("device"), StepPlanning::device);

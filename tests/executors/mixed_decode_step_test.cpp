@@ -61,21 +61,6 @@ std::vector<std::int32_t> prefix_sums(const std::vector<std::int32_t>& counts) {
   return loc;
 }
 
-// The error's message when `f` throws Error, "" when it does not.
-template <class F>
-std::string thrown(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool starts_with(const std::string& text, const std::string& prefix) {
-  return text.rfind(prefix, 0) == 0;
-}
-
 std::string accuracy(harness::HostCase& c) {
   const reference::Output ref = reference::naive_attention(c.problem, c.tensors());
   const harness::Accuracy a = harness::check_accuracy(c, ref, true);
