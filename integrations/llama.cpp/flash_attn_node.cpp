@@ -169,22 +169,28 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
   const float max_bias = op_param(node, 1);
 
   // Each request reads cells [0, last visible]; the mask becomes a bias only when it hides a
-  // cell inside that range or adds a non-zero value there.
+  // cell inside that range or adds a non-zero value there. Where rows start further in (a
+  // unified cache's slots each in their own cells, a sliding window), a window that covers every
+  // row's span lets each request skip the cells before its own (mask_shape.hpp).
   DecodeProblem& p = problem_;
   p.seq_lens.assign(static_cast<std::size_t>(requests), static_cast<std::int32_t>(n_kv));
   bool bias = false;
+  std::int32_t window = -1;
   const std::int64_t mask_heads = mask != nullptr ? mask->ne[2] : 1;
   if (mask != nullptr) {
+    spans_.resize(static_cast<std::size_t>(requests));
     for (std::int64_t b = 0; b < requests; ++b) {
       const std::int64_t s = b / rows, r = b % rows;
-      const std::int64_t last = visible_end(mask, s, r, r + 1, n_kv);
-      // A bias when some cell before `last` is hidden (-inf) or not 0 (+0 and -0 are 0).
+      const RowSpan span = row_span(mask, s, r, n_kv);
+      // A bias when some cell before the end is hidden (-inf) or not 0 (+0 and -0 are 0).
       for (std::int64_t h = 0; h < mask_heads && !bias; ++h) {
         const std::uint16_t* m = mask_row(mask, r, h, s);
-        for (std::int64_t j = 0; j < last && !bias; ++j) bias = (m[j] & 0x7FFF) != 0;
+        for (std::int64_t j = 0; j < span.end && !bias; ++j) bias = (m[j] & 0x7FFF) != 0;
       }
-      p.seq_lens[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(last);
+      spans_[static_cast<std::size_t>(b)] = span;
+      p.seq_lens[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(span.end);
     }
+    window = covering_window(spans_);
   }
   const bool alibi = max_bias > 0.0f;
   const std::int64_t bias_heads = alibi || mask_heads > 1 ? heads : 1;
@@ -197,12 +203,14 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
     }
     bias_.resize(static_cast<std::size_t>(requests * bias_heads * n_kv));
     for (std::int64_t b = 0; b < requests; ++b) {
+      const std::int64_t len = p.seq_lens[static_cast<std::size_t>(b)];
+      // The keys the request reads: its window's (from its own cell back window_left), or all.
+      const std::int64_t from = window < 0 ? 0 : std::max<std::int64_t>(0, len - 1 - window);
       for (std::int64_t h = 0; h < bias_heads; ++h) {
         const std::uint16_t* m = mask_row(mask, b % rows, h, b / rows);
         const float slope = alibi ? slope_[static_cast<std::size_t>(h)] : 1.0f;
         float* out = bias_.data() + (b * bias_heads + h) * n_kv;
-        const std::int64_t len = p.seq_lens[static_cast<std::size_t>(b)];
-        for (std::int64_t j = 0; j < len; ++j) out[j] = slope * f16_bits_to_float(m[j]);
+        for (std::int64_t j = from; j < len; ++j) out[j] = slope * f16_bits_to_float(m[j]);
       }
     }
   }
@@ -221,6 +229,7 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
   p.v_dtype = vt == kv ? std::nullopt : std::optional<DType>(vt);
   p.scale = op_param(node, 0);
   p.variant = AttentionVariant{};
+  p.variant.window_left = bias ? window : -1;  // rows start after cell 0 only where it hides one
   p.variant.softcap = op_param(node, 2);
   p.variant.sinks = sinks != nullptr;
   p.variant.bias = bias;
@@ -295,13 +304,20 @@ void FlashAttnRunner::run_stream_rows(const ggml_tensor* node) {
   p = DecodeProblem{};
   // A causal-shaped mask (mask_shape.hpp): stream s is a causal request (windowed where the mask
   // is) of the seq_len its last row sees, so the blocks of keys a block of rows does not see are
-  // skipped; the mask stays the bias (what it adds to the cells it shows). Otherwise stream s
+  // skipped; the mask stays the bias (what it adds to the cells it shows). One stream of another
+  // shape (a unified cache: one slot's prompt rows beside other slots' decode rows) is cut into
+  // one request per sequence (row_requests), each reading its own cells. Otherwise stream s
   // reads cells [0, the last some row of it sees on some head), non-causal: at least its rows
   // (their own cells), which the bias hides where the mask does.
   CausalShape causal;
   const bool is_causal = mask != nullptr && causal_shape(mask, rows, streams, n_kv, causal);
+  std::optional<RowRequests> split;
   if (is_causal) {
     p.seq_lens = causal.seq_lens;
+  } else if (mask != nullptr && streams == 1) {
+    split = row_requests(mask, rows, n_kv);
+    p.seq_lens = split->seq_lens;
+    p.query_start_loc = split->query_start_loc;
   } else {
     p.seq_lens.assign(static_cast<std::size_t>(streams), static_cast<std::int32_t>(n_kv));
     for (std::int64_t s = 0; mask != nullptr && s < streams; ++s) {
@@ -322,13 +338,15 @@ void FlashAttnRunner::run_stream_rows(const ggml_tensor* node) {
   // each tile's cost (heuristics.hpp, tile_cost: the hidden part of a causal prompt's last tiles
   // free) and not by tiles, which left one worker with 2.6x the other's work at depth 0. Several
   // streams keep q_len: a mask shared by the streams is not laid out as one row per query token.
-  if (streams == 1) p.query_start_loc = {0, static_cast<std::int32_t>(rows)};
+  if (streams == 1 && !split) p.query_start_loc = {0, static_cast<std::int32_t>(rows)};
   p.q_dtype = DType::f32;
   p.kv_dtype = kv;
   p.v_dtype = vt == kv ? std::nullopt : std::optional<DType>(vt);
   p.scale = op_param(node, 0);
-  p.variant = AttentionVariant{.causal = is_causal,
-                               .window_left = is_causal ? causal.window_left : -1,
+  p.variant = AttentionVariant{.causal = is_causal || (split && split->causal),
+                               .window_left = is_causal ? causal.window_left
+                                              : split   ? split->window_left
+                                                        : -1,
                                .softcap = op_param(node, 2),
                                .sinks = sinks != nullptr,
                                .bias = mask != nullptr};
@@ -344,9 +362,12 @@ void FlashAttnRunner::run_stream_rows(const ggml_tensor* node) {
   t.q_stride_head = static_cast<std::int64_t>(q->nb[2] / sizeof(float));
   t.k_cache = k->data;
   t.v_cache = v->data;
-  t.k_strides = {static_cast<std::int64_t>(k->nb[3] / ks), static_cast<std::int64_t>(k->nb[1] / ks),
+  // Request s reads stream s; the requests of one stream's rows (split) all read its cells.
+  const std::int64_t k_stream = split ? 0 : static_cast<std::int64_t>(k->nb[3] / ks);
+  const std::int64_t v_stream = split ? 0 : static_cast<std::int64_t>(v->nb[3] / vs);
+  t.k_strides = {k_stream, static_cast<std::int64_t>(k->nb[1] / ks),
                  static_cast<std::int64_t>(k->nb[2] / ks)};
-  t.v_strides = {static_cast<std::int64_t>(v->nb[3] / vs), static_cast<std::int64_t>(v->nb[1] / vs),
+  t.v_strides = {v_stream, static_cast<std::int64_t>(v->nb[1] / vs),
                  static_cast<std::int64_t>(v->nb[2] / vs)};
   t.out = node->data;  // dst [Dv, n_head, rows, streams]
   t.out_stride_head = dv;

@@ -19,13 +19,14 @@
 #include <vector>
 
 #include "leanattn/cpu_engine.hpp"
+#include "mask_shape.hpp"
 
 struct ggml_tensor;
 
 namespace leanattn::llama_cpp {
 
 // Query rows per stream up to which each row is a request of its own (decode: the rows of a
-// unified cache's slots see different cells, and each reads only up to its last). Above it
+// unified cache's slots see different cells, and each reads only its own). Above it
 // (prompt micro-batches), each stream is one request whose rows are its query tokens: K and V
 // are read once for all of them, the mask read in place as each row's bias.
 inline constexpr std::int64_t kMaxRows = 8;
@@ -38,12 +39,15 @@ std::string why_not(const ggml_tensor* node);
 
 // Computes taken nodes with the CPU engine. Up to kMaxRows rows per stream, each (stream, query
 // row) becomes a request of its own reading keys [0, last visible cell] of its stream's cache, in
-// place; the mask becomes a bias only when it hides a cell inside that range or adds a non-zero
-// value (ALiBi scales it by the head's slope), so a plain decode step runs the engine's unmasked
-// path. Above, each stream is a request of n_rows query tokens, the mask read in place as an f16
-// bias: causal (with a window where the mask has one) when every stream's mask is causal-shaped
-// (mask_shape.hpp: row i sees cells [.., e + i)), so hidden blocks of keys are skipped; else
-// non-causal (the mask says what each row sees), reading cells [0, the last any row sees].
+// place, or from its first visible cell on where rows start further in (a window covering every
+// row's span: a unified cache's slots); the mask becomes a bias only when it hides a cell inside
+// that range or adds a non-zero value (ALiBi scales it by the head's slope), so a plain decode
+// step runs the engine's unmasked path. Above, each stream is a request of n_rows query tokens,
+// the mask read in place as an f16 bias: causal (with a window where the mask has one) when every
+// stream's mask is causal-shaped (mask_shape.hpp: row i sees cells [.., e + i)), so hidden blocks
+// of keys are skipped; one stream of another shape is cut into one request per sequence
+// (row_requests: a unified cache's prompt rows beside other slots' decode rows); several streams
+// of another shape are non-causal, reading cells [0, the last any row sees].
 class FlashAttnRunner {
  public:
   // threads: the CPU engine's workers (llama.cpp's thread count); parallel: the threads to run
@@ -59,8 +63,9 @@ class FlashAttnRunner {
   std::int32_t threads_ = 1;
   cpu::ParallelFor parallel_;
   std::unique_ptr<cpu::Engine> engine_;
-  std::vector<float> bias_;   // [rows, heads or 1, n_kv] when the mask is a bias
-  std::vector<float> slope_;  // ALiBi slopes [n_head]
+  std::vector<float> bias_;     // [rows, heads or 1, n_kv] when the mask is a bias
+  std::vector<float> slope_;    // ALiBi slopes [n_head]
+  std::vector<RowSpan> spans_;  // [requests] of a node of few rows: the cells each row sees
   DecodeProblem problem_;
 };
 

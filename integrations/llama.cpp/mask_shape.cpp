@@ -78,6 +78,74 @@ std::int64_t visible_end(const ggml_tensor* mask, std::int64_t stream, std::int6
   return last;
 }
 
+RowSpan row_span(const ggml_tensor* mask, std::int64_t stream, std::int64_t row,
+                 std::int64_t n_kv) {
+  RowSpan span{n_kv, 0};
+  for (std::int64_t h = 0; h < mask->ne[2]; ++h) {
+    const std::uint16_t* m = mask_row(mask, row, h, stream);
+    span.begin = first_cell(m, 0, span.begin, false);
+    span.end = last_visible_end(m, span.end, n_kv);
+  }
+  return span.end == 0 ? RowSpan{} : span;
+}
+
+std::int32_t covering_window(const std::vector<RowSpan>& spans) {
+  std::int64_t window = 0;
+  for (const RowSpan& s : spans) {
+    if (s.end > 0) window = std::max(window, s.end - 1 - s.begin);
+  }
+  for (const RowSpan& s : spans) {
+    if (s.end - 1 - window > 0) return static_cast<std::int32_t>(window);
+  }
+  return -1;
+}
+
+RowRequests row_requests(const ggml_tensor* mask, std::int64_t rows, std::int64_t n_kv) {
+  std::vector<RowSpan> spans(static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < rows; ++r)
+    spans[static_cast<std::size_t>(r)] = row_span(mask, 0, r, n_kv);
+  // Where request boundaries fall in each cut: row r starts a request unless it continues r - 1.
+  auto starts = [&](bool causal) {
+    std::vector<std::int32_t> at{0};
+    for (std::int64_t r = 1; r < rows; ++r) {
+      const RowSpan& a = spans[static_cast<std::size_t>(r - 1)];
+      const RowSpan& b = spans[static_cast<std::size_t>(r)];
+      const bool continues =
+          causal ? a.end > 0 && b.end == a.end + 1 : b.begin == a.begin && b.end == a.end;
+      if (!continues) at.push_back(static_cast<std::int32_t>(r));
+    }
+    at.push_back(static_cast<std::int32_t>(rows));
+    return at;
+  };
+  RowRequests out;
+  std::vector<std::int32_t> causal = starts(true), plain = starts(false);
+  out.causal = causal.size() <= plain.size();
+  out.query_start_loc = out.causal ? std::move(causal) : std::move(plain);
+  const std::size_t requests = out.query_start_loc.size() - 1;
+  out.seq_lens.resize(requests);
+  std::vector<RowSpan> reach;  // what each row must see back to: its own span, or its request's
+  for (std::size_t b = 0; b < requests; ++b) {
+    const std::int32_t first = out.query_start_loc[b], last = out.query_start_loc[b + 1] - 1;
+    const RowSpan& tail = spans[static_cast<std::size_t>(last)];
+    if (tail.end == 0) {  // sees nothing (in the causal cut a row of its own)
+      out.seq_lens[b] = 0;
+      continue;
+    }
+    // The rows are the request's last keys: at least as many keys as rows (the bias hides the
+    // extra ones of a non-causal request whose rows see fewer cells).
+    const std::int64_t len = std::max<std::int64_t>(tail.end, last - first + 1);
+    out.seq_lens[b] = static_cast<std::int32_t>(len);
+    if (out.causal) {
+      for (std::int32_t r = first; r <= last; ++r)
+        reach.push_back(spans[static_cast<std::size_t>(r)]);
+    } else {
+      reach.push_back(RowSpan{tail.begin, len});
+    }
+  }
+  out.window_left = covering_window(reach);
+  return out;
+}
+
 bool causal_shape(const ggml_tensor* mask, std::int64_t rows, std::int64_t streams,
                   std::int64_t n_kv, CausalShape& out) {
   if (mask == nullptr || rows < 1 || streams < 1) return false;

@@ -46,8 +46,8 @@ DecodeProblem mixed_step_shape(DecodeProblem shape, std::int32_t max_query_token
   });
   shape.query_start_loc.assign(shape.seq_lens.size() + 1, 0);
   for (std::size_t b = 0; b < shape.seq_lens.size(); ++b) {
-    shape.query_start_loc[b + 1] =
-        std::min(max_query_tokens, shape.query_start_loc[b] + shape.q_len);
+    shape.query_start_loc[b + 1] = static_cast<std::int32_t>(std::min<std::int64_t>(
+        max_query_tokens, std::int64_t{shape.query_start_loc[b]} + shape.q_len));
   }
   return shape;
 }

@@ -63,6 +63,10 @@ expect 2 "${error}--shared-kv: needs V of K's type" 'probe: reading' bench --sha
 # A mixed batch: its counts shown; a bad count named by its flag.
 expect 0 'seq_lens 900,7,40, query tokens 30,1,0' '' plan --seq-lens 900,7,40 --query-lens 30,1,0 \
   --workers 2
+expect 0 'cost per worker .*most / least 1\.[0-9]+' '' plan --seq-lens 900,7,40 \
+  --query-lens 30,1,0 --workers 2
+expect 0 '"worker_cost": \[' '' plan --seq-lens 900,7,40 --query-lens 30,1,0 --workers 2 \
+  --format json
 expect 2 "${error}--query-lens: must be comma-separated whole numbers" '' plan --seq-lens 9,7 \
   --query-lens 3,x
 expect 2 "${error}--seq-lens: must be 0 or >= request 1's query token count 8" '' plan \

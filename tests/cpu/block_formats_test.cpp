@@ -263,8 +263,8 @@ TEST_P(BlockFormatsTest, ScoreLoadersDecodeEveryCodeAtEveryPosition) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(SimdTargets, BlockFormatsTest, ::testing::ValuesIn(cpu::simd_targets()),
-                         [](const auto& param_info) { return param_info.param; });
+INSTANTIATE_TEST_SUITE_P(SimdTargets, BlockFormatsTest, ::testing::ValuesIn(tested_simd_targets()),
+                         simd_target_name);
 
 }  // namespace
 }  // namespace leanattn

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "checks/random_checks.hpp"
+#include "cpu/tested_targets.hpp"
 #include "leanattn/executor.hpp"
 #include "leanattn/executor_cache.hpp"
 

@@ -203,8 +203,8 @@ TEST_P(EngineTest, ChecksEditedCopiesOfItsOwnPlans) {
   EXPECT_TRUE(harness::check_accuracy(c, ref, true).ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(SimdTargets, EngineTest, ::testing::ValuesIn(cpu::simd_targets()),
-                         [](const auto& param_info) { return param_info.param; });
+INSTANTIATE_TEST_SUITE_P(SimdTargets, EngineTest, ::testing::ValuesIn(tested_simd_targets()),
+                         simd_target_name);
 
 // A caller's threads (EngineOptions::parallel, as the llama.cpp backend lends ggml's OpenMP
 // team): every worker runs, on fewer real threads than workers and in any order, and the output

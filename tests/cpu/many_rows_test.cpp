@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "cpu/tested_targets.hpp"
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
 #include "harness/naive_baseline.hpp"
@@ -156,8 +157,8 @@ TEST_P(ManyRowsTest, DecodeKeepsItsPath) {
   EXPECT_EQ(std::memcmp(a.lse.data(), b.lse.data(), a.lse.size() * sizeof(float)), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(SimdTargets, ManyRowsTest, ::testing::ValuesIn(cpu::simd_targets()),
-                         [](const auto& param_info) { return param_info.param; });
+INSTANTIATE_TEST_SUITE_P(SimdTargets, ManyRowsTest, ::testing::ValuesIn(tested_simd_targets()),
+                         simd_target_name);
 
 TEST(ManyRowsSetting, ABadValueIsRefusedByName) {
   for (const char* bad : {"abc", "-1", "12x"}) {

@@ -142,8 +142,8 @@ TEST_P(MixedBatchTest, EqualCountsGiveTheUniformProblemsBits) {
   EXPECT_EQ(std::memcmp(a.lse.data(), b.lse.data(), a.lse.size() * sizeof(float)), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(SimdTargets, MixedBatchTest, ::testing::ValuesIn(cpu::simd_targets()),
-                         [](const auto& param_info) { return param_info.param; });
+INSTANTIATE_TEST_SUITE_P(SimdTargets, MixedBatchTest, ::testing::ValuesIn(tested_simd_targets()),
+                         simd_target_name);
 
 TEST(MixedBatchPlan, RequestsWithoutQueryTokensPlanNoTile) {
   const DecodeProblem p = mixed(kLens, kCounts);

@@ -8,6 +8,7 @@
 #include <limits>
 #include <span>
 
+#include "cpu/tested_targets.hpp"
 #include "harness/accuracy.hpp"
 #include "harness/host_case.hpp"
 #include "harness/test_problem.hpp"
@@ -126,8 +127,8 @@ TEST_P(NumericsTest, F16InputsNearTheF16Maximum) {
   for (double x : out) EXPECT_FALSE(std::isinf(x));
 }
 
-INSTANTIATE_TEST_SUITE_P(SimdTargets, NumericsTest, ::testing::ValuesIn(cpu::simd_targets()),
-                         [](const auto& param_info) { return param_info.param; });
+INSTANTIATE_TEST_SUITE_P(SimdTargets, NumericsTest, ::testing::ValuesIn(tested_simd_targets()),
+                         simd_target_name);
 
 }  // namespace
 }  // namespace leanattn

@@ -144,8 +144,8 @@ TEST_P(QuantizedKvTest, LoadersDecodeEveryBitPattern) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(SimdTargets, QuantizedKvTest, ::testing::ValuesIn(cpu::simd_targets()),
-                         [](const auto& param_info) { return param_info.param; });
+INSTANTIATE_TEST_SUITE_P(SimdTargets, QuantizedKvTest, ::testing::ValuesIn(tested_simd_targets()),
+                         simd_target_name);
 
 }  // namespace
 }  // namespace leanattn

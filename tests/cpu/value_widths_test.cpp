@@ -112,8 +112,8 @@ TEST_P(ValueWidthsTest, VFromKsRowsEqualsACopiedVCache) {
   EXPECT_EQ(shared.lse, own.lse);
 }
 
-INSTANTIATE_TEST_SUITE_P(SimdTargets, ValueWidthsTest, ::testing::ValuesIn(cpu::simd_targets()),
-                         [](const auto& param_info) { return param_info.param; });
+INSTANTIATE_TEST_SUITE_P(SimdTargets, ValueWidthsTest, ::testing::ValuesIn(tested_simd_targets()),
+                         simd_target_name);
 
 TEST(ValueWidths, ProblemRulesNameHeadDimV) {
   DecodeProblem p = harness::test_problem({10}, 4, 1, 64);

@@ -207,8 +207,8 @@ TEST_P(VariantsTest, RandomVariantProblems) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(SimdTargets, VariantsTest, ::testing::ValuesIn(cpu::simd_targets()),
-                         [](const auto& param_info) { return param_info.param; });
+INSTANTIATE_TEST_SUITE_P(SimdTargets, VariantsTest, ::testing::ValuesIn(tested_simd_targets()),
+                         simd_target_name);
 
 TEST(VariantsPlan, WindowPlansOnlyTheVisibleTiles) {
   // 128k keys, window 4096, 4 query tokens: keys [seq - 4 - 4096, seq) are planned.

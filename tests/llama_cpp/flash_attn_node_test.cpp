@@ -37,7 +37,8 @@ enum class MaskKind {
   random,
   causal,
   causal_extra,
-  causal_hole
+  causal_hole,
+  slots
 };
 
 struct NodeSpec {
@@ -161,6 +162,19 @@ std::vector<float> mask_row(const NodeSpec& s, std::int64_t stream, std::int64_t
       const std::int64_t seq = r % 3;
       if (stream == 1 && seq == 2) break;
       for (std::int64_t j = seq; j <= pos; j += 3) m[static_cast<std::size_t>(j)] = 0.0f;
+      break;
+    }
+    case MaskKind::slots: {
+      // A unified cache (llama-server -kvu): rows 0..2 decode slots 0..2, each in its own block of
+      // cells at its own depth; the later rows are slot 3's prompt, in its block after theirs,
+      // causal, with one cell of another sequence inside it. Visible cells add random values.
+      std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+      const std::int64_t z = (s.n_kv - s.rows) / 4, decoding = std::min<std::int64_t>(s.rows, 3);
+      const std::int64_t begin = r < decoding ? r * z : 3 * z;
+      const std::int64_t end =
+          r < decoding ? r * z + z / 2 + 7 * r : 3 * z + z / 3 + r - decoding + 1;
+      for (std::int64_t j = begin; j < end; ++j) m[static_cast<std::size_t>(j)] = uniform(rng);
+      if (r >= decoding) m[static_cast<std::size_t>(3 * z + 2)] = -kInf;
       break;
     }
     case MaskKind::random: {
@@ -423,7 +437,8 @@ TEST(FlashAttnNode, OneRunnerAcrossPromptsAndDecodeSteps) {
 // Prompt masks of causal shape (mask_shape.hpp: a causal prompt with random visible values, a
 // sliding window) run leanattn's causal variant, the window the mask's, each stream's seq_len
 // the end of its last row (its filled cells); masks one cell off that shape (a row that sees the
-// next row's cell, a hole) and llama-server's interleaved slots stay non-causal. One stream and
+// next row's cell, a hole) and llama-server's interleaved slots stay non-causal in three streams
+// and are cut into causal requests by sequence in one (row_requests). One stream and
 // three (each at its own depth), one mask for every head and one per head, f16 and q8_0.
 TEST(FlashAttnNode, CausalPromptsRunCausal) {
   std::uint32_t seed = 1500;
@@ -443,6 +458,15 @@ TEST(FlashAttnNode, CausalPromptsRunCausal) {
         const std::string what = "mask " + std::to_string(static_cast<int>(mask)) + " rows " +
                                  std::to_string(rows) + " streams " + std::to_string(streams);
         expect_matches(s, seed++, what, [&](const DecodeProblem& p) {
+          if (!causal && streams == 1) {
+            // One stream off the shape is cut by sequence (row_requests): causal requests of
+            // rows that each end one cell after the row before, the bias hiding the holes
+            // (interleaved slots, the hole: one request); the row that sees one cell more ends
+            // one, and the rows after it another (three).
+            EXPECT_TRUE(p.variant.causal) << what;
+            EXPECT_EQ(p.query_start_loc.size(), mask == MaskKind::causal_extra ? 4u : 2u) << what;
+            return;
+          }
           EXPECT_EQ(p.variant.causal, causal) << what;
           EXPECT_EQ(p.variant.window_left, mask == MaskKind::window ? 40 : -1) << what;
           ASSERT_EQ(p.seq_lens.size(), static_cast<std::size_t>(streams)) << what;
@@ -451,6 +475,47 @@ TEST(FlashAttnNode, CausalPromptsRunCausal) {
           }
         });
       }
+    }
+  }
+}
+
+// A unified cache (llama-server -kvu, MaskKind::slots): three slots decoding beside a fourth's
+// prompt rows in one stream. Up to kMaxRows rows, each row a request reading from its own
+// block's first cell (a window covering every row's span); above, one request per slot
+// (row_requests): three one-row requests and the prompt's causal request, each skipping the cells
+// before its own. Against the oracle, f16 and q8_0, one and three streams of few rows.
+TEST(FlashAttnNode, UnifiedCacheSlotsReadTheirOwnCells) {
+  std::uint32_t seed = 2100;
+  for (const std::int64_t rows : {1, 3, 5, 8, 40, 300}) {
+    for (const std::int64_t streams : {1, 3}) {
+      if (rows > 8 && streams > 1) continue;  // several streams: each its own sequence
+      NodeSpec s;
+      s.rows = rows;
+      s.streams = streams;
+      s.n_kv = rows + 480;
+      s.mask = MaskKind::slots;
+      s.kv = rows == 40 || rows == 5 ? GGML_TYPE_Q8_0 : GGML_TYPE_F16;
+      const std::string what =
+          "rows " + std::to_string(rows) + " streams " + std::to_string(streams);
+      const std::int64_t z = (s.n_kv - rows) / 4, decoding = std::min<std::int64_t>(rows, 3);
+      expect_matches(s, seed++, what, [&](const DecodeProblem& p) {
+        // The longest span: the last decoding slot's (z / 2 + 7 r cells) or the prompt's (z / 3
+        // + its rows); slot 0 alone starts at cell 0: no window.
+        const std::int64_t widest =
+            std::max(z / 2 + 7 * (decoding - 1), rows > decoding ? z / 3 + rows - decoding : 0);
+        EXPECT_EQ(p.variant.window_left, rows == 1 ? -1 : widest - 1) << what;
+        if (rows <= 8) return;
+        EXPECT_TRUE(p.variant.causal) << what;
+        ASSERT_EQ(p.query_start_loc,
+                  (std::vector<std::int32_t>{0, 1, 2, 3, static_cast<std::int32_t>(rows)}))
+            << what;
+        EXPECT_EQ(p.seq_lens,
+                  (std::vector<std::int32_t>{static_cast<std::int32_t>(z / 2),
+                                             static_cast<std::int32_t>(z + z / 2 + 7),
+                                             static_cast<std::int32_t>(2 * z + z / 2 + 14),
+                                             static_cast<std::int32_t>(3 * z + z / 3 + rows - 3)}))
+            << what;
+      });
     }
   }
 }

@@ -3,7 +3,8 @@
 // groups, sliding windows) are recognised with the seq_len and window leanattn's bottom-right
 // aligned causal variant needs; masks one cell off that shape (a row that sees one more cell or
 // one fewer, a hole, a visible cell far past the row, a wrapped cache, an empty row, a window
-// one cell off, one stream or head off) are not; and visible_end's last cell.
+// one cell off, one stream or head off) are not; visible_end's last cell; and one stream's rows
+// cut into one request per sequence (row_requests: a unified cache's slots).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -190,6 +191,47 @@ TEST(MaskShape, StreamsAndHeadGroups) {
     CausalShape shape;
     EXPECT_FALSE(causal_shape(depths.t, rows, 1, n_kv, shape));
     EXPECT_FALSE(causal_shape(windows.t, rows, 1, n_kv, shape));
+  }
+}
+
+// row_requests on one stream: two slots decoding (rows 0, 1, each in its own block of cells)
+// beside a third slot's prompt (rows 2..13) in its block: causal, holes inside, a window back to
+// each block's first cell; the same prompt non-causal (every row sees the whole block: equal
+// spans); an empty row; one row spanning every block (no window: it starts at cell 0).
+TEST(MaskShape, RowRequestsOnePerSequence) {
+  const std::int64_t rows = 14, n_kv = 320;
+  auto slot = [](std::int64_t i, std::int64_t j, bool prompt_causal) {
+    if (i == 0) return j >= 10 && j < 50;                    // 40 cells
+    if (i == 1) return j >= 100 && j < 170;                  // 70 cells
+    const std::int64_t end = prompt_causal ? 250 + i : 263;  // rows 2..13: cells 200..
+    return j >= 200 && j < end && j != 210;                  // cell 210 another sequence's
+  };
+  {
+    Mask m(n_kv, rows, 2, 1, [&](auto, auto, auto i, auto j) { return slot(i, j, true); });
+    EXPECT_EQ(row_span(m.t, 0, 1, n_kv).begin, 100);
+    EXPECT_EQ(row_span(m.t, 0, 1, n_kv).end, 170);
+    const RowRequests r = row_requests(m.t, rows, n_kv);
+    EXPECT_TRUE(r.causal);
+    EXPECT_EQ(r.query_start_loc, (std::vector<std::int32_t>{0, 1, 2, 14}));
+    EXPECT_EQ(r.seq_lens, (std::vector<std::int32_t>{50, 170, 263}));
+    EXPECT_EQ(r.window_left, 69);  // slot 1's 70 cells (the prompt's last row: 62)
+  }
+  {
+    Mask m(n_kv, rows, 1, 1, [&](auto, auto, auto i, auto j) { return slot(i, j, false); });
+    const RowRequests r = row_requests(m.t, rows, n_kv);
+    EXPECT_FALSE(r.causal);
+    EXPECT_EQ(r.query_start_loc, (std::vector<std::int32_t>{0, 1, 2, 14}));
+    EXPECT_EQ(r.seq_lens, (std::vector<std::int32_t>{50, 170, 263}));
+    EXPECT_EQ(r.window_left, 69);
+  }
+  {  // row 1 sees nothing; row 0 spans from cell 0 to the prompt's block
+    Mask m(n_kv, rows, 1, 1, [&](auto, auto, auto i, auto j) {
+      return i == 0 ? j < 300 : i == 1 ? false : slot(i, j, true);
+    });
+    const RowRequests r = row_requests(m.t, rows, n_kv);
+    EXPECT_EQ(r.query_start_loc, (std::vector<std::int32_t>{0, 1, 2, 14}));
+    EXPECT_EQ(r.seq_lens, (std::vector<std::int32_t>{300, 0, 263}));
+    EXPECT_EQ(r.window_left, -1);
   }
 }
 

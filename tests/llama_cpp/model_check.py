@@ -10,7 +10,8 @@
    between stock -fa on's and -fa off's log-probabilities of the same tokens before it (how far
    two stock kernels already disagree), or stock -fa off choosing the backend's token there.
 2. KL divergence: llama-perplexity --kl-divergence over --kl-tokens tokens against stock -fa off's
-   logits, every run with micro-batches of --ubatch tokens (a size the backend takes): the
+   logits, every run with micro-batches of --ubatch tokens (llama.cpp's default 512: each chunk's
+   prompt nodes go through the backend's many-rows path, causal, the mask read in place): the
    backend's mean KL divergence must be no larger than stock -fa on's plus the larger of their
    standard errors (the two are printed; the note says which is lower).
 The server's shutdown prints the backend's node count (LEANATTN_GGML_STATS=1): it must be > 0.
@@ -152,7 +153,7 @@ def main() -> int:
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--kl-tokens", type=int, default=4096)
     ap.add_argument("--kl-ctx", type=int, default=2048)
-    ap.add_argument("--ubatch", type=int, default=4)
+    ap.add_argument("--ubatch", type=int, default=512)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--port", type=int, default=18931)
     ap.add_argument("--cache-type", default="f16",

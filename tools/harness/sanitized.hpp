@@ -12,12 +12,26 @@
 #endif
 #endif
 
+#if defined(__SANITIZE_THREAD__)
+#define LEANATTN_THREAD_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LEANATTN_THREAD_SANITIZED 1
+#endif
+#endif
+
 namespace leanattn::harness {
 
 #ifdef LEANATTN_SANITIZED
 inline constexpr bool kSanitized = true;
 #else
 inline constexpr bool kSanitized = false;
+#endif
+
+#ifdef LEANATTN_THREAD_SANITIZED
+inline constexpr bool kThreadSanitized = true;
+#else
+inline constexpr bool kThreadSanitized = false;
 #endif
 
 }  // namespace leanattn::harness
