@@ -18,8 +18,9 @@ as SmolLM2's own), which convert_hf_to_gguf.py recognizes as "smollm" by its has
 The summary's attention time per layer is the step's time above the depth-0 step's (stock -fa on,
 f16), divided by the layers: (1/tokens_per_s(depth) - 1/tokens_per_s(0)) / layers; scaled to the
 full models' layers (32 for 8b, 16 for 1b) it is what attention adds to their decode step. For
-the backend, its own time per node (LEANATTN_GGML_STATS, f16 caches: it takes no prompt node
-there) is given beside it.
+the backend, its own time per node (LEANATTN_GGML_STATS, f16 caches) is given beside it: since
+2026-12-07 the backend takes f16 prompt nodes too, so that figure mixes the prefill's nodes with
+the decode's and is not a decode node's time (the step-based attention time per layer is).
 """
 
 import argparse
