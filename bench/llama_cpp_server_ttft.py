@@ -358,11 +358,14 @@ def main() -> int:
             f"decode during {med(c, 'during_tps'):6.2f} tokens/s (slowest slot "
             f"{med(c, 'during_min_tps'):5.2f}), before {med(c, 'before_tps'):6.2f}"
             + (f"; backend nodes {statistics.median(nodes):.0f}" if nodes else ""))
-    lines.append("runs (TTFT s / prompt_ms / decode tokens during, per slot / tokens/s before):")
+    lines.append("runs (TTFT s / prompt_ms / decode tokens during, per slot / tokens/s before"
+                 " [/ backend nodes in ms, the server's whole life]):")
     for c in args.configs:
         lines.append(f"  {c}: " + "; ".join(
             f"{r['ttft_s']:.2f} / {r['prompt_ms']:.0f} / {r['during_tokens']} / "
-            f"{r['before_tps']:.2f}" for r in res[c]))
+            f"{r['before_tps']:.2f}"
+            + (f" / {r['nodes']} in {r['node_ms']:.0f}" if r["nodes"] is not None else "")
+            for r in res[c]))
     for c in args.configs:
         lines.append(f"  {c} server: {' '.join(res[c][0]['cmd'][1:])}"
                      .replace(str(args.model_path), "<model>"))
