@@ -1,6 +1,6 @@
 // libFuzzer target over the validators, the planner, the plan interpreter and the CPU engine.
-// From the fuzz input it builds a decode problem, a worker count, plan options and output
-// strides, then checks:
+// From the fuzz input it builds a decode problem (a mixed batch's query_start_loc among its
+// fields), a worker count, plan options and output strides, then checks:
 //   * validate() and make_plan() either accept or throw leanattn::Error (never crash, hang, or
 //     throw anything else);
 //   * every accepted plan passes check_plan();
@@ -60,6 +60,15 @@ DecodeProblem draw_problem(FuzzedDataProvider& in) {
     if (in.ConsumeBool()) p.variant.softcap = in.ConsumeFloatingPoint<float>();
     p.variant.sinks = in.ConsumeBool();
     p.variant.alibi = in.ConsumeBool();
+  }
+  if (in.ConsumeBool()) {  // a mixed batch: per-request query counts (or an invalid prefix sum)
+    const std::int32_t size =
+        batch + in.ConsumeIntegralInRange<std::int32_t>(0, 2) + (in.ConsumeBool() ? 0 : -1);
+    std::int32_t at = in.ConsumeBool() ? 0 : in.ConsumeIntegralInRange<std::int32_t>(-1, 1);
+    for (std::int32_t i = 0; i < size; ++i) {
+      p.query_start_loc.push_back(at);
+      at += in.ConsumeIntegralInRange<std::int32_t>(-1, p.q_len + 1);
+    }
   }
   if (in.ConsumeBool()) {  // V narrower than K (or not a valid width at all)
     p.head_dim_v = 16 * in.ConsumeIntegralInRange<std::int32_t>(-1, 37) +
@@ -126,7 +135,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (work > 400000) return 0;
   c = harness::make_case(p, size, in.ConsumeBool());  // V in K's rows, or its own cache
   DecodeTensors t = c.tensors();
-  t.out_stride_batch = sb;
+  // Rows of the output: requests, or the query tokens of a mixed batch (query_start_loc).
+  const std::int64_t rows = p.has_query_start_loc() ? p.total_queries() : p.batch();
+  (p.has_query_start_loc() ? t.out_stride_token : t.out_stride_batch) = sb;
   t.out_stride_head = sh;
   bool accepted = true;
   try {
@@ -134,8 +145,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const Error&) {
     accepted = false;
   }
-  if (accepted && p.batch() * p.q_heads * p.value_dim() <= 20000 &&
-      rows_overlap(p.batch(), p.q_heads, p.value_dim(), sb, sh)) {
+  if (accepted && rows * p.q_heads * p.value_dim() <= 20000 &&
+      rows_overlap(static_cast<std::int32_t>(rows), p.q_heads, p.value_dim(), sb, sh)) {
     fail("validate accepted output strides whose rows overlap");
   }
   const auto ref = reference::naive_attention(c.problem, c.tensors());

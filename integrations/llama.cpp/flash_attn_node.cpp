@@ -67,6 +67,23 @@ float alibi_slope(float max_bias, std::int64_t n_head, std::int64_t h) {
                         : std::pow(m1, static_cast<float>(2 * (h - log2_heads) + 1));
 }
 
+// The page size (cells) by which a node's requests can read only the pages they see: the largest
+// of 256, 128, ..., 16 that divides n_kv and, with several streams, the stream stride in cells (the
+// same for K and V, so one block table indexes both); 0 when none does.
+std::int64_t interleave_page(const ggml_tensor* k, const ggml_tensor* v, std::int64_t n_kv,
+                             std::int64_t streams) {
+  if (streams > 1 && (k->nb[3] % k->nb[1] != 0 || v->nb[3] % v->nb[1] != 0 ||
+                      k->nb[3] / k->nb[1] != v->nb[3] / v->nb[1])) {
+    return 0;
+  }
+  const std::int64_t stream_cells =
+      streams > 1 ? static_cast<std::int64_t>(k->nb[3] / k->nb[1]) : 0;
+  for (std::int64_t page = 256; page >= 16; page /= 2) {
+    if (n_kv % page == 0 && stream_cells % page == 0) return page;
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::string why_not(const ggml_tensor* node) {
@@ -192,6 +209,36 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
     }
     window = covering_window(spans_);
   }
+  // Sequences whose cells interleave in a unified cache (llama-server's slots prefilled in the
+  // same batches): each request reads only the pages of `page` cells that hold a cell it sees
+  // (paged layout, a block table per request, the bias in the request's own key order), where
+  // that reads at most 3/4 of the cells the requests' windows would.
+  const std::int64_t page = bias ? interleave_page(k, v, n_kv, streams) : 0;
+  bool by_pages = false;
+  std::int64_t most_pages = 0;
+  if (page > 0) {
+    pages_.clear();
+    page_start_.assign(1, 0);
+    std::int64_t paged_cells = 0, window_cells = 0;
+    for (std::int64_t b = 0; b < requests; ++b) {
+      const RowSpan span = spans_[static_cast<std::size_t>(b)];
+      window_cells += window < 0 ? span.end : std::min<std::int64_t>(span.end, window + 1);
+      const std::int64_t n = visible_pages(mask, b / rows, b % rows, span, page, pages_);
+      page_start_.push_back(static_cast<std::int32_t>(pages_.size()));
+      paged_cells += n * page;
+      most_pages = std::max(most_pages, n);
+    }
+    by_pages = 4 * paged_cells <= 3 * window_cells;
+  }
+  if (by_pages) {
+    window = -1;
+    for (std::int64_t b = 0; b < requests; ++b) {
+      p.seq_lens[static_cast<std::size_t>(b)] =
+          static_cast<std::int32_t>((page_start_[static_cast<std::size_t>(b) + 1] -
+                                     page_start_[static_cast<std::size_t>(b)]) *
+                                    page);
+    }
+  }
   const bool alibi = max_bias > 0.0f;
   const std::int64_t bias_heads = alibi || mask_heads > 1 ? heads : 1;
   if (bias) {
@@ -210,7 +257,16 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
         const std::uint16_t* m = mask_row(mask, b % rows, h, b / rows);
         const float slope = alibi ? slope_[static_cast<std::size_t>(h)] : 1.0f;
         float* out = bias_.data() + (b * bias_heads + h) * n_kv;
-        for (std::int64_t j = from; j < len; ++j) out[j] = slope * f16_bits_to_float(m[j]);
+        if (!by_pages) {
+          for (std::int64_t j = from; j < len; ++j) out[j] = slope * f16_bits_to_float(m[j]);
+          continue;
+        }
+        // Key i x page + j of the request is cell pages_[i] x page + j of its stream.
+        for (std::int32_t i = page_start_[static_cast<std::size_t>(b)];
+             i < page_start_[static_cast<std::size_t>(b) + 1]; ++i) {
+          const std::uint16_t* cells = m + static_cast<std::int64_t>(pages_[i]) * page;
+          for (std::int64_t j = 0; j < page; ++j) *out++ = slope * f16_bits_to_float(cells[j]);
+        }
       }
     }
   }
@@ -235,18 +291,36 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
   p.variant.bias = bias;
   p.bias_dtype = DType::f32;
   // One stream, or one row per stream: request b's cells are b x (stream stride) on. Several
-  // rows in each of several streams: one page per stream, the same page for its rows.
-  const bool paged = streams > 1 && rows > 1;
-  std::vector<std::int32_t> block_table;
-  if (paged) {
+  // rows in each of several streams: one page per stream, the same page for its rows. By pages
+  // (above): request b's own pages, numbered across streams.
+  const bool stream_pages = streams > 1 && rows > 1 && !by_pages;
+  block_table_.clear();
+  if (by_pages) {
+    const std::int64_t per_stream =
+        streams > 1 ? static_cast<std::int64_t>(k->nb[3] / k->nb[1]) / page : 0;
+    p.layout = KvLayout::paged;
+    p.page_size = static_cast<std::int32_t>(page);
+    p.num_pages = (streams - 1) * per_stream + n_kv / page;
+    p.max_pages = static_cast<std::int32_t>(std::max<std::int64_t>(most_pages, 1));
+    p.capacity = 0;
+    block_table_.assign(static_cast<std::size_t>(requests * p.max_pages), 0);
+    for (std::int64_t b = 0; b < requests; ++b) {
+      const std::int32_t first = page_start_[static_cast<std::size_t>(b)];
+      for (std::int32_t i = first; i < page_start_[static_cast<std::size_t>(b) + 1]; ++i) {
+        block_table_[static_cast<std::size_t>(b * p.max_pages + (i - first))] =
+            static_cast<std::int32_t>((b / rows) * per_stream +
+                                      pages_[static_cast<std::size_t>(i)]);
+      }
+    }
+  } else if (stream_pages) {
     p.layout = KvLayout::paged;
     p.page_size = static_cast<std::int32_t>(n_kv);
     p.num_pages = streams;
     p.max_pages = 1;
     p.capacity = 0;
-    block_table.resize(static_cast<std::size_t>(requests));
+    block_table_.resize(static_cast<std::size_t>(requests));
     for (std::int64_t b = 0; b < requests; ++b) {
-      block_table[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(b / rows);
+      block_table_[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(b / rows);
     }
   } else {
     p.layout = KvLayout::contiguous;
@@ -255,7 +329,10 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
   auto kv_strides = [&](const ggml_tensor* t, DType type) {
     const std::size_t es = dtype_size(type);  // bytes for the block formats
     const auto stream = static_cast<std::int64_t>(t->nb[3] / es);
-    return KvStrides{streams == 1 ? 0 : stream, static_cast<std::int64_t>(t->nb[1] / es),
+    const std::int64_t first = by_pages       ? static_cast<std::int64_t>(page * t->nb[1] / es)
+                               : streams == 1 ? 0
+                                              : stream;
+    return KvStrides{first, static_cast<std::int64_t>(t->nb[1] / es),
                      static_cast<std::int64_t>(t->nb[2] / es)};
   };
 
@@ -270,9 +347,9 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
   t.v_cache = v->data;
   t.k_strides = kv_strides(k, kv);
   t.v_strides = kv_strides(v, vt);
-  if (paged) {
-    t.block_table = block_table.data();
-    t.block_table_stride = 1;
+  if (!block_table_.empty()) {
+    t.block_table = block_table_.data();
+    t.block_table_stride = by_pages ? p.max_pages : 1;
   }
   t.out = node->data;
   t.out_stride_batch = dv * heads;  // dst [Dv, n_head, rows, streams]: request b is row b

@@ -63,9 +63,12 @@ class FlashAttnRunner {
   std::int32_t threads_ = 1;
   cpu::ParallelFor parallel_;
   std::unique_ptr<cpu::Engine> engine_;
-  std::vector<float> bias_;     // [rows, heads or 1, n_kv] when the mask is a bias
-  std::vector<float> slope_;    // ALiBi slopes [n_head]
-  std::vector<RowSpan> spans_;  // [requests] of a node of few rows: the cells each row sees
+  std::vector<float> bias_;          // [rows, heads or 1, n_kv] when the mask is a bias
+  std::vector<float> slope_;         // ALiBi slopes [n_head]
+  std::vector<RowSpan> spans_;       // [requests] of a node of few rows: the cells each row sees
+  std::vector<std::int32_t> pages_;  // the pages each request reads, request by request
+  std::vector<std::int32_t> page_start_;  // [requests + 1]: request b's are pages_[start[b]..]
+  std::vector<std::int32_t> block_table_;
   DecodeProblem problem_;
 };
 

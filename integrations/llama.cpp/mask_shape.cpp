@@ -89,6 +89,24 @@ RowSpan row_span(const ggml_tensor* mask, std::int64_t stream, std::int64_t row,
   return span.end == 0 ? RowSpan{} : span;
 }
 
+std::int64_t visible_pages(const ggml_tensor* mask, std::int64_t stream, std::int64_t row,
+                           RowSpan span, std::int64_t page, std::vector<std::int32_t>& out) {
+  std::int64_t n = 0;
+  for (std::int64_t pg = span.begin / page; pg * page < span.end; ++pg) {
+    const std::int64_t from = std::max(pg * page, span.begin),
+                       to = std::min((pg + 1) * page, span.end);
+    bool seen = false;
+    for (std::int64_t h = 0; h < mask->ne[2] && !seen; ++h) {
+      seen = first_cell(mask_row(mask, row, h, stream), from, to, false) < to;
+    }
+    if (seen) {
+      out.push_back(static_cast<std::int32_t>(pg));
+      ++n;
+    }
+  }
+  return n;
+}
+
 std::int32_t covering_window(const std::vector<RowSpan>& spans) {
   std::int64_t window = 0;
   for (const RowSpan& s : spans) {

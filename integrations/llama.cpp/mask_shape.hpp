@@ -58,6 +58,12 @@ struct RowRequests {
 };
 RowRequests row_requests(const ggml_tensor* mask, std::int64_t rows, std::int64_t n_kv);
 
+// The pages of `page` cells inside `span` that hold a cell row `row` of `stream` sees on some
+// head, appended to `out` as page indices within the stream (a unified cache whose sequences'
+// cells interleave: the pages a row reads when it reads only its own). Returns how many.
+std::int64_t visible_pages(const ggml_tensor* mask, std::int64_t stream, std::int64_t row,
+                           RowSpan span, std::int64_t page, std::vector<std::int32_t>& out);
+
 // A mask whose every stream is causal-shaped as leanattn's causal variant reads it (bottom-right
 // aligned): row i of `rows` sees exactly the cells [begin_i, e + i), e >= 1 the same for every row
 // and head of the stream, and begin_i = max(0, e + i - 1 - window_left) with one window_left for

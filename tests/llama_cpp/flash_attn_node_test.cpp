@@ -38,7 +38,8 @@ enum class MaskKind {
   causal,
   causal_extra,
   causal_hole,
-  slots
+  slots,
+  slot_runs
 };
 
 struct NodeSpec {
@@ -175,6 +176,17 @@ std::vector<float> mask_row(const NodeSpec& s, std::int64_t stream, std::int64_t
           r < decoding ? r * z + z / 2 + 7 * r : 3 * z + z / 3 + r - decoding + 1;
       for (std::int64_t j = begin; j < end; ++j) m[static_cast<std::size_t>(j)] = uniform(rng);
       if (r >= decoding) m[static_cast<std::size_t>(3 * z + 2)] = -kInf;
+      break;
+    }
+    case MaskKind::slot_runs: {
+      // A unified cache whose three slots were prefilled together: their cells interleave in
+      // runs of 64 (from cell 8, round robin), row r decodes slot r % 3 and sees its runs up to
+      // a depth of its own. Visible cells add random values.
+      std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+      const std::int64_t slot = r % 3, limit = s.n_kv - 9 - 13 * r - 5 * stream;
+      for (std::int64_t j = 8; j < limit; ++j) {
+        if ((j - 8) % 192 / 64 == slot) m[static_cast<std::size_t>(j)] = uniform(rng);
+      }
       break;
     }
     case MaskKind::random: {
@@ -516,6 +528,38 @@ TEST(FlashAttnNode, UnifiedCacheSlotsReadTheirOwnCells) {
                                              static_cast<std::int32_t>(3 * z + z / 3 + rows - 3)}))
             << what;
       });
+    }
+  }
+}
+
+// A unified cache whose slots' cells interleave in runs (MaskKind::slot_runs: prefilled in the
+// same batches): up to kMaxRows rows, each row's request reads only the pages of 32 cells that
+// hold a cell it sees (paged, its own block table, the bias in its own key order), one stream and
+// three; against the oracle with f16, q8_0 and q4_0, soft-cap and sinks.
+TEST(FlashAttnNode, InterleavedSlotsReadOnlyTheirPages) {
+  std::uint32_t seed = 2300;
+  for (const std::int64_t rows : {1, 3, 8}) {
+    for (const std::int64_t streams : {1, 3}) {
+      for (const ggml_type kv : {GGML_TYPE_F16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0}) {
+        NodeSpec s;
+        s.rows = rows;
+        s.streams = streams;
+        s.n_kv = 480;  // pages of 32 (the largest power of two dividing 480 and 544)
+        s.kv_size = 544;
+        s.kv = kv;
+        s.mask = MaskKind::slot_runs;
+        s.softcap = rows == 3 ? 30.0f : 0.0f;
+        s.sinks = rows == 8;
+        const std::string what = std::string(ggml_type_name(kv)) + " rows " + std::to_string(rows) +
+                                 " streams " + std::to_string(streams);
+        expect_matches(s, seed++, what, [&](const DecodeProblem& p) {
+          EXPECT_EQ(p.layout, KvLayout::paged) << what;
+          EXPECT_EQ(p.page_size, 32) << what;
+          EXPECT_EQ(p.variant.window_left, -1) << what;
+          // Three runs of 64 cells, each over 3 pages: 9 of the 15 pages at most.
+          for (std::int32_t len : p.seq_lens) EXPECT_LE(len, 9 * 32) << what;
+        });
+      }
     }
   }
 }
