@@ -48,10 +48,12 @@ std::vector<std::int64_t> worker_costs(const DecodeProblem& p, const Plan& plan)
 std::string worker_costs_text(const std::vector<std::int64_t>& costs) {
   if (costs.empty()) return "";
   const auto [lo, hi] = std::minmax_element(costs.begin(), costs.end());
+  const std::string ratio =
+      *lo > 0 ? fmt::format("{:.3f}", static_cast<double>(*hi) / static_cast<double>(*lo))
+              : std::string("n/a (an idle worker)");
   std::string text = fmt::format(
-      "cost per worker (tile_cost: max(bytes x {}, FMAs), what lean balances): most / least "
-      "{:.3f}\n",
-      kFmasPerKvByte, *lo > 0 ? static_cast<double>(*hi) / static_cast<double>(*lo) : 0.0);
+      "cost per worker (tile_cost: max(bytes x {}, FMAs), what lean balances): most / least {}\n",
+      kFmasPerKvByte, ratio);
   for (std::size_t w = 0; w < costs.size(); ++w) {
     text += fmt::format("  worker {}: {}\n", w, costs[w]);
   }

@@ -325,6 +325,9 @@ void FlashAttnRunner::run(const ggml_tensor* node) {
   } else {
     p.layout = KvLayout::contiguous;
     p.capacity = n_kv;
+    p.page_size = 0;  // a paged node before may have set them
+    p.num_pages = 0;
+    p.max_pages = 0;
   }
   auto kv_strides = [&](const ggml_tensor* t, DType type) {
     const std::size_t es = dtype_size(type);  // bytes for the block formats
@@ -389,10 +392,17 @@ void FlashAttnRunner::run_stream_rows(const ggml_tensor* node) {
   CausalShape causal;
   const bool is_causal = mask != nullptr && causal_shape(mask, rows, streams, n_kv, causal);
   std::optional<RowRequests> split;
+  if (!is_causal && mask != nullptr && streams == 1) {
+    split = row_requests(mask, rows, n_kv);
+    // Rows of one sequence cut apart (a mask no cut recognises) would each read K and V again:
+    // past 64 requests and a quarter of the rows, one non-causal request reads them once.
+    if (split->seq_lens.size() > std::max<std::size_t>(64, static_cast<std::size_t>(rows) / 4)) {
+      split.reset();
+    }
+  }
   if (is_causal) {
     p.seq_lens = causal.seq_lens;
-  } else if (mask != nullptr && streams == 1) {
-    split = row_requests(mask, rows, n_kv);
+  } else if (split) {
     p.seq_lens = split->seq_lens;
     p.query_start_loc = split->query_start_loc;
   } else {

@@ -12,6 +12,10 @@ namespace {
 
 constexpr std::uint16_t kF16NegInf = 0xFC00;  // -inf hides a cell; -0 and everything else adds
 constexpr std::int64_t kChunk = 64;           // cells tested without a branch per cell
+// How far apart two rows' ends may be and still be one causal request (row_requests): a prompt
+// whose tokens took scattered free cells of a unified cache ends a few cells after the row
+// before; other sequences' rows end far away.
+constexpr std::int64_t kMaxEndStep = 16;
 
 // The first cell of [from, to) that is hidden (`hidden`) or visible (!`hidden`); `to` when none.
 std::int64_t first_cell(const std::uint16_t* m, std::int64_t from, std::int64_t to, bool hidden) {
@@ -128,8 +132,8 @@ RowRequests row_requests(const ggml_tensor* mask, std::int64_t rows, std::int64_
     for (std::int64_t r = 1; r < rows; ++r) {
       const RowSpan& a = spans[static_cast<std::size_t>(r - 1)];
       const RowSpan& b = spans[static_cast<std::size_t>(r)];
-      const bool continues =
-          causal ? a.end > 0 && b.end == a.end + 1 : b.begin == a.begin && b.end == a.end;
+      const bool continues = causal ? a.end > 0 && b.end > a.end && b.end - a.end <= kMaxEndStep
+                                    : b.begin == a.begin && b.end == a.end;
       if (!continues) at.push_back(static_cast<std::int32_t>(r));
     }
     at.push_back(static_cast<std::int32_t>(rows));
@@ -153,9 +157,10 @@ RowRequests row_requests(const ggml_tensor* mask, std::int64_t rows, std::int64_
     // extra ones of a non-causal request whose rows see fewer cells).
     const std::int64_t len = std::max<std::int64_t>(tail.end, last - first + 1);
     out.seq_lens[b] = static_cast<std::int32_t>(len);
-    if (out.causal) {
-      for (std::int32_t r = first; r <= last; ++r)
-        reach.push_back(spans[static_cast<std::size_t>(r)]);
+    if (out.causal) {  // row r at position tail.end - 1 - (last - r): its own end or past it
+      for (std::int32_t r = first; r <= last; ++r) {
+        reach.push_back(RowSpan{spans[static_cast<std::size_t>(r)].begin, tail.end - (last - r)});
+      }
     } else {
       reach.push_back(RowSpan{tail.begin, len});
     }

@@ -44,7 +44,9 @@ std::int32_t covering_window(const std::vector<RowSpan>& spans);
 // (llama-server's -kvu) one stream holds every slot, and a micro-batch mixes one slot's prompt
 // rows with other slots' decode rows, each seeing only its own sequence's cells. Consecutive rows
 // form one request when they look like one sequence's new tokens:
-//   causal: each row ends one cell after the row before (row i sees up to its own cell e + i);
+//   causal: each row ends after the row before, at most 16 cells after (a prompt's rows, their
+//   cells in a row or scattered over free cells); row i of n is then at position
+//   seq_len - n + i, at or past its last visible cell, the mask hiding what lies between;
 //   not causal: the rows' spans are equal (a non-causal prompt).
 // Whichever cut gives fewer requests is taken (K and V are read once per request). A request's
 // seq_len is the end of its last row (at least its row count); `window_left` (covering_window

@@ -233,6 +233,17 @@ TEST(MaskShape, RowRequestsOnePerSequence) {
     EXPECT_EQ(r.seq_lens, (std::vector<std::int32_t>{300, 0, 263}));
     EXPECT_EQ(r.window_left, -1);
   }
+  {  // a prompt whose tokens took every third cell (free cells of a fragmented cache): each row
+     // ends 3 cells after the one before, one causal request of 263 keys, row i at position
+     // 249 + i; the last row's window reaches back to cell 46, its first
+    Mask m(n_kv, rows, 1, 1,
+           [&](auto, auto, auto i, auto j) { return j >= 46 && j % 3 == 1 && j < 224 + 3 * i; });
+    const RowRequests r = row_requests(m.t, rows, n_kv);
+    EXPECT_TRUE(r.causal);
+    EXPECT_EQ(r.query_start_loc, (std::vector<std::int32_t>{0, 14}));
+    EXPECT_EQ(r.seq_lens, (std::vector<std::int32_t>{263}));
+    EXPECT_EQ(r.window_left, 262 - 46);
+  }
 }
 
 }  // namespace

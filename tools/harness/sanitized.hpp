@@ -2,6 +2,8 @@
 // AddressSanitizer or ThreadSanitizer (GCC's __SANITIZE_*__, Clang's __has_feature), for tests
 // that run fewer random trials or smaller sizes there: the sanitizers look for memory and thread
 // errors, which a shorter sweep still exercises; the release stage runs the full one.
+// LEANATTN_THREAD_SANITIZED (harness::kThreadSanitized): ThreadSanitizer alone (the CPU suites'
+// SIMD targets differ by sanitizer: tests/cpu/tested_targets.hpp).
 #pragma once
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
