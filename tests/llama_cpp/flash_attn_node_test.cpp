@@ -410,7 +410,8 @@ TEST(FlashAttnNode, PromptMicroBatches) {
 
 // One runner through nodes of every kind in turn, as llama.cpp hands them over a prompt and the
 // decode steps after it: each node's problem is its own (a prompt's query_start_loc once leaked
-// into the next decode step's problem and broke every decode node after a prompt).
+// into the next decode step's problem and broke every decode node after a prompt), pages,
+// windows and cuts by sequence included.
 TEST(FlashAttnNode, OneRunnerAcrossPromptsAndDecodeSteps) {
   std::vector<NodeSpec> specs(5);
   specs[0].rows = 300;  // a one-stream causal prompt
@@ -427,6 +428,19 @@ TEST(FlashAttnNode, OneRunnerAcrossPromptsAndDecodeSteps) {
   specs[4].rows = 1;
   specs[4].streams = 3;
   specs[4].n_kv = 200;
+  specs.resize(9);
+  specs[5].rows = 3;  // decode rows of interleaved slots: read by pages, each its own table
+  specs[5].n_kv = 480;
+  specs[5].kv_size = 544;
+  specs[5].mask = MaskKind::slot_runs;
+  specs[6].rows = 1;  // a plain decode step after it: contiguous again
+  specs[6].n_kv = 481;
+  specs[7].rows = 40;  // a unified cache's prompt beside three decoding slots: cut by sequence
+  specs[7].n_kv = 520;
+  specs[7].mask = MaskKind::slots;
+  specs[8].rows = 2;  // decode rows of slots in their own blocks: a window
+  specs[8].n_kv = 300;
+  specs[8].mask = MaskKind::slots;
   FlashAttnRunner runner;
   runner.set_threads(2);
   std::uint32_t seed = 1700;
