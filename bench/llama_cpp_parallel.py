@@ -16,7 +16,6 @@ bench/results/llama-cpp-parallel-<model>-<cpu>-<cores>c-<date>.txt.
 import argparse
 import concurrent.futures
 import datetime
-import json
 import os
 import pathlib
 import signal
@@ -26,18 +25,8 @@ import sys
 import time
 import urllib.request
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from llama_server_io import ROOT, build_backend, cpu_name, post, sh
 
-
-def sh(*cmd: str) -> str:
-    return subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout.strip()
-
-
-def post(url: str, body: dict) -> dict:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=3600) as r:
-        return json.loads(r.read())
 
 
 def serve(args, llama: str, backend: str, model: str, config: str, ctx: int, port: int):
@@ -72,10 +61,7 @@ def main() -> int:
     args = ap.parse_args()
     llama = sh("scripts/llama-cpp.sh")
     model = sh("scripts/gguf-model.sh", args.model)
-    sh("cmake", "-S", ".", "-B", "build/llama", "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
-       "-DLEANATTN_CUDA=OFF", "-DLEANATTN_BUILD_CLI=OFF", f"-DLEANATTN_LLAMA_CPP={llama}")
-    sh("cmake", "--build", "build/llama", "--target", "ggml-leanattn")
-    backend = str(ROOT / "build/llama/integrations/llama.cpp/libggml-leanattn.so")
+    backend = build_backend(llama)
     docs = sorted(pathlib.Path(llama, "src/docs").rglob("*.md"))
     text = "\n\n".join(p.read_text(errors="replace") for p in docs)
     ctx = len(args.lengths) * (max(args.lengths) + args.tokens + 64)
@@ -101,7 +87,7 @@ def main() -> int:
             rates.setdefault(config, []).append(rate)
             print(f"run {run + 1} {config}: {rate:.2f} tokens/s over {len(outs)} slots", flush=True)
 
-    cpu = sh("bash", "-c", "grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'")
+    cpu = cpu_name()
     med = {c: statistics.median(v) for c, v in rates.items()}
     best = max(med["stock-fa-on"], med["stock-fa-off"])
     lines = [

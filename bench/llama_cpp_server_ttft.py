@@ -45,20 +45,10 @@ import threading
 import time
 import urllib.request
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from llama_server_io import ROOT, build_backend, cpu_name, post, sh
+
 CONFIGS = ("stock-fa-on-kvu", "stock-fa-off-kvu", "leanattn-kvu",
            "stock-fa-on-no-kvu", "stock-fa-off-no-kvu", "leanattn-no-kvu")
-
-
-def sh(*cmd: str) -> str:
-    return subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout.strip()
-
-
-def post(url: str, body: dict) -> dict:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=3600) as r:
-        return json.loads(r.read())
 
 
 class Stream(threading.Thread):
@@ -304,10 +294,7 @@ def main() -> int:
     llama = sh("scripts/llama-cpp.sh")
     args.model_path = sh("scripts/gguf-model.sh", args.model)
     if args.backend is None and any(c.startswith("leanattn") for c in args.configs):
-        sh("cmake", "-S", ".", "-B", "build/llama", "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
-           "-DLEANATTN_CUDA=OFF", "-DLEANATTN_BUILD_CLI=OFF", f"-DLEANATTN_LLAMA_CPP={llama}")
-        sh("cmake", "--build", "build/llama", "-j", "2", "--target", "ggml-leanattn")
-        args.backend = str(ROOT / "build/llama/integrations/llama.cpp/libggml-leanattn.so")
+        args.backend = build_backend(llama)
     if args.backend is not None:
         args.backend = str(pathlib.Path(args.backend).resolve())
     docs = sorted(pathlib.Path(llama, "src/docs").rglob("*.md"))
@@ -334,7 +321,7 @@ def main() -> int:
     elapsed = time.monotonic() - started
 
     med = lambda c, k: statistics.median(r[k] for r in res[c])
-    cpu = sh("bash", "-c", "grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'")
+    cpu = cpu_name()
     batch = f"-b {args.batch or '2048 (default)'} -ub {args.ubatch or '512 (default)'}"
     lines = [
         f"llama-server time to first token, {args.model}: a {args.prompt_tokens}-token prompt "
